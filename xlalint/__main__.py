@@ -1,0 +1,5 @@
+import sys
+
+from xlalint.cli import main
+
+sys.exit(main())

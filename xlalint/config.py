@@ -1,0 +1,217 @@
+"""Settings: ``[tool.xlalint]`` of the nearest pyproject.toml, then the command line on top.
+
+Unknown keys, unknown codes and values of the wrong type are errors that name the culprit: a typo in
+a linter's config that silently does nothing is worse than no config.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10
+    import tomli as tomllib
+
+from xlalint.rules import all_rules
+
+DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "build", "dist",
+                   "__pycache__", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+                   ".xlalint_cache", ".eggs", "*.egg-info")
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+
+KNOWN_KEYS = {
+    "select": list,
+    "ignore": list,
+    "extend-select": list,
+    "extend-ignore": list,
+    "exclude": list,
+    "extend-exclude": list,
+    "per-file-ignores": dict,
+    "max-file-size": int,
+}
+
+
+class ConfigError(Exception):
+    """A bad setting: reported as one line and exit status 2."""
+
+
+@dataclass
+class Settings:
+    enabled: frozenset = frozenset()
+    exclude: tuple = DEFAULT_EXCLUDE
+    extend_exclude: tuple = ()
+    per_file_ignores: tuple = ()  # ((glob, frozenset(codes)), ...)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    root: Path = field(default_factory=Path.cwd)
+    config_path: Optional[Path] = None
+
+    def codes_for(self, path: str) -> frozenset:
+        """The codes enabled for ``path`` after per-file-ignores."""
+        if not self.per_file_ignores:
+            return self.enabled
+        rel = _relative(path, self.root)
+        codes = set(self.enabled)
+        for pattern, ignored in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                codes = {c for c in codes if not any(c.startswith(i) for i in ignored)}
+        return frozenset(codes)
+
+    def is_excluded(self, path: str) -> bool:
+        rel = _relative(path, self.root)
+        name = os.path.basename(path.rstrip("/\\")) or path
+        for pattern in self.exclude + self.extend_exclude:
+            if fnmatch.fnmatchcase(name, pattern) or _glob_match(rel, pattern):
+                return True
+        return False
+
+    def fingerprint(self) -> str:
+        return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size))
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, pattern):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    return fnmatch.fnmatchcase(rel, pattern + "/*") or rel.startswith(pattern.rstrip("*") + "/") if pattern.endswith("/**") else False
+
+
+def all_codes() -> list[str]:
+    return [r.code for r in all_rules()]
+
+
+def expand_codes(selectors: Iterable[str], where: str) -> set:
+    """``XLA0`` -> every XLA0xx code; ``ALL`` -> every code. Unknown selectors are errors."""
+    codes = all_codes()
+    out = set()
+    for raw in selectors:
+        if not isinstance(raw, str):
+            raise ConfigError(f"{where}: expected a rule code, got {raw!r}")
+        s = raw.strip().upper()
+        if not s:
+            continue
+        if s == "ALL":
+            out.update(codes)
+            continue
+        matched = [c for c in codes if c.startswith(s)]
+        if not matched:
+            raise ConfigError(f"{where}: unknown rule code or prefix {raw!r} (known: {', '.join(codes)})")
+        out.update(matched)
+    return out
+
+
+def default_enabled() -> set:
+    return set(all_codes())
+
+
+def find_config(start: str) -> Optional[Path]:
+    """The nearest pyproject.toml with a ``[tool.xlalint]`` table, looking upward from ``start``."""
+    p = Path(os.path.abspath(start))
+    if not p.is_dir():
+        p = p.parent
+    for d in [p, *p.parents]:
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                return candidate  # let load_config report it
+            if "xlalint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_config(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read config: {e}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    if path.name == "pyproject.toml" or "tool" in data:
+        table = data.get("tool", {}).get("xlalint", {})
+    else:  # a dedicated xlalint.toml
+        table = data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.xlalint] must be a table")
+    for key, value in table.items():
+        if key not in KNOWN_KEYS:
+            raise ConfigError(
+                f"{path}: unknown key {key!r} in [tool.xlalint] (known: {', '.join(sorted(KNOWN_KEYS))})"
+            )
+        want = KNOWN_KEYS[key]
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise ConfigError(f"{path}: [tool.xlalint] {key} must be a {want.__name__}, got {value!r}")
+    return table
+
+
+def build_settings(
+    config_path: Optional[Path],
+    *,
+    select: Optional[list] = None,
+    ignore: Optional[list] = None,
+    extend_select: Optional[list] = None,
+    exclude: Optional[list] = None,
+    extend_exclude: Optional[list] = None,
+    per_file_ignores: Optional[list] = None,
+) -> Settings:
+    table = load_config(config_path) if config_path else {}
+    where = f"{config_path} [tool.xlalint]" if config_path else "config"
+    root = config_path.parent.resolve() if config_path else Path.cwd()
+
+    enabled = expand_codes(table["select"], f"{where} select") if "select" in table else default_enabled()
+    enabled |= expand_codes(table.get("extend-select", []), f"{where} extend-select")
+    enabled -= expand_codes(table.get("ignore", []), f"{where} ignore")
+    enabled -= expand_codes(table.get("extend-ignore", []), f"{where} extend-ignore")
+    if select is not None:
+        enabled = expand_codes(select, "--select")
+    if extend_select:
+        enabled |= expand_codes(extend_select, "--extend-select")
+    if ignore:
+        enabled -= expand_codes(ignore, "--ignore")
+
+    pfi = []
+    for pattern, codes in table.get("per-file-ignores", {}).items():
+        if isinstance(codes, str):
+            codes = [c for c in codes.replace(",", " ").split()]
+        if not isinstance(codes, list):
+            raise ConfigError(f"{where} per-file-ignores: {pattern!r} must map to a list of codes")
+        pfi.append((pattern, frozenset(expand_codes(codes, f"{where} per-file-ignores[{pattern!r}]"))))
+    for item in per_file_ignores or []:
+        pattern, sep, codes = item.partition(":")
+        if not sep:
+            raise ConfigError(f"--per-file-ignores: expected GLOB:CODES, got {item!r}")
+        pfi.append((pattern, frozenset(expand_codes(codes.replace(",", " ").split(), "--per-file-ignores"))))
+
+    excl = tuple(exclude) if exclude is not None else tuple(table.get("exclude", DEFAULT_EXCLUDE))
+    extend = tuple(table.get("extend-exclude", ())) + tuple(extend_exclude or ())
+    max_size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
+    if max_size <= 0:
+        raise ConfigError(f"{where} max-file-size must be a positive number of bytes, got {max_size}")
+    return Settings(
+        enabled=frozenset(enabled),
+        exclude=excl,
+        extend_exclude=extend,
+        per_file_ignores=tuple(pfi),
+        max_file_size=max_size,
+        root=root,
+        config_path=config_path,
+    )

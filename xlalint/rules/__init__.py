@@ -1,0 +1,85 @@
+"""Rules: one module each, discovered (never a hand-kept list).
+
+A rule is a class with its code, name, one-line summary, message, docs (ruff's sections) and its
+VALID/INVALID examples, which are also its tests. It hooks into the one walk of the semantic model with
+``on_<NodeType>(node)`` methods, asks the model the two questions (``self.model.kind(expr)``,
+``self.model.is_tensor(expr)``; the step context is attached to every report) and reports with
+``self.report(node, message, fix=...)``. ``{when}`` in a message becomes "every step" or
+"every N steps" once the file is resolved.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from typing import ClassVar
+
+
+class Rule:
+    code: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    severity: ClassVar[str] = "warning"
+    # ruff-style documentation sections
+    what_it_does: ClassVar[str] = ""
+    why_slow: ClassVar[str] = ""
+    example: ClassVar[str] = ""
+    use_instead: ClassVar[str] = ""
+    known_problems: ClassVar[str] = ""
+    verify: ClassVar[str] = ""
+    # examples that are also tests: VALID must produce no finding of this rule; each INVALID at least one
+    VALID: ClassVar[list] = []
+    INVALID: ClassVar[list] = []
+    # findings that are about a file as a whole (syntax errors) do not walk the tree
+    walks: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.model = None
+
+    def report(self, node, message: str, fix: str = "", when: str = "step") -> None:
+        self.model.report(self, node, message, fix, when)
+
+    def finalize(self) -> None:
+        """Called once the whole file is walked and the step contexts are resolved."""
+
+    @classmethod
+    def explain(cls) -> str:
+        parts = [f"{cls.code} ({cls.name})", "", cls.summary.strip(), ""]
+        for title, text in (
+            ("What it does", cls.what_it_does),
+            ("Why is this slow on XLA?", cls.why_slow),
+            ("Known problems", cls.known_problems),
+            ("Example", cls.example),
+            ("Use instead", cls.use_instead),
+            ("How --verify confirms it", cls.verify),
+        ):
+            if text.strip():
+                parts += [f"## {title}", _dedent(text), ""]
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip("\n")
+
+
+@lru_cache(maxsize=None)
+def all_rules() -> tuple:
+    """Every rule class in this package, sorted by code."""
+    found = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.code:
+                if obj.code in found and found[obj.code] is not obj:
+                    raise RuntimeError(f"two rules claim {obj.code}: {found[obj.code]} and {obj}")
+                found[obj.code] = obj
+    return tuple(found[c] for c in sorted(found))
+
+
+def rules_by_code() -> dict:
+    return {r.code: r for r in all_rules()}

@@ -1,0 +1,147 @@
+"""XLA001 host-read: a per-step read of a device value on the host."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
+
+FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
+
+
+class HostRead(Rule):
+    code = "XLA001"
+    name = "host-read"
+    summary = "A device value is read on the host every step: the lazy graph is cut and run early."
+    what_it_does = """
+        Flags, in code that runs every step (a step loop, `forward`, `training_step`, a function they
+        call), the calls that copy a device tensor to the host: `.item()`, `.tolist()`, `.cpu()`,
+        `.to("cpu")`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `math.*(t)`,
+        `torch.tensor([t1, t2])` of device tensors, `torch.allclose` / `torch.equal`.
+        Code under `if step % N == 0:` is reported with "every N steps". Not flagged: the same outside
+        per-step code (after the loop), after the step's `torch_xla.sync()` / `xm.mark_step()`,
+        inside `xm.add_step_closure` callbacks, on tensors known to be on the CPU, under an explicit
+        non-XLA guard (`if device.type != "xla":`).
+    """
+    why_slow = """
+        torch_xla records operations lazily and runs them as one graph at the step's barrier. Reading
+        a value on the host needs it now: XLA compiles and runs the graph so far, copies the value
+        back, and the rest of the step becomes a second graph. On the CPU device a step with
+        `loss.item()` runs 2 executions and 1 device-to-host transfer instead of 1 execution; on a TPU
+        the transfer also stalls the host until the device catches up, every step.
+    """
+    example = """
+        for step, (x, y) in enumerate(loader):
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()   # XLA001: graph cut + transfer every step
+            xm.mark_step()
+    """
+    use_instead = """
+        running_loss = torch.zeros((), device=device)
+        for step, (x, y) in enumerate(loader):
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.detach()  # stays on the device
+            xm.mark_step()
+        print(running_loss.item() / len(loader))  # one read, after the loop
+    """
+    known_problems = """
+        A value read after a barrier that the linter cannot see (a sync inside a helper defined in
+        another file) is still reported. Whether a tensor lives on the device is inferred: tensors made
+        by `torch.tensor(...)` without `device=` are taken to be on the CPU.
+    """
+    verify = """
+        `TransferFromDeviceTime` samples (and `aten::_local_scalar_dense` for scalar reads) counted at
+        the line on most steps, with the extra graph compile/execution the cut causes.
+    """
+    VALID = [
+        # after the loop: one read
+        "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\nprint(loss.item())\n",
+        # inside a step closure
+        "import torch\nimport torch_xla.core.xla_model as xm\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    xm.add_step_closure(lambda: print(loss.item()))\n",
+        # a helper named item
+        "import torch\nimport utils\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    v = utils.item(loss)\n",
+        # after the step's sync
+        "import torch, torch_xla\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    torch_xla.sync()\n    v = loss.item()\n",
+    ]
+    INVALID = [
+        "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * float(x.max())\n",
+        "import torch\nfor x in loader:\n    out = model(x)\n    preds = out.argmax(-1).cpu()\n    optimizer.step()\n",
+    ]
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            meth = func.attr.value
+            if meth in T.HOST_READ_METHODS:
+                if meth in ("item", "tolist") and node.args:
+                    return  # not Tensor.item / Tensor.tolist
+                k = m.kind(func.value)
+                if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)):
+                    what = T.HOST_READ_METHODS[meth]
+                    self._flag(node, f"`.{meth}()` {what} {{when}}")
+                return
+            if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
+                self._flag(node, "`.to(\"cpu\")` copies the tensor to the host {when}")
+                return
+            if meth in ("equal", "allclose") and m.kind(func.value) in K.DEVICE_TENSORS:
+                self._flag(node, f"`.{meth}()` reads a device comparison to the host {{when}}")
+                return
+        q = m.qualname(func)
+        if q is None:
+            for b in T.HOST_READ_BUILTINS:
+                if m.is_builtin(func, b):
+                    args = positional_args(node)
+                    if len(args) == 1 and m.kind(args[0]) in K.DEVICE_TENSORS:
+                        self._flag(node, f"`{b}(tensor)` reads a device value to the host {{when}}")
+                    return
+            return
+        mod, _, fn = q.rpartition(".")
+        if mod == "math":
+            if any(m.kind(a) in K.DEVICE_TENSORS for a in positional_args(node)):
+                self._flag(node, f"`math.{fn}(tensor)` reads a device value to the host {{when}}")
+            return
+        if q in T.HOST_READ_TORCH_FUNCTIONS:
+            if any(m.kind(a) in K.DEVICE_TENSORS for a in positional_args(node)):
+                self._flag(node, f"`torch.{fn}` reads a device comparison to the host {{when}}")
+            return
+        if q in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+            args = positional_args(node)
+            if args and isinstance(args[0], (cst.List, cst.Tuple)):
+                if any(m.kind(el.value) in K.DEVICE_TENSORS for el in args[0].elements):
+                    self._flag(
+                        node,
+                        f"`torch.{fn}([...])` of device tensors reads each element to the host {{when}}",
+                        fix="build it on the device: `torch.stack([...])`",
+                    )
+
+    def _flag(self, node, message: str, fix: str = FIX) -> None:
+        self.report(
+            node,
+            f"{message}: the graph is cut and run early (1 extra execution + 1 transfer per step). Fix: {fix}",
+            fix=fix,
+        )
+
+
+def _to_cpu(m, node: cst.Call) -> bool:
+    dev = keyword_arg(node, "device")
+    args = positional_args(node)
+    target = dev if dev is not None else (args[0] if args else None)
+    return target is not None and m._is_cpu_device(target)
+
+
+def _is_module_ref(m, node) -> bool:
+    """``utils.item(x)`` style: the receiver is an imported module, not a value."""
+    dn = dotted_name(node)
+    if dn is None:
+        return False
+    head = dn.split(".")[0]
+    return head in m.imports and m.kind(node) == K.NOT_TENSOR and string_value(node) is None

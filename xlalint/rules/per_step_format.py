@@ -1,0 +1,131 @@
+"""XLA006 per-step-format: a device tensor formatted (printed, logged) every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.model import dotted_name, last_name, positional_args
+
+FIX = "log every N steps from `xm.add_step_closure(fn, args=(loss,))`, or accumulate with `.detach()` and print after the loop"
+
+_PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str", "write"})
+
+
+class PerStepFormat(Rule):
+    code = "XLA006"
+    name = "per-step-format"
+    summary = "A device tensor is formatted for logging every step: each one is a host transfer."
+    what_it_does = """
+        Flags formatting of device tensors in code that runs every step: `print(loss)`,
+        `f"{loss}"`, `f"{loss:.4f}"`, `"%f" % loss`, `"{}".format(loss)`, `str(t)`, `repr(t)`,
+        `logger.info("...", loss)` / `logging.*` with tensor arguments, tqdm's `set_postfix(loss=t)`.
+        Formatting `.shape`, `.dtype` or Python numbers is not flagged, nor formatting inside
+        `xm.add_step_closure`, after the step's sync, or outside the step loop. A `.item()` that is
+        formatted is reported once, as XLA001.
+    """
+    why_slow = """
+        Turning a tensor into text needs its value on the host: torch_xla runs the pending graph early
+        and copies the tensor back (measured: 1 extra execution and 1 device-to-host transfer per
+        step for `print(loss)` or `f"{loss:.4f}"`).
+    """
+    example = """
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            ...
+            print(f"step {step} loss {loss:.4f}")   # XLA006
+    """
+    use_instead = """
+        def log(step, loss):
+            print(f"step {step} loss {loss.item():.4f}")   # runs after the step, off the critical path
+
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            ...
+            if step % 50 == 0:
+                xm.add_step_closure(log, args=(step, loss))
+    """
+    verify = "Transfer samples (`TransferFromDeviceTime`) at the formatting line on most steps."
+    VALID = [
+        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(x.shape, loss.dtype)\n",
+        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(f'{loss.item():.3f}')\n",
+    ]
+    INVALID = [
+        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n",
+        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    s = f'{loss:.4f}'\n",
+        "import torch, logging\nlogger = logging.getLogger()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logger.info('loss %s', loss)\n",
+    ]
+
+    def _flag(self, node, what: str) -> None:
+        self.report(
+            node,
+            f"{what} formats a device tensor {{when}}: its value is copied to the host and the graph is "
+            f"cut (1 extra execution + 1 transfer per step). Fix: {FIX}",
+            fix=FIX,
+        )
+
+    def on_FormattedString(self, node: cst.FormattedString) -> None:
+        m = self.model
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression) and m.holds_tensor(part.expression):
+                self._flag(node, "this f-string")
+                return
+
+    def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            right = node.right
+            items = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            if any(self.model.holds_tensor(v) for v in items):
+                self._flag(node, "`%` formatting")
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        args = [a.value for a in node.args if not a.star]
+        q = m.qualname(func)
+        if isinstance(func, cst.Name) and q is None:
+            name = func.value
+            if name == "print" and m.is_builtin(func, "print"):
+                if any(m.holds_tensor(a) for a in args):
+                    self._flag(node, "`print(...)`")
+            elif name in ("str", "repr", "format") and m.is_builtin(func, name):
+                pos = positional_args(node)
+                if pos and m.holds_tensor(pos[0]):
+                    self._flag(node, f"`{name}(tensor)`")
+            return
+        if q in T.PRINT_FUNCTIONS:
+            if any(m.holds_tensor(a) for a in args):
+                self._flag(node, f"`{q.rsplit('.', 1)[-1]}(...)`")
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        meth = func.attr.value
+        recv = func.value
+        if meth == "format" and isinstance(recv, (cst.SimpleString, cst.ConcatenatedString)):
+            if any(m.holds_tensor(a) for a in args):
+                self._flag(node, "`str.format`")
+            return
+        if meth in T.LOG_METHODS and _is_logger(m, recv):
+            # the message is args[0] (a str); tensors passed as %-args are formatted by logging
+            if any(m.holds_tensor(a) for a in args):
+                self._flag(node, f"`{dotted_name(func) or meth}(...)`")
+            return
+        if meth == "print" and last_name(recv) in ("accelerator", "accel"):
+            if any(m.holds_tensor(a) for a in args):
+                self._flag(node, "`accelerator.print(...)`")
+            return
+        if meth in _PROGRESS_METHODS and (last_name(recv) or "").lower() in ("pbar", "progress", "progress_bar", "bar", "tqdm", "t", "iterator", "epoch_iterator", "loop"):
+            if any(m.holds_tensor(a) for a in args):
+                self._flag(node, f"`{meth}(...)`")
+
+
+def _is_logger(m, recv) -> bool:
+    q = m.qualname(recv)
+    if q is not None:
+        return q == "logging" or q.startswith("logging.") or q.endswith(("logger", "log"))
+    name = (last_name(recv) or "").lower()
+    if isinstance(recv, cst.Call):
+        return (m.qualname(recv.func) or "") in ("logging.getLogger",)
+    return name in ("logger", "log", "logging", "_logger", "_log", "lgr") or name.endswith("_logger")

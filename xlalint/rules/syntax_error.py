@@ -1,0 +1,43 @@
+"""XLA900 syntax-error and XLA901 unreadable-file: the file itself could not be linted."""
+
+from xlalint.rules import Rule
+
+
+class SyntaxErrorRule(Rule):
+    code = "XLA900"
+    name = "syntax-error"
+    summary = "The file does not parse as Python (or is not valid UTF-8), so nothing in it was checked."
+    severity = "error"
+    walks = False
+    what_it_does = """
+        Reports files that libcst cannot parse: syntax errors, bytes that are not valid in the
+        file's encoding, NUL bytes. The location is where the parser stopped.
+    """
+    why_slow = """
+        It is not slow: it is unchecked. Every other rule needs a parse tree, so a file that does not
+        parse may hide any of the other findings.
+    """
+    example = """
+        for x, y in loader
+            loss = model(x)
+    """
+    use_instead = """
+        for x, y in loader:
+            loss = model(x)
+    """
+
+
+class UnreadableFileRule(Rule):
+    code = "XLA901"
+    name = "unreadable-file"
+    summary = "The file could not be read (permissions, a broken link, or over the size limit)."
+    severity = "error"
+    walks = False
+    what_it_does = """
+        Reports a path that was given or found but could not be read: permission denied, a dangling
+        symlink, a file larger than `max-file-size` (default 10 MB; generated files are usually
+        not worth linting).
+    """
+    why_slow = """
+        It is not slow: it is unchecked.
+    """

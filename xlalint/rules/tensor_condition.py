@@ -1,0 +1,113 @@
+"""XLA002 tensor-condition: Python control flow on a device tensor's value."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+
+FIX = "keep the decision on the device with `torch.where(cond, a, b)` / multiplying by a mask, or move the check out of the step (every N steps, or in `xm.add_step_closure`)"
+
+# Methods whose truth value only makes sense on a tensor: flagged even when the receiver is unknown.
+_UNAMBIGUOUS = frozenset({"any", "all", "isnan", "isinf", "isfinite"})
+
+
+class TensorCondition(Rule):
+    code = "XLA002"
+    name = "tensor-condition"
+    summary = "Python branches on a device tensor every step: the graph is cut to read the condition."
+    what_it_does = """
+        Flags a tensor-valued test, in code that runs every step, in `if`, `elif`, `while`, a
+        ternary, `assert`, a comprehension `if`, and the operands of `and`/`or`/`not` that Python
+        truth-tests: `if mask.any():`, `if loss > 0:`, `while not done.all():`,
+        `if torch.isnan(loss):`. Tests on Python values are not flagged (`if self.training:`,
+        `if x is None:`, `if x.dim() == 3:`, `if len(batch):`), nor `torch.where(c, a, b)`.
+    """
+    why_slow = """
+        Python needs a bool now, so torch_xla compiles and runs the graph built so far and copies the
+        condition to the host (1 extra execution + 1 transfer per step). If the branch taken changes
+        from step to step, each combination of branches is a different graph: a new compile.
+        A `while` on a tensor does this once per iteration.
+    """
+    example = """
+        loss = criterion(model(x), y)
+        if torch.isnan(loss):     # XLA002
+            continue
+        loss.backward()
+    """
+    use_instead = """
+        loss = criterion(model(x), y)
+        loss = torch.where(torch.isnan(loss), torch.zeros_like(loss), loss)  # stays on the device
+        loss.backward()
+    """
+    verify = "Transfer samples (`TransferFromDeviceTime`, `aten::_local_scalar_dense`) at the condition's line on most steps."
+    VALID = [
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, mask=None):\n        if self.training and mask is not None:\n            x = x * mask\n        if x.dim() == 3:\n            x = x.sum(0)\n        return x\n",
+        "import torch\nfor x in loader:\n    out = torch.where(x > 0, x, 0)\n    loss = model(out).sum()\n    loss.backward()\n",
+    ]
+    INVALID = [
+        "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    if loss > 0:\n        loss.backward()\n    optimizer.step()\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, pad_mask):\n        if pad_mask.any():\n            x = x.masked_fill(pad_mask, 0)\n        return x\n",
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._done: set = set()
+
+    def on_If(self, node: cst.If) -> None:
+        self._truth(node.test)
+
+    def on_While(self, node: cst.While) -> None:
+        self._truth(node.test)
+
+    def on_IfExp(self, node: cst.IfExp) -> None:
+        self._truth(node.test)
+
+    def on_Assert(self, node: cst.Assert) -> None:
+        self._truth(node.test)
+
+    def on_CompIf(self, node: cst.CompIf) -> None:
+        self._truth(node.test)
+
+    def on_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not) and id(node) not in self._done:
+            self._truth(node)
+
+    def on_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # outside a test, `a or b` still truth-tests `a`
+        if id(node) not in self._done:
+            self._done.add(id(node))
+            self._truth(node.left)
+
+    def _truth(self, e) -> None:
+        """``e`` is truth-tested by Python."""
+        self._done.add(id(e))
+        if isinstance(e, cst.BooleanOperation):
+            self._truth(e.left)
+            self._truth(e.right)
+            return
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            self._truth(e.expression)
+            return
+        m = self.model
+        k = m.kind(e)
+        if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and _unambiguous(m, e)):
+            self.report(
+                e,
+                "tensor-valued condition: Python reads it on the host {when}: the graph is cut and run "
+                f"early (1 extra execution + 1 transfer per step), and a branch that flips compiles a new graph. Fix: {FIX}",
+                fix=FIX,
+            )
+
+
+def _unambiguous(m, e) -> bool:
+    """``x.any()`` / ``torch.isnan(x)`` with an unknown ``x``: only tensors answer these."""
+    if isinstance(e, cst.Call):
+        if isinstance(e.func, cst.Attribute) and e.func.attr.value in ("any", "all") and not e.args:
+            rk = m.kind(e.func.value)
+            return rk is K.UNKNOWN and m.imports_torch and m.qualname(e.func.value) is None
+        q = m.qualname(e.func) or ""
+        if q in ("torch.isnan", "torch.isinf", "torch.any", "torch.all", "torch.isfinite"):
+            return True
+    return False

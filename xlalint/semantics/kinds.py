@@ -1,0 +1,56 @@
+"""The values the tensor inference gives an expression.
+
+Three answers matter to rules (tensor / not a tensor / unknown); the finer kinds let the inference
+follow values through loaders, modules and containers.
+"""
+
+TENSOR = "tensor"  # a tensor on the XLA device (or of unknown device: in XLA code that is the device)
+BOOL_TENSOR = "bool-tensor"  # a device tensor known to hold booleans (a mask)
+CPU_TENSOR = "cpu-tensor"  # a tensor known to live on the host: reading it costs nothing
+TENSORS = "tensors"  # a container of device tensors: a batch, a tuple from split(), a dict of tensors
+CPU_TENSORS = "cpu-tensors"  # a container of host tensors: a batch from a plain DataLoader
+ITEMS = "items"  # ``d.items()`` of a tensor dict: iterating gives (key, tensor)
+MODULE = "module"  # an nn.Module: calling it returns tensors
+LOADER = "loader"  # iterating it gives device batches (MpDeviceLoader, an accelerator-prepared loader)
+CPU_LOADER = "cpu-loader"  # a plain DataLoader: iterating it gives host batches
+NOT_TENSOR = "not-tensor"  # a Python value: number, string, bool, shape, None, ...
+UNKNOWN = None
+
+DEVICE_TENSORS = frozenset({TENSOR, BOOL_TENSOR})
+ANY_TENSOR = frozenset({TENSOR, BOOL_TENSOR, CPU_TENSOR})
+HOLDS_DEVICE_TENSOR = frozenset({TENSOR, BOOL_TENSOR, TENSORS, ITEMS})
+
+
+def element_of(kind):
+    """The kind of one element when iterating or indexing a value of ``kind``."""
+    if kind in (TENSORS, TENSOR, BOOL_TENSOR):
+        return TENSOR
+    if kind in (CPU_TENSORS, CPU_TENSOR):
+        return CPU_TENSOR
+    if kind == LOADER:
+        return TENSORS
+    if kind == CPU_LOADER:
+        return CPU_TENSORS
+    if kind == NOT_TENSOR:
+        return NOT_TENSOR
+    return UNKNOWN
+
+
+def join(a, b):
+    """The kind of a value that is ``a`` on one path and ``b`` on another."""
+    if a == b:
+        return a
+    return UNKNOWN
+
+
+def arithmetic(a, b):
+    """The kind of ``a <op> b``."""
+    if a in DEVICE_TENSORS or b in DEVICE_TENSORS:
+        return TENSOR
+    if a == CPU_TENSOR or b == CPU_TENSOR:
+        if a in (CPU_TENSOR, NOT_TENSOR) and b in (CPU_TENSOR, NOT_TENSOR):
+            return CPU_TENSOR
+        return UNKNOWN
+    if a == NOT_TENSOR and b == NOT_TENSOR:
+        return NOT_TENSOR
+    return UNKNOWN

@@ -1,0 +1,215 @@
+"""What xlalint knows about PyTorch, torch_xla and friends, kept as data.
+
+One table, many readers: the semantic model and the rules read these; nothing here is code.
+Qualified names are written as the user's import would resolve them (``torch.nonzero``,
+``torch_xla.core.xla_model.mark_step``).
+"""
+
+# --- Which torch namespaces return tensors -------------------------------------------------
+# A call ``torch.<fn>(...)`` in one of these namespaces returns a tensor unless ``fn`` is listed
+# in NON_TENSOR_TORCH_FUNCTIONS. Classes (CamelCase names) never count as tensor functions.
+TENSOR_NAMESPACES = frozenset(
+    {
+        "torch",
+        "torch.nn.functional",
+        "torch.linalg",
+        "torch.fft",
+        "torch.special",
+        "torch.sparse",
+        "torch.masked",
+    }
+)
+
+# Functions in those namespaces that return something other than a tensor.
+NON_TENSOR_TORCH_FUNCTIONS = frozenset(
+    {
+        "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
+        "torch.is_nonzero", "torch.is_grad_enabled", "torch.is_inference_mode_enabled",
+        "torch.is_autocast_enabled", "torch.is_deterministic_algorithms_warn_only_enabled",
+        "torch.are_deterministic_algorithms_enabled", "torch.is_anomaly_enabled",
+        "torch.numel", "torch.typename", "torch.result_type", "torch.can_cast", "torch.promote_types",
+        "torch.get_default_dtype", "torch.get_default_device", "torch.set_default_dtype",
+        "torch.set_default_device", "torch.set_default_tensor_type", "torch.device", "torch.dtype",
+        "torch.finfo", "torch.iinfo", "torch.Size", "torch.broadcast_shapes",
+        "torch.manual_seed", "torch.seed", "torch.initial_seed", "torch.set_rng_state",
+        "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
+        "torch.autocast", "torch.compile", "torch.save", "torch.load", "torch.set_printoptions",
+        "torch.use_deterministic_algorithms", "torch.set_float32_matmul_precision",
+        "torch.get_float32_matmul_precision", "torch.set_num_threads", "torch.get_num_threads",
+        "torch.set_num_interop_threads", "torch.get_num_interop_threads", "torch.set_anomaly_enabled",
+        "torch.set_warn_always", "torch.is_warn_always_enabled", "torch.vmap", "torch.cond",
+        "torch.equal", "torch.allclose",  # these return a Python bool (a host read: see XLA001)
+        "torch.nn.functional.has_torch_function", "torch.nn.functional.handle_torch_function",
+        "torch.nn.functional._verify_batch_size", "torch.nn.functional._get_softmax_dim",
+        "torch.from_dlpack", "torch.get_device", "torch.chunk_size",
+    }
+)
+
+# torch functions whose result is a tuple/list of tensors (iterating or indexing them gives tensors).
+TENSOR_SEQUENCE_TORCH_FUNCTIONS = frozenset(
+    {
+        "torch.split", "torch.chunk", "torch.unbind", "torch.meshgrid", "torch.tensor_split",
+        "torch.hsplit", "torch.vsplit", "torch.dsplit", "torch.broadcast_tensors",
+        "torch.atleast_1d", "torch.atleast_2d", "torch.atleast_3d",
+    }
+)
+
+# Factories that create a tensor on the CPU unless a device is given.
+CPU_FACTORY_FUNCTIONS = frozenset(
+    {
+        "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.zeros", "torch.ones",
+        "torch.empty", "torch.full", "torch.arange", "torch.range", "torch.linspace",
+        "torch.logspace", "torch.eye", "torch.rand", "torch.randn", "torch.randint",
+        "torch.randperm", "torch.Tensor", "torch.LongTensor", "torch.FloatTensor",
+        "torch.BoolTensor", "torch.IntTensor", "torch.get_rng_state", "torch.frombuffer",
+        "torch.scalar_tensor", "torch.empty_strided", "torch.normal", "torch.bernoulli",
+    }
+)
+
+# --- Tensor methods and attributes ----------------------------------------------------------
+# Methods of a tensor that return a Python value (not a tensor). Calling them is no transfer by
+# itself unless also listed in HOST_READ_METHODS.
+NON_TENSOR_METHODS = frozenset(
+    {
+        "item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "element_size",
+        "is_contiguous", "is_floating_point", "is_complex", "is_signed", "data_ptr", "get_device",
+        "stride", "storage_offset", "numpy", "is_pinned", "is_shared", "is_set_to", "type",
+        "untyped_storage", "storage", "__len__", "dim_order", "is_nonzero", "equal", "allclose",
+        "register_hook", "backward", "retain_grad", "requires_grad_", "zero_", "share_memory_",
+        "is_inference", "has_names", "nbytes", "itemsize", "__repr__", "__str__", "__format__",
+        "keys", "values", "items", "get",  # dict-like model outputs: handled as containers
+    }
+)
+
+# Methods that move a device value to the host.
+HOST_READ_METHODS = {
+    "item": "reads one value to the host",
+    "tolist": "copies the whole tensor to the host",
+    "cpu": "copies the tensor to the host",
+    "numpy": "copies the tensor to the host",
+}
+
+# Methods that return a CPU tensor (the result is a known-CPU tensor).
+CPU_RESULT_METHODS = frozenset({"cpu", "numpy"})
+
+# Tensor attributes that are not tensors.
+NON_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "device", "ndim", "is_cuda", "is_xla", "is_cpu", "is_sparse",
+        "is_quantized", "is_meta", "is_leaf", "requires_grad", "layout", "names", "grad_fn",
+        "training", "itemsize", "nbytes", "is_mkldnn", "is_nested", "output_nr", "_version",
+        "__class__", "__dict__", "config",
+    }
+)
+
+# Tensor attributes that are tensors.
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "grad", "data", "real", "imag"})
+
+# Attributes of a model output (a ModelOutput, a namedtuple, a tensor) that are tensors.
+MODEL_OUTPUT_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "loss", "logits", "last_hidden_state", "hidden_states", "attentions", "pooler_output",
+        "values", "indices", "start_logits", "end_logits", "prediction_logits", "aux_loss",
+        "encoder_last_hidden_state", "past_key_values",
+    }
+)
+
+# --- Calls that mark a training step ---------------------------------------------------------
+# Method names that mark a step when called on any receiver.
+STEP_METHODS_ANY_RECEIVER = frozenset({"backward"})
+# ``<receiver>.step()`` marks a step when the receiver's last name contains one of these.
+STEP_RECEIVER_HINTS = ("optim", "opt", "sched", "scaler", "lr_sched")
+# Qualified functions that mark a step (and whether they are a graph barrier).
+STEP_FUNCTIONS = {
+    "torch_xla.core.xla_model.optimizer_step": False,  # a barrier only with barrier=True
+    "torch_xla.core.xla_model.mark_step": True,
+    "torch_xla.sync": True,
+    "torch_xla.step": True,
+}
+# ``accelerator.backward(loss)`` and friends.
+STEP_METHOD_NAMES_ON_ACCELERATOR = frozenset({"backward"})
+
+# --- Loaders ---------------------------------------------------------------------------------
+# Constructors whose result yields batches on the XLA device.
+DEVICE_LOADER_CONSTRUCTORS = frozenset(
+    {
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.distributed.parallel_loader.ParallelLoader",
+    }
+)
+# Constructors whose result yields CPU batches.
+CPU_LOADER_CONSTRUCTORS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Variable names that look like a data loader.
+LOADER_NAME_SUFFIXES = ("loader", "dataloader", "_dl", "_iter", "loader_iter", "batches")
+LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "eval_dl", "test_dl"})
+# Wrappers that yield what they iterate: ``for batch in tqdm(loader)``.
+TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
+
+# --- Modules ---------------------------------------------------------------------------------
+# Base classes that make a class an nn.Module (its ``forward`` runs every step).
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module", "torch.nn.modules.module.Module", "torch.autograd.Function",
+        "pytorch_lightning.LightningModule", "lightning.LightningModule",
+        "lightning.pytorch.LightningModule", "transformers.PreTrainedModel",
+    }
+)
+# Names of variables/attributes that hold a module (calling one returns tensors).
+MODULE_NAME_HINTS = (
+    "model", "net", "module", "criterion", "loss_fn", "lossfn", "loss_func", "encoder", "decoder",
+    "backbone", "head", "classifier", "embedding", "embed", "layer", "block", "attn", "mlp",
+    "proj", "norm", "generator", "discriminator", "transformer", "lm_head", "fc", "conv",
+)
+# Per-step method names (Lightning style).
+STEP_METHOD_NAMES = frozenset(
+    {"training_step", "validation_step", "test_step", "predict_step", "forward", "train_step",
+     "eval_step", "step_fn"}
+)
+# Decorators / wrappers whose function runs every step.
+COMPILE_WRAPPERS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.experimental.compile"})
+
+# --- Where per-step code stops being per-step ------------------------------------------------
+STEP_CLOSURE_FUNCTIONS = frozenset({"torch_xla.core.xla_model.add_step_closure"})
+
+# --- XLA001: host reads ----------------------------------------------------------------------
+# Builtins that read a tensor's value to the host when given a tensor.
+HOST_READ_BUILTINS = frozenset({"float", "int", "bool", "complex"})
+# Functions of ``math`` that read a scalar tensor.
+MATH_MODULES = frozenset({"math", "numpy", "np"})
+# torch functions that return a Python bool by reading device values.
+HOST_READ_TORCH_FUNCTIONS = frozenset({"torch.allclose", "torch.equal", "torch.is_nonzero"})
+
+# --- XLA006: logging -------------------------------------------------------------------------
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+LOGGER_NAME_HINTS = ("log", "logger", "logging", "_logger", "LOGGER", "LOG")
+PRINT_FUNCTIONS = frozenset({"print", "tqdm.write", "torch_xla.core.xla_model.master_print"})
+
+# --- XLA003: dynamic shapes ------------------------------------------------------------------
+DYNAMIC_SHAPE_FUNCTIONS = {
+    "torch.nonzero": "nonzero",
+    "torch.argwhere": "argwhere",
+    "torch.masked_select": "masked_select",
+    "torch.unique": "unique",
+    "torch.unique_consecutive": "unique_consecutive",
+}
+DYNAMIC_SHAPE_METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"})
+# Methods/functions whose result is a boolean tensor.
+BOOL_RESULT_METHODS = frozenset(
+    {"bool", "eq", "ne", "gt", "ge", "lt", "le", "isnan", "isinf", "isfinite", "logical_and",
+     "logical_or", "logical_not", "logical_xor", "isneginf", "isposinf", "isclose", "isin",
+     "greater", "less", "greater_equal", "less_equal", "not_equal", "signbit"}
+)
+BOOL_RESULT_FUNCTIONS = frozenset("torch." + m for m in BOOL_RESULT_METHODS if m != "bool") | {
+    "torch.ones_like_bool"
+}
+
+# --- XLA004: train/eval ------------------------------------------------------------------------
+# --- XLA005: variable-length inputs -------------------------------------------------------------
+PAD_TO_BATCH_MAX_FUNCTIONS = frozenset(
+    {"torch.nn.utils.rnn.pad_sequence", "torch.nn.utils.rnn.pack_padded_sequence"}
+)
+PADDING_COLLATORS = frozenset(
+    {"DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForLanguageModeling",
+     "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask"}
+)
+TOKENIZER_NAME_HINTS = ("tokenizer", "tok", "processor")

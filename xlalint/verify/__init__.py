@@ -1,0 +1,228 @@
+"""``xlalint --verify``: run a training program on an XLA device and prove or refute each static finding.
+
+API (the CLI and the tests use only these):
+
+- ``collect(target, program_args=(), *, max_steps=20, timeout=300.0, findings_provider=None, warmup=2)``
+  -> ``VerifyReport``: runs the program in a child process and judges every finding.
+- ``render_text(report) -> str`` / ``render_json(report) -> str``.
+- ``run(target, program_args, *, max_steps=20, timeout=300.0, fmt="text", out=sys.stdout,
+  findings_provider=None) -> int``: collect + render + the exit code (0 clean, 1 confirmed finding or
+  miss, 2 the program could not be run).
+- ``python -m xlalint.verify TARGET [--max-steps N] [--timeout S] [--format text|json] [-- ARGS...]``.
+
+``target`` is ``path/to/train.py`` (run as ``__main__``) or ``path/to/file.py::function`` (the file is
+imported under another name and the zero-argument function called).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from xlalint.verify.analysis import (
+    CONFIRMED,
+    DEFAULT_WARMUP,
+    NOT_CONFIRMED,
+    NOT_REACHED,
+    FindingVerdict,
+    Miss,
+    Recompile,
+    StepRow,
+    VerifyReport,
+)
+from xlalint.verify.report import render_json, render_text
+
+__all__ = [
+    "CONFIRMED",
+    "NOT_CONFIRMED",
+    "NOT_REACHED",
+    "FindingVerdict",
+    "Miss",
+    "Recompile",
+    "StepRow",
+    "VerifyReport",
+    "collect",
+    "render_json",
+    "render_text",
+    "run",
+]
+
+
+def _default_findings_provider(paths: list) -> list:
+    from xlalint.engine import lint_paths
+
+    return list(lint_paths(paths))
+
+
+def collect(
+    target: str,
+    program_args=(),
+    *,
+    max_steps: int = 20,
+    timeout: float = 300.0,
+    findings_provider=None,
+    warmup: int = DEFAULT_WARMUP,
+    trace: bool = True,
+    graph_dumps: bool = True,
+) -> VerifyReport:
+    """Run ``target`` under torch_xla in a child process and build the report. Never raises for the
+    user's program: its crash, hang or exit is part of the report."""
+    from xlalint.verify import analysis
+    from xlalint.verify.runner import run_child, split_target
+
+    target_file, function = split_target(target)
+    notes: list = []
+    if not os.path.isfile(target_file):
+        return _error_report(target, max_steps, warmup, f"no such file: {target_file}")
+    raw = run_child(
+        target,
+        list(program_args),
+        max_steps=max_steps,
+        timeout=timeout,
+        trace=trace,
+        graph_dumps=graph_dumps,
+    )
+    output = _tail(raw.stdout + raw.stderr)
+    res = raw.result
+    if res is None:
+        why = (
+            f"the program hung past --timeout {timeout:g}s and did not stop when asked; it was killed"
+            if raw.killed
+            else f"the program's process ended (exit status {raw.returncode}) without a result: "
+            "a crash of the interpreter or of torch_xla"
+        )
+        return _error_report(target, max_steps, warmup, why, output=output, elapsed=raw.elapsed)
+    status = res.get("status", "error")
+    if status == "setup_error":
+        return _error_report(
+            target, max_steps, warmup, "torch_xla could not be started", res.get("traceback"), output, raw.elapsed
+        )
+    if status == "error" and res.get("error_kind") == "no_function":
+        return _error_report(target, max_steps, warmup, res.get("traceback"), None, output, raw.elapsed)
+
+    run_ = analysis.Run(res, raw.graphs, warmup=warmup)
+    findings: list = []
+    if run_.user_files:
+        provider = findings_provider or _default_findings_provider
+        try:
+            findings = list(provider(sorted(run_.user_files)))
+        except ImportError as exc:
+            notes.append(f"static findings unavailable ({exc}): every event is reported as a miss")
+    user = set(run_.user_files)
+    findings = [f for f in findings if os.path.realpath(f.path) in user]
+    findings.sort(key=lambda f: (os.path.realpath(f.path), f.line, getattr(f, "column", 0), f.code))
+    recompiles = analysis.find_recompiles(run_) if run_.n_steps else []
+    verdicts = [analysis.judge(f, run_, recompiles) for f in findings]
+    misses, quiet = analysis.find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
+
+    error = tb = None
+    if status == "error":
+        error, tb = "the program raised an exception", res.get("traceback")
+    elif status == "timeout" and run_.n_steps == 0:
+        error = f"timed out after {timeout:g}s before the first step barrier; the program was stopped here:"
+        tb = res.get("timeout_stack") or None
+    elif run_.n_steps == 0:
+        error = (
+            "the program finished without reaching a step barrier (torch_xla.sync(), xm.mark_step(), "
+            "xm.optimizer_step(barrier=True) or an MpDeviceLoader iteration): nothing per step to verify"
+        )
+    if status == "timeout" and run_.n_steps:
+        notes.append(
+            f"stopped at --timeout {timeout:g}s after {run_.n_steps} steps (raise --timeout for more steps)"
+        )
+    if status in ("exit", "os_exit") and res.get("program_exit_code"):
+        notes.append(f"the program exited with status {res.get('program_exit_code')}")
+    if run_.n_steps and run_.n_steps <= warmup:
+        notes.append(
+            f"only {run_.n_steps} steps ran, all within the {warmup} warm-up steps: steady-state recompiles "
+            "could not be measured"
+        )
+    exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
+    return VerifyReport(
+        target=target,
+        status="error" if error else ("timeout" if status == "timeout" else "ok"),
+        exit_code=exit_code,
+        stop_reason=status,
+        steps=run_.step_rows,
+        warmup=warmup,
+        max_steps=max_steps,
+        findings=verdicts,
+        misses=misses,
+        recompiles=recompiles,
+        transfers_without_cut=quiet,
+        user_files=sorted(run_.user_files),
+        timing=analysis.timing(run_),
+        notes=notes,
+        error=error,
+        traceback=tb,
+        program_output=output,
+        elapsed=round(raw.elapsed, 2),
+    )
+
+
+def _tail(text: str, n: int = 40) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[-n:])
+
+
+def _error_report(target, max_steps, warmup, error, tb=None, output="", elapsed=0.0) -> VerifyReport:
+    return VerifyReport(
+        target=target,
+        status="error",
+        exit_code=2,
+        stop_reason="error",
+        steps=[],
+        warmup=warmup,
+        max_steps=max_steps,
+        findings=[],
+        misses=[],
+        recompiles=[],
+        transfers_without_cut=[],
+        user_files=[],
+        timing={},
+        notes=[],
+        error=error,
+        traceback=tb,
+        program_output=output,
+        elapsed=round(elapsed, 2),
+    )
+
+
+def run(
+    target: str,
+    program_args: list,
+    *,
+    max_steps: int = 20,
+    timeout: float = 300.0,
+    fmt: str = "text",
+    out=None,
+    findings_provider=None,
+) -> int:
+    """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code."""
+    out = out or sys.stdout
+    report = collect(
+        target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider
+    )
+    out.write(render_json(report) if fmt == "json" else render_text(report))
+    out.flush()
+    return report.exit_code
+
+
+def main(argv: list | None = None) -> int:
+    import argparse
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args: list = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, program_args = argv[:i], argv[i + 1 :]
+    p = argparse.ArgumentParser(
+        prog="python -m xlalint.verify",
+        description="Run a PyTorch/XLA program on an XLA device and confirm or refute each xlalint finding.",
+    )
+    p.add_argument("target", help="train.py, or file.py::function to call one zero-argument function")
+    p.add_argument("--max-steps", type=int, default=20, help="stop after this many step barriers (default 20)")
+    p.add_argument("--timeout", type=float, default=300.0, help="stop the program after S seconds (default 300)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    args = p.parse_args(argv)
+    return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format)

@@ -1,0 +1,5 @@
+import sys
+
+from xlalint.verify import main
+
+sys.exit(main())

@@ -1,0 +1,387 @@
+"""The child process of ``xlalint --verify``: run the user's program under torch_xla and record counters per line.
+
+Run as a plain script (``python _child.py spec.json``), never imported by the parent: it must not depend on
+the rest of xlalint, and nothing here may outlive a crash of the user's code. Writes one JSON result file.
+
+How attribution works (see README of the package for the measurements):
+- ``sys.settrace`` with a global tracer that returns a local tracer ONLY for frames of user files, so
+  library frames cost one cheap call event and no line events.
+- At every line/return event of a user frame, a cheap gate (4 counters, ~0.3 us each) is compared with the
+  last snapshot; when it moved, the exact figures (TransferFromDeviceTime sample count, which costs up to
+  ~50 us with 1024 samples kept, and the ``aten::*`` counters, ~3 us) are read and the difference is
+  charged to the line that was executing since the last event.
+- Step barriers all go through ``torch_xla._XLAC._xla_step_marker``; a wrapper records the per-step totals
+  and asks the tracer to stop the program at the next user line once ``max_steps`` steps have run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import sysconfig
+import time
+import traceback
+
+
+class StopVerify(BaseException):
+    """Raised into the user's program to end it after max_steps steps or at the timeout.
+
+    A BaseException so that ``except Exception:`` in user code does not swallow it.
+    """
+
+
+GATE_COUNTERS = ("UncachedCompile", "CachedCompile", "xla::_to_cpu", "xla::_to_copy")
+
+
+def _is_library_path(path: str, excluded: tuple) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    return path.startswith(excluded)
+
+
+class Recorder:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.max_steps = int(spec["max_steps"])
+        self.roots = tuple(os.path.join(os.path.realpath(r), "") for r in spec["user_roots"])
+        here = os.path.dirname(os.path.realpath(__file__))
+        # xlalint itself, the standard library and the interpreter prefixes are never user code.
+        excluded = {os.path.join(here, "")}
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            p = sysconfig.get_paths().get(key)
+            if p:
+                excluded.add(os.path.join(os.path.realpath(p), ""))
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+            excluded.add(os.path.join(os.path.realpath(p), ""))
+        self.excluded = tuple(excluded)
+        self.target = os.path.realpath(spec["target_file"])
+        self.is_user_cache: dict = {}
+        self.step = 0
+        self.stop_requested = False
+        self.stop_reason = None
+        self.cur = None  # (filename, line) executing since the last event
+        self.hits: dict = {}  # (file, line, step) -> count
+        self.events: dict = {}  # (file, line, step) -> [d2h, uncached, cached, {aten: n}]
+        self.steps: list = []
+        self.t_start = time.perf_counter()
+        self.t_last_step = self.t_start
+        self.trace_enabled = bool(spec.get("trace", True))
+        self.dump_glob = spec.get("dump_path")
+
+    # -- user files -----------------------------------------------------------------------------------
+    def is_user(self, filename: str) -> bool:
+        r = self.is_user_cache.get(filename)
+        if r is None:
+            if filename.startswith("<"):
+                r = False
+            else:
+                real = os.path.realpath(filename)
+                if real == self.target:
+                    r = True
+                elif _is_library_path(real, self.excluded):
+                    r = False
+                else:
+                    r = real.startswith(self.roots)
+            self.is_user_cache[filename] = r
+        return r
+
+    # -- counters -----------------------------------------------------------------------------------
+    def setup_counters(self):
+        import torch_xla
+
+        X = torch_xla._XLAC
+        self._cv = X._xla_counter_value
+        self._md = X._xla_metric_data
+        self._names = X._xla_counter_names
+        self.gate = self.read_gate()
+        self.d2h = self.read_d2h()
+        self.aten = self.read_aten()
+
+    def read_gate(self):
+        cv = self._cv
+        return (cv("UncachedCompile"), cv("CachedCompile"), cv("xla::_to_cpu"), cv("xla::_to_copy"))
+
+    def read_d2h(self) -> int:
+        m = self._md("TransferFromDeviceTime")
+        return m[0] if m else 0
+
+    def read_aten(self) -> dict:
+        cv = self._cv
+        return {n: cv(n) for n in self._names() if n.startswith("aten::") or n == "xla::_local_scalar_dense"}
+
+    def flush(self):
+        """Charge whatever moved since the last event to the line that was running (self.cur)."""
+        gate = self.read_gate()
+        old = self.gate
+        if gate == old:
+            return
+        self.gate = gate
+        d2h = self.read_d2h()
+        aten = self.read_aten()
+        dd = d2h - self.d2h
+        duc = (gate[0] or 0) - (old[0] or 0)
+        dcc = (gate[1] or 0) - (old[1] or 0)
+        fb = {}
+        for n, v in aten.items():
+            dv = v - self.aten.get(n, 0)
+            if dv:
+                fb[n] = dv
+        self.d2h = d2h
+        self.aten = aten
+        if not (dd or duc or dcc or fb):
+            return
+        cur = self.cur or ("<startup>", 0)
+        key = (cur[0], cur[1], self.step)
+        ev = self.events.get(key)
+        if ev is None:
+            ev = self.events[key] = [0, 0, 0, {}]
+        ev[0] += dd
+        ev[1] += duc
+        ev[2] += dcc
+        for n, v in fb.items():
+            ev[3][n] = ev[3].get(n, 0) + v
+
+    def totals(self) -> dict:
+        cv = self._cv
+        return {
+            "uncached": cv("UncachedCompile") or 0,
+            "cached": cv("CachedCompile") or 0,
+            "executions": cv("ExecuteComputation") or 0,
+            "d2h": self.read_d2h(),
+            "aten": self.read_aten(),
+        }
+
+    # -- tracing ----------------------------------------------------------------------------------
+    def global_tracer(self, frame, event, arg):
+        # Only 'call' events arrive here. Library frames get no local tracer (no line events).
+        if not self.is_user(frame.f_code.co_filename):
+            return None
+        self.flush()
+        self.cur = (frame.f_code.co_filename, frame.f_lineno)
+        return self.local_tracer
+
+    def local_tracer(self, frame, event, arg):
+        if event == "line":
+            if self.stop_requested:
+                raise StopVerify(self.stop_reason)
+            self.flush()
+            cur = self.cur = (frame.f_code.co_filename, frame.f_lineno)
+            key = (cur[0], cur[1], self.step)
+            self.hits[key] = self.hits.get(key, 0) + 1
+        elif event == "return":
+            self.flush()
+            # Back in the caller: charge what follows to the nearest user frame up the stack.
+            f = frame.f_back
+            while f is not None and not self.is_user(f.f_code.co_filename):
+                f = f.f_back
+            self.cur = (f.f_code.co_filename, f.f_lineno) if f is not None else None
+        return self.local_tracer
+
+    # -- steps --------------------------------------------------------------------------------------
+    def install_step_hook(self):
+        import torch_xla
+
+        X = torch_xla._XLAC
+        real = X._xla_step_marker
+        rec = self
+
+        def _xla_step_marker(*args, **kwargs):
+            if rec.stop_requested and rec.step > rec.max_steps:
+                # The program swallowed StopVerify (or tracing is off): stop at the next barrier.
+                raise StopVerify(rec.stop_reason)
+            result = real(*args, **kwargs)
+            rec.end_step()
+            return result
+
+        X._xla_step_marker = _xla_step_marker
+
+    def dump_size(self) -> int:
+        path = self.dump_glob
+        if not path:
+            return 0
+        total = 0
+        d = os.path.dirname(path)
+        base = os.path.basename(path)
+        try:
+            for n in os.listdir(d):
+                if n.startswith(base):
+                    total += os.path.getsize(os.path.join(d, n))
+        except OSError:
+            pass
+        return total
+
+    def end_step(self):
+        if self.trace_enabled:
+            self.flush()
+        now = time.perf_counter()
+        tot = self.totals()
+        tot["wall"] = now - self.t_last_step
+        tot["dump_offset"] = self.dump_size()
+        self.steps.append(tot)
+        self.t_last_step = time.perf_counter()  # do not charge our own bookkeeping to the next step
+        self.step += 1
+        if self.step >= self.max_steps and not self.stop_requested:
+            self.stop_requested = True
+            self.stop_reason = "max_steps"
+            if not self.trace_enabled:
+                raise StopVerify("max_steps")
+
+    # -- result -------------------------------------------------------------------------------------
+    def result(self, status: str, **extra) -> dict:
+        lines: dict = {}
+        for (f, ln, st), n in self.hits.items():
+            lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["hits"][str(st)] = n
+        for (f, ln, st), ev in self.events.items():
+            lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["events"][str(st)] = {
+                "d2h": ev[0],
+                "uncached": ev[1],
+                "cached": ev[2],
+                "aten": ev[3],
+            }
+        end = {}
+        try:
+            end = self.totals()
+            end["wall"] = time.perf_counter() - self.t_last_step
+            end["dump_offset"] = self.dump_size()
+        except Exception:  # torch_xla never imported or broken: no counters at all
+            pass
+        files = sorted({f for f in lines if f != "<startup>"})
+        return {
+            "status": status,
+            "steps": self.steps,
+            "tail": end,
+            "start": getattr(self, "start_totals", None),
+            "lines": lines,
+            "user_files": [os.path.realpath(f) for f in files],
+            "file_map": {f: os.path.realpath(f) for f in files},
+            **extra,
+        }
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback without our frames, runpy's or importlib's (the user wants to see their code)."""
+    me = os.path.realpath(__file__)
+    noise = (me, os.sep + "runpy.py", "<frozen runpy", "<frozen importlib._bootstrap")
+    out = []
+    for chunk in traceback.format_exception(type(exc), exc, exc.__traceback__):
+        if chunk.startswith('  File "') and any(n in chunk.split('"')[1] for n in noise):
+            continue
+        out.append(chunk)
+    return "".join(out)
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    result_path = spec["result_path"]
+    rec = Recorder(spec)
+    written = [False]
+
+    def write(status: str, **extra):
+        if written[0]:
+            return
+        written[0] = True
+        sys.settrace(None)
+        data = rec.result(status, **extra)
+        tmp = result_path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, result_path)
+
+    # A timeout: the parent sends SIGUSR1; stop the program where it is and say where that was.
+    def on_timeout(signum, frame):
+        rec.stop_reason = "timeout"
+        rec.stop_requested = True
+        rec.timeout_stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        raise StopVerify("timeout")
+
+    rec.timeout_stack = ""
+    signal.signal(signal.SIGUSR1, on_timeout)
+
+    # os._exit in user code skips every finally: write the result first.
+    real_exit = os._exit
+
+    def _exit(code):
+        try:
+            write("os_exit", program_exit_code=int(code))
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            real_exit(0)
+
+    target = spec["target_file"]
+    func = spec.get("function")
+    sys.argv = [target] + list(spec.get("argv", []))
+    sys.path[0] = os.path.dirname(os.path.abspath(target))
+
+    try:
+        import torch  # noqa: F401
+        import torch_xla
+        import torch_xla.core.xla_model  # noqa: F401  (what user code usually imports first)
+
+        rec.setup_counters()
+        rec.install_step_hook()
+        torch_xla.device()  # bring the device up before timing the user's code
+        rec.start_totals = rec.totals()
+    except BaseException as exc:  # noqa: BLE001
+        write("setup_error", traceback="".join(traceback.format_exception(exc)))
+        return 0
+
+    os._exit = _exit
+    status, extra = "finished", {}
+    rec.t_start = rec.t_last_step = time.perf_counter()
+    if rec.trace_enabled:
+        sys.settrace(rec.global_tracer)
+    try:
+        if func:
+            import importlib.util
+
+            modname = "__xlalint_verify_target__"
+            sp = importlib.util.spec_from_file_location(modname, target)
+            mod = importlib.util.module_from_spec(sp)
+            sys.modules[modname] = mod
+            sp.loader.exec_module(mod)
+            fn = getattr(mod, func, None)
+            if fn is None or not callable(fn):
+                sys.settrace(None)
+                status, extra = "error", {
+                    "traceback": f"{target} has no function {func!r}",
+                    "error_kind": "no_function",
+                }
+            else:
+                fn()
+        else:
+            import runpy
+
+            runpy.run_path(target, run_name="__main__")
+    except StopVerify as exc:
+        status = str(exc.args[0]) if exc.args else "max_steps"
+        if status == "timeout":
+            extra = {"timeout_stack": rec.timeout_stack}
+    except SystemExit as exc:
+        code = exc.code
+        status, extra = "exit", {"program_exit_code": code if isinstance(code, int) else (0 if code is None else 1)}
+    except BaseException as exc:  # noqa: BLE001  (the user's crash is our report, not our crash)
+        sys.settrace(None)
+        if isinstance(exc, StopVerify):
+            status = "max_steps"
+        else:
+            status, extra = "error", {"traceback": _user_traceback(exc)}
+    finally:
+        sys.settrace(None)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    if rec.trace_enabled:
+        rec.flush()
+    write(status, **extra)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Non-daemon threads of the user's program (loaders, loggers) must not keep the child alive.
+    os._exit(code)

@@ -1,0 +1,730 @@
+"""Turn what the child recorded into a verdict per static finding, the misses, the per-step table and the
+root causes of steady-state recompiles.
+
+Steady state starts at step ``warmup`` (default 2, i.e. after steps 0 and 1): SGD with momentum, Adam and
+AdamW compile a second graph at step 1 because their state buffers appear after the first step (measured:
+UncachedCompile per step 1 1 0 0 0 with Adam, 1 0 0 0 0 with plain SGD), so a compile at step 1 is not a
+recompile problem.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import asdict, dataclass, field
+
+from xlalint.verify import graphs as graphs_mod
+
+DEFAULT_WARMUP = 2
+
+CONFIRMED = "CONFIRMED"
+NOT_CONFIRMED = "NOT CONFIRMED"
+NOT_REACHED = "NOT REACHED"
+
+#: The scalar read is not a fallback; its name differs between torch_xla versions.
+SCALAR_READ_COUNTERS = ("aten::_local_scalar_dense", "xla::_local_scalar_dense")
+
+TRANSFER_RULES = {"XLA001", "XLA002", "XLA006", "XLA008", "XLA011"}
+FALLBACK_RULES = {"XLA003", "XLA007"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Report values
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class StepRow:
+    index: int
+    uncached: int  # UncachedCompile: a new graph compiled
+    cached: int  # CachedCompile: a graph cut served from the cache
+    graphs: int  # graph executions (every cut compiles or hits the cache, then runs)
+    transfers: int  # TransferFromDeviceTime samples (device -> host)
+    scalar_reads: int
+    fallbacks: int  # aten::* CPU fallbacks (scalar reads excluded)
+    wall_ms: float
+    warmup: bool
+
+
+@dataclass
+class LineStats:
+    """Counters charged to one line (or a finding's line range) of one file, per step."""
+
+    path: str
+    line: int
+    end_line: int
+    runs: dict = field(default_factory=dict)  # step -> times the line ran
+    transfers: dict = field(default_factory=dict)  # step -> D2H samples
+    uncached: dict = field(default_factory=dict)
+    cached: dict = field(default_factory=dict)
+    scalar_reads: dict = field(default_factory=dict)
+    fallbacks: dict = field(default_factory=dict)  # step -> {aten::op: n}
+
+    def total(self, name: str) -> int:
+        d = getattr(self, name)
+        if name == "fallbacks":
+            return sum(sum(v.values()) for v in d.values())
+        return sum(d.values())
+
+    def cuts(self, step: int) -> int:
+        return self.uncached.get(step, 0) + self.cached.get(step, 0)
+
+    def fallback_ops(self) -> dict:
+        out: dict = {}
+        for per in self.fallbacks.values():
+            for k, v in per.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+
+@dataclass
+class Recompile:
+    """Uncached compiles after warm-up that share a cut line and a root cause."""
+
+    steps: list
+    count: int
+    cut_path: str | None
+    cut_line: int | None
+    root_causes: list  # [{"path", "line", "description"}]; empty when not found
+    note: str  # how the root cause was found, or why it could not be
+    explained_by: list = field(default_factory=list)  # finding codes at the cut/root-cause lines
+
+
+@dataclass
+class Miss:
+    path: str
+    line: int
+    kind: str  # "graph-cut transfer" | "cpu fallback" | "steady-state recompile"
+    message: str
+    steps: int  # steps on which it happened
+    of_steps: int
+    counters: dict = field(default_factory=dict)
+
+
+@dataclass
+class FindingVerdict:
+    finding: object  # xlalint.findings.Finding (or anything with the same fields)
+    status: str
+    evidence: str
+    numbers: dict = field(default_factory=dict)
+
+
+@dataclass
+class VerifyReport:
+    target: str
+    status: str  # "ok" | "error" | "timeout" | "no-steps"
+    exit_code: int
+    stop_reason: str  # max_steps | finished | exit | os_exit | timeout | error | ...
+    steps: list  # StepRow
+    warmup: int
+    max_steps: int
+    findings: list  # FindingVerdict
+    misses: list  # Miss
+    recompiles: list  # Recompile
+    transfers_without_cut: list  # Miss-shaped, informative only
+    user_files: list
+    timing: dict
+    notes: list
+    error: str | None = None
+    traceback: str | None = None
+    program_output: str = ""
+    elapsed: float = 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["findings"] = [
+            {
+                **_finding_dict(v.finding),
+                "verdict": v.status,
+                "evidence": v.evidence,
+                "numbers": v.numbers,
+            }
+            for v in self.findings
+        ]
+        return d
+
+
+def _finding_dict(f) -> dict:
+    if hasattr(f, "to_dict"):
+        return f.to_dict()
+    return {k: getattr(f, k, None) for k in ("code", "name", "message", "path", "line", "column", "end_line", "end_column")}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building blocks
+# ---------------------------------------------------------------------------------------------------------
+def _norm(path: str) -> str:
+    return os.path.realpath(path)
+
+
+class Run:
+    """The child's result, indexed for questions like "what moved on lines 12..14 of f.py at step 3"."""
+
+    def __init__(self, result: dict, graphs: list | None = None, warmup: int = DEFAULT_WARMUP):
+        self.result = result
+        self.warmup = warmup
+        self.graphs = graphs or []
+        self.raw_steps = result.get("steps") or []
+        self.n_steps = len(self.raw_steps)
+        self.tail_step = self.n_steps  # lines run after the last barrier are charged to this index
+        # file (real path) -> line -> {"hits": {step: n}, "events": {step: {...}}}
+        self.lines: dict = {}
+        for f, per_line in (result.get("lines") or {}).items():
+            real = _norm(f) if f != "<startup>" else f
+            dst = self.lines.setdefault(real, {})
+            for ln, d in per_line.items():
+                dst[int(ln)] = {
+                    "hits": {int(k): v for k, v in d.get("hits", {}).items()},
+                    "events": {int(k): v for k, v in d.get("events", {}).items()},
+                }
+        self.user_files = [f for f in self.lines if f != "<startup>"]
+        self.step_rows = self._step_rows()
+
+    @property
+    def steady(self) -> list:
+        return [s for s in range(self.n_steps) if s >= self.warmup]
+
+    def _step_rows(self) -> list:
+        rows = []
+        prev = self.result.get("start") or {"uncached": 0, "cached": 0, "d2h": 0, "aten": {}, "executions": 0}
+        for i, cur in enumerate(self.raw_steps):
+            sr = sum(cur["aten"].get(n, 0) - prev.get("aten", {}).get(n, 0) for n in SCALAR_READ_COUNTERS)
+            fb = sum(
+                v - prev.get("aten", {}).get(n, 0) for n, v in cur["aten"].items() if n not in SCALAR_READ_COUNTERS
+            )
+            uc = cur["uncached"] - prev.get("uncached", 0)
+            cc = cur["cached"] - prev.get("cached", 0)
+            rows.append(
+                StepRow(
+                    index=i,
+                    uncached=uc,
+                    cached=cc,
+                    graphs=uc + cc,
+                    transfers=cur["d2h"] - prev.get("d2h", 0),
+                    scalar_reads=sr,
+                    fallbacks=fb,
+                    wall_ms=round(cur.get("wall", 0.0) * 1000.0, 2),
+                    warmup=i < self.warmup,
+                )
+            )
+            prev = cur
+        return rows
+
+    def stats(self, path: str, line: int, end_line: int | None = None) -> LineStats:
+        """Counters charged to lines line..end_line of path. A line that ran counts once per run even when
+        a statement spans several lines (the most runs of any line of the range)."""
+        end_line = max(line, end_line or line)
+        st = LineStats(path=_norm(path), line=line, end_line=end_line)
+        per_line = self.lines.get(st.path, {})
+        for ln in range(line, end_line + 1):
+            d = per_line.get(ln)
+            if not d:
+                continue
+            for s, n in d["hits"].items():
+                st.runs[s] = max(st.runs.get(s, 0), n)
+            for s, ev in d["events"].items():
+                st.transfers[s] = st.transfers.get(s, 0) + ev["d2h"]
+                st.uncached[s] = st.uncached.get(s, 0) + ev["uncached"]
+                st.cached[s] = st.cached.get(s, 0) + ev["cached"]
+                for n, v in ev["aten"].items():
+                    if n in SCALAR_READ_COUNTERS:
+                        st.scalar_reads[s] = st.scalar_reads.get(s, 0) + v
+                    else:
+                        st.fallbacks.setdefault(s, {})
+                        st.fallbacks[s][n] = st.fallbacks[s].get(n, 0) + v
+                # Events on a line that never had a line event (e.g. a def line on call) still ran.
+                st.runs.setdefault(s, 1)
+        return st
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _most(k: int, n: int) -> bool:
+    """True when k of n is "most": more than half, and at least once."""
+    return k > 0 and 2 * k > n
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Recompiles and their root cause
+# ---------------------------------------------------------------------------------------------------------
+def find_recompiles(run: Run) -> list:
+    """Group the uncached compiles of steady-state steps by (cut line, root cause)."""
+    is_user = _user_predicate(run)
+    by_step = _graphs_by_step(run)
+    seen_hashes: set = set()
+    for s in range(min(run.warmup, run.n_steps)):
+        seen_hashes.update(g.hash for g in by_step.get(s, []))
+    history = [g for s in range(min(run.warmup, run.n_steps)) for g in by_step.get(s, [])]
+    groups: dict = {}
+    for s in run.steady:
+        row = run.step_rows[s]
+        new_graphs = []
+        for g in by_step.get(s, []):
+            if g.hash and g.hash not in seen_hashes:
+                new_graphs.append(g)
+        if row.uncached > 0:
+            cut_lines = _cut_lines(run, s)
+            if not new_graphs:
+                key = (tuple(cut_lines), ())
+                grp = groups.setdefault(key, {"steps": [], "count": 0, "causes": {}, "note": ""})
+                grp["steps"].append(s)
+                grp["count"] += row.uncached
+                grp["note"] = (
+                    "root cause not found: the graph dumps of this step show no new graph "
+                    + ("(graph dumps were off)" if not run.graphs else "(the cache was evicted?)")
+                )
+            for g in new_graphs:
+                site = graphs_mod.cut_site(g, is_user)
+                ref = _reference_graph(g, history, is_user)
+                if ref is None:
+                    causes, note = [], "root cause not found: no earlier graph from the same cut to compare with (a new graph, e.g. a code path that ran for the first time)"
+                else:
+                    changes = graphs_mod.diff(ref, g)
+                    causes = [_locate(c, run) for c in changes]
+                    note = (
+                        f"root cause from the IR diff against the graph of step {ref.step}"
+                        if causes
+                        else "root cause not found: the IR text of the two graphs is the same (a difference the text dump does not show)"
+                    )
+                cut = [site] if site else cut_lines[:1]
+                key = (tuple(cut), tuple((c["path"], c["line"], c["kind"]) for c in causes))
+                grp = groups.setdefault(key, {"steps": [], "count": 0, "causes": {}, "note": note})
+                if s not in grp["steps"]:
+                    grp["steps"].append(s)
+                grp["count"] += 1
+                for c in causes:
+                    k = (c["path"], c["line"], c["kind"], c["op"])
+                    if k not in grp["causes"]:
+                        grp["causes"][k] = dict(c, examples=[])
+                    ex = grp["causes"][k]["examples"]
+                    if len(ex) < 3:
+                        ex.append((c["before"], c["after"]))
+        seen_hashes.update(g.hash for g in by_step.get(s, []))
+        history.extend(by_step.get(s, []))
+    out = []
+    for (cut, _), grp in groups.items():
+        causes = []
+        for c in grp["causes"].values():
+            causes.append(
+                {
+                    "path": c["path"],
+                    "line": c["line"],
+                    "kind": c["kind"],
+                    "op": c["op"],
+                    "description": _describe_cause(c),
+                }
+            )
+        cp, cl = (cut[0] if cut else (None, None))
+        out.append(
+            Recompile(
+                steps=grp["steps"],
+                count=grp["count"],
+                cut_path=cp,
+                cut_line=cl,
+                root_causes=causes,
+                note=grp["note"],
+            )
+        )
+    return out
+
+
+def _describe_cause(c: dict) -> str:
+    ex = c["examples"]
+    shapes = "; ".join(
+        f"{graphs_mod.pretty_shape(a)} -> {graphs_mod.pretty_shape(b)}" for a, b in ex
+    )
+    where = f"{os.path.basename(c['path'])}:{c['line']}" if c["path"] else "an unknown location"
+    if c["kind"] == "input-shape":
+        return f"input shape changed: {shapes} (the data created at {where})"
+    if c["kind"] == "node-shape":
+        return f"{c['op']} created at {where} changed shape: {shapes}"
+    if c["kind"] == "structure":
+        before, after = ex[0] if ex else ("", "")
+        what = after if before == "absent" else before
+        return f"the graph changed structure between steps: {what} (ops created at {where})"
+    return f"{c['op']} created at {where} changed its attributes or constants"
+
+
+def _user_predicate(run: Run):
+    users = set(run.user_files)
+    return lambda p: _norm(p) in users
+
+
+def _graphs_by_step(run: Run) -> dict:
+    """Assign every dumped graph to the step whose barrier came after it."""
+    bounds = [st.get("dump_offset", 0) for st in run.raw_steps]
+    out: dict = {}
+    for g in run.graphs:
+        s = 0
+        while s < len(bounds) and g.offset >= bounds[s]:
+            s += 1
+        g.step = s
+        out.setdefault(s, []).append(g)
+    return out
+
+
+def _reference_graph(g, history: list, is_user):
+    """The most recent earlier graph cut at the same place (same user frames), preferring the same size."""
+    frames = graphs_mod.user_frames(g, is_user)
+    same_site = [h for h in history if graphs_mod.user_frames(h, is_user) == frames]
+    if not same_site:
+        return None
+    same_size = [h for h in same_site if len(h.nodes) == len(g.nodes)]
+    return (same_size or same_site)[-1]
+
+
+def _locate(change, run: Run) -> dict:
+    """Map an IR location (a base name) to a user file that ran."""
+    path = ""
+    if change.file:
+        matches = [f for f in run.user_files if os.path.basename(f) == change.file]
+        if len(matches) > 1:
+            # Prefer a file where that line actually ran.
+            ran = [f for f in matches if change.line in run.lines.get(f, {})]
+            matches = ran or matches
+        path = matches[0] if matches else change.file
+    return {
+        "path": path,
+        "line": change.line,
+        "kind": change.kind,
+        "op": change.op,
+        "before": change.before,
+        "after": change.after,
+        "user": path in run.user_files,
+    }
+
+
+def _cut_lines(run: Run, step: int) -> list:
+    """User lines where an uncached compile was charged at this step (the sync or the host read)."""
+    out = []
+    for f, per_line in run.lines.items():
+        for ln, d in per_line.items():
+            ev = d["events"].get(step)
+            if ev and ev["uncached"]:
+                out.append((f, ln))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Verdicts
+# ---------------------------------------------------------------------------------------------------------
+def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
+    st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line))
+    code = finding.code
+    ran_steps = sorted(s for s, n in st.runs.items() if n > 0 and s < run.n_steps)
+    total_runs = sum(st.runs.values())
+    if total_runs == 0:
+        return FindingVerdict(finding, NOT_REACHED, "this line never ran in this run", {"runs": 0})
+    n = run.n_steps
+    numbers = {
+        "runs": total_runs,
+        "steps_ran": len(ran_steps),
+        "steps": n,
+        "transfers": st.total("transfers"),
+        "graph_cuts": st.total("uncached") + st.total("cached"),
+        "uncached_compiles": st.total("uncached"),
+        "scalar_reads": st.total("scalar_reads"),
+        "fallbacks": st.fallback_ops(),
+    }
+    where_ran = f"ran {_plural(total_runs, 'time')}" + (
+        f" on {len(ran_steps)} of {n} steps" if n else " (no step barrier was reached)"
+    )
+    if code == "XLA005":
+        return _judge_steady_recompiles(finding, run, recompiles, numbers, where_ran)
+    if code == "XLA004":
+        return _judge_eval_switch(finding, run, st, ran_steps, numbers, where_ran)
+    if code in FALLBACK_RULES:
+        v = _judge_fallback(finding, run, st, ran_steps, recompiles, numbers)
+        if v is not None:
+            return v
+    if code in TRANSFER_RULES or code in FALLBACK_RULES or True:
+        v = _judge_transfer(finding, run, st, ran_steps, numbers)
+        if v is not None:
+            return v
+    return FindingVerdict(
+        finding, NOT_CONFIRMED, f"the line {where_ran} and no counter moved at it" + _moved_elsewhere(st), numbers
+    )
+
+
+def _moved_elsewhere(st: LineStats) -> str:
+    t = st.total("transfers")
+    if t:
+        return f" often enough ({_plural(t, 'host transfer')} on {len([s for s in st.transfers.values() if s])} steps)"
+    return ""
+
+
+def _buckets(st: LineStats, run: Run) -> list:
+    """Steps where the line ran, plus the tail after the last barrier when it ran there."""
+    return sorted(s for s, k in st.runs.items() if k > 0)
+
+
+def _judge_transfer(finding, run, st, ran_steps, numbers):
+    buckets = _buckets(st, run)
+    with_transfer = [s for s in buckets if st.transfers.get(s, 0) > 0]
+    if not with_transfer or not _most(len(with_transfer), len(buckets)):
+        return None
+    t = sum(st.transfers.get(s, 0) for s in buckets)
+    cuts = sum(st.cuts(s) for s in buckets)
+    over = _over_steps(with_transfer, run)
+    if cuts:
+        ev = (
+            f"{_plural(t, 'host transfer')} and {_plural(cuts, 'extra graph execution')} "
+            f"{over} at this line"
+        )
+    else:
+        ev = (
+            f"{_plural(t, 'host transfer')} {over} at this line, without a graph cut "
+            "(the value was already computed when it was read)"
+        )
+    sr = st.total("scalar_reads")
+    if sr:
+        ev += f"; {_plural(sr, 'scalar read')} (_local_scalar_dense)"
+    fb = st.fallback_ops()
+    if fb:
+        ev += "; CPU fallbacks: " + ", ".join(f"{k} x{v}" for k, v in sorted(fb.items()))
+    numbers["steps_with_transfer"] = len(with_transfer)
+    return FindingVerdict(finding, CONFIRMED, ev, numbers)
+
+
+def _over_steps(steps: list, run: Run) -> str:
+    in_loop = [s for s in steps if s < run.n_steps]
+    if len(in_loop) == len(steps):
+        return f"over {_plural(len(steps), 'step')}"
+    if not in_loop:
+        return "after the last step"
+    return f"over {_plural(len(in_loop), 'step')} and after the last step"
+
+
+def _judge_fallback(finding, run, st, ran_steps, recompiles, numbers):
+    buckets = _buckets(st, run)
+    with_fb = [s for s in buckets if st.fallbacks.get(s)]
+    steady_uc = _steady_uc_at(finding, run, st, recompiles)
+    parts = []
+    ok = False
+    if with_fb and _most(len(with_fb), len(buckets)):
+        ok = True
+        ops = st.fallback_ops()
+        parts.append(
+            ", ".join(f"{k} fell back to the CPU {_plural(v, 'time')}" for k, v in sorted(ops.items()))
+            + f" {_over_steps(with_fb, run)} at this line"
+        )
+    if steady_uc:
+        ok = True
+        parts.append(
+            f"UncachedCompile rose on {len(steady_uc)} of {len(run.steady)} steps after warm-up at this line"
+        )
+    if not ok:
+        return None
+    t = st.total("transfers")
+    if t:
+        parts.append(_plural(t, "host transfer"))
+    numbers["steady_recompile_steps"] = steady_uc
+    return FindingVerdict(finding, CONFIRMED, "; ".join(parts), numbers)
+
+
+def _steady_uc_at(finding, run, st, recompiles) -> list:
+    steps = {s for s in run.steady if st.uncached.get(s, 0) > 0}
+    path = _norm(finding.path)
+    end = max(finding.line, getattr(finding, "end_line", finding.line))
+    for rc in recompiles:
+        if any(c["path"] == path and finding.line <= c["line"] <= end for c in rc.root_causes):
+            steps.update(rc.steps)
+    return sorted(steps)
+
+
+def _judge_steady_recompiles(finding, run, recompiles, numbers, where_ran):
+    steady = run.steady
+    if not steady:
+        return FindingVerdict(
+            finding,
+            NOT_CONFIRMED,
+            f"the line {where_ran}, but the run stopped within the {run.warmup} warm-up steps: "
+            "no steady state to measure (raise --max-steps)",
+            numbers,
+        )
+    rising = [s for s in steady if run.step_rows[s].uncached > 0]
+    numbers["steady_recompile_steps"] = rising
+    if not _most(len(rising), len(steady)):
+        return FindingVerdict(
+            finding,
+            NOT_CONFIRMED,
+            f"the line {where_ran}; UncachedCompile rose on {len(rising)} of {len(steady)} steps after warm-up "
+            "(compilation settled)",
+            numbers,
+        )
+    ev = f"UncachedCompile rose on {len(rising)} of {len(steady)} steps after warm-up"
+    shapes = [c["description"] for rc in recompiles for c in rc.root_causes if c["kind"] == "input-shape"]
+    others = [c["description"] for rc in recompiles for c in rc.root_causes if c["kind"] != "input-shape"]
+    if shapes:
+        ev += "; " + shapes[0]
+    elif others:
+        ev += "; " + others[0]
+    return FindingVerdict(finding, CONFIRMED, ev, numbers)
+
+
+def _judge_eval_switch(finding, run, st, ran_steps, numbers, where_ran):
+    if not ran_steps:
+        return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}, never inside a step", numbers)
+    first = ran_steps[0]
+    eligible = [s for s in ran_steps if s >= 1 and (s >= run.warmup or s == first)]
+    compiled = [s for s in eligible if run.step_rows[s].uncached > 0]
+    extra = sum(run.step_rows[s].uncached for s in compiled)
+    numbers["extra_compiles"] = extra
+    numbers["compile_steps"] = compiled
+    if not extra:
+        return FindingVerdict(
+            finding,
+            NOT_CONFIRMED,
+            f"the line {where_ran} and no extra UncachedCompile happened in those steps after warm-up",
+            numbers,
+        )
+    quiet = len(eligible) - len(compiled)
+    ev = (
+        f"{_plural(extra, 'extra compile')} after warm-up in steps where this line ran (step "
+        f"{', '.join(map(str, compiled))}); XLA compiles one graph per distinct eval graph, not one per "
+        f"switch: {quiet} of the {len(eligible)} later steps that switched compiled nothing"
+    )
+    return FindingVerdict(finding, CONFIRMED, ev, numbers)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Misses
+# ---------------------------------------------------------------------------------------------------------
+def _covered(findings: list, path: str, line: int) -> list:
+    path = _norm(path)
+    return [
+        f
+        for f in findings
+        if _norm(f.path) == path and f.line <= line <= max(f.line, getattr(f, "end_line", f.line))
+    ]
+
+
+def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
+    """(misses, transfers_without_cut): lines where costly events happened on most steps with no finding."""
+    misses, quiet = [], []
+    n = run.n_steps
+    for path, per_line in run.lines.items():
+        if path == "<startup>":
+            continue
+        for ln in sorted(per_line):
+            st = run.stats(path, ln)
+            steps = range(n)
+            cut_t = [s for s in steps if st.transfers.get(s, 0) and st.cuts(s)]
+            fb = [s for s in steps if st.fallbacks.get(s)]
+            plain_t = [s for s in steps if st.transfers.get(s, 0) and not st.cuts(s)]
+            covered = _covered(findings, path, ln)
+            counters = {
+                "transfers": sum(st.transfers.get(s, 0) for s in steps),
+                "graph_cuts": sum(st.cuts(s) for s in steps),
+                "scalar_reads": sum(st.scalar_reads.get(s, 0) for s in steps),
+                "fallbacks": {k: v for k, v in st.fallback_ops().items()},
+            }
+            if not covered and _most(len(fb), n):
+                ops = ", ".join(f"{k} x{v}" for k, v in sorted(counters["fallbacks"].items()))
+                misses.append(
+                    Miss(
+                        path, ln, "cpu fallback",
+                        f"CPU fallback on {len(fb)} of {n} steps ({ops}); "
+                        f"{_plural(counters['transfers'], 'host transfer')} and "
+                        f"{_plural(counters['graph_cuts'], 'graph cut')} at this line; no rule flags it",
+                        len(fb), n, counters,
+                    )
+                )
+            elif not covered and _most(len(cut_t), n):
+                misses.append(
+                    Miss(
+                        path, ln, "graph-cut transfer",
+                        f"{_plural(counters['transfers'], 'host transfer')} that cut the graph "
+                        f"({_plural(counters['graph_cuts'], 'extra graph execution')}) on {len(cut_t)} of {n} steps; "
+                        "no rule flags it",
+                        len(cut_t), n, counters,
+                    )
+                )
+            elif not covered and _most(len(plain_t), n):
+                quiet.append(
+                    Miss(
+                        path, ln, "transfer without graph cut",
+                        f"{_plural(counters['transfers'], 'host transfer')} on {len(plain_t)} of {n} steps with no "
+                        "graph cut (a read after the step's sync: costs a copy, not a split)",
+                        len(plain_t), n, counters,
+                    )
+                )
+    for rc in recompiles:
+        lines = [(c["path"], c["line"]) for c in rc.root_causes if c["path"]]
+        if rc.cut_path:
+            lines.append((rc.cut_path, rc.cut_line))
+        # Ops that come and go between graphs sit under a data-dependent condition: its finding explains them.
+        lines += [
+            (c["path"], ln)
+            for c in rc.root_causes
+            if c["kind"] == "structure" and c["path"] in run.user_files
+            for ln in enclosing_condition_lines(c["path"], c["line"])
+        ]
+        codes = sorted({f.code for p, ln in lines for f in _covered(findings, p, ln)})
+        if any(c["kind"] == "input-shape" for c in rc.root_causes) or not rc.root_causes:
+            # Inputs of varying shape are what XLA005 (bucketing) is about, wherever its finding sits.
+            codes += sorted({f.code for f in findings if f.code == "XLA005"} - set(codes))
+        rc.explained_by = codes
+        if codes:
+            continue
+        user_causes = [c for c in rc.root_causes if c["path"] in run.user_files]
+        at = user_causes[0] if user_causes else None
+        path, line = (at["path"], at["line"]) if at else (rc.cut_path or "", rc.cut_line or 0)
+        why = "; ".join(c["description"] for c in rc.root_causes) or rc.note
+        cut = f" (graph cut at {os.path.basename(rc.cut_path)}:{rc.cut_line})" if rc.cut_path else ""
+        misses.append(
+            Miss(
+                path, line, "steady-state recompile",
+                f"UncachedCompile rose {_plural(rc.count, 'time')} on {len(rc.steps)} of {len(run.steady)} steps "
+                f"after warm-up{cut}: {why}",
+                len(rc.steps), len(run.steady),
+                {"uncached_compiles": rc.count, "steps": rc.steps},
+            )
+        )
+    return misses, quiet
+
+
+_AST_CACHE: dict = {}
+
+
+def enclosing_condition_lines(path: str, line: int) -> list:
+    """Lines of the tests of the ``if``/``while``/ternaries whose body holds ``line`` (innermost last)."""
+    tree = _AST_CACHE.get(path)
+    if tree is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                tree = ast.parse(fh.read(), filename=path)
+        except (OSError, SyntaxError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        _AST_CACHE[path] = tree
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            test = node.test
+            end = getattr(node, "end_lineno", node.lineno) or node.lineno
+            if node.lineno <= line <= end and not (test.lineno <= line <= (test.end_lineno or test.lineno)):
+                out.extend(range(test.lineno, (test.end_lineno or test.lineno) + 1))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------------------
+def timing(run: Run) -> dict:
+    rows = run.step_rows
+    warm = [r.wall_ms for r in rows if r.warmup]
+    steady = [r.wall_ms for r in rows if not r.warmup]
+
+    def med(xs):
+        if not xs:
+            return None
+        xs = sorted(xs)
+        k = len(xs) // 2
+        return round(xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2, 2)
+
+    return {
+        "warmup_ms": warm,
+        "warmup_total_ms": round(sum(warm), 2),
+        "steady_median_ms": med(steady),
+        "steady_mean_ms": round(sum(steady) / len(steady), 2) if steady else None,
+    }

@@ -1,0 +1,109 @@
+"""Text and JSON views of a ``VerifyReport``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def _rel(path: str) -> str:
+    if not path:
+        return "?"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def sparkline(values: list) -> str:
+    if not values:
+        return ""
+    top = max(values)
+    if top <= 0:
+        return _SPARK[0] * len(values)
+    return "".join(_SPARK[min(len(_SPARK) - 1, round(v / top * (len(_SPARK) - 1)))] if v else " " for v in values)
+
+
+def render_text(report) -> str:
+    out = []
+    w = out.append
+    n = len(report.steps)
+    stop = {
+        "max_steps": f"stopped after --max-steps {report.max_steps}",
+        "finished": "the program finished",
+        "exit": "the program called sys.exit",
+        "os_exit": "the program called os._exit",
+        "timeout": "stopped at --timeout",
+        "error": "the program raised",
+    }.get(report.stop_reason, report.stop_reason)
+    w(f"xlalint --verify {report.target}: {n} step{'s' if n != 1 else ''} ({stop}), warm-up = first {report.warmup} steps")
+    if report.error:
+        w("")
+        w(f"error: {report.error}")
+        if report.traceback:
+            w(report.traceback.rstrip())
+        if report.program_output and not report.traceback:
+            w("program output (last lines):")
+            w(report.program_output)
+    if report.findings:
+        w("")
+        w("Findings:")
+        for v in report.findings:
+            f = v.finding
+            w(f"  {_rel(f.path)}:{f.line}:{getattr(f, 'column', 1)}: {f.code} {f.name}: {v.status}: {v.evidence}")
+    if report.misses:
+        w("")
+        w("Misses (no rule flagged these lines):")
+        for m in report.misses:
+            w(f"  {_rel(m.path)}:{m.line}: {m.kind}: {m.message}")
+    if report.recompiles:
+        w("")
+        w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
+        for rc in report.recompiles:
+            cut = f"graph cut at {_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
+            w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
+            for c in rc.root_causes:
+                w(f"    root cause {_rel(c['path'])}:{c['line']}: {c['description']}")
+            if not rc.root_causes or not rc.note.startswith("root cause from"):
+                w(f"    {rc.note}")
+            if rc.explained_by:
+                w(f"    explained by {', '.join(rc.explained_by)}")
+    if report.transfers_without_cut:
+        w("")
+        w("Transfers without a graph cut (reads after the step's sync; not flagged by design):")
+        for m in report.transfers_without_cut:
+            w(f"  {_rel(m.path)}:{m.line}: {m.message}")
+    if report.steps:
+        w("")
+        w("Per step:  step  uncached  cached  transfers  fallbacks  wall ms")
+        for r in report.steps:
+            tag = "  (warm-up)" if r.warmup else ""
+            w(f"          {r.index:>5} {r.uncached:>9} {r.cached:>7} {r.transfers:>10} {r.fallbacks:>10} {r.wall_ms:>8.1f}{tag}")
+        w(f"  uncached compiles per step: {sparkline([r.uncached for r in report.steps])}")
+        w(f"  transfers per step:         {sparkline([r.transfers for r in report.steps])}")
+        t = report.timing
+        if t:
+            steady = (
+                f"after warm-up median {t['steady_median_ms']} ms, mean {t['steady_mean_ms']} ms"
+                if t.get("steady_median_ms") is not None
+                else "no step after warm-up"
+            )
+            w(f"  wall time: warm-up {t['warmup_total_ms']} ms ({', '.join(str(x) for x in t['warmup_ms'])}; step 0 includes setup); {steady}")
+    for note in report.notes:
+        w(f"note: {note}")
+    counts = {}
+    for v in report.findings:
+        counts[v.status] = counts.get(v.status, 0) + 1
+    w("")
+    w(
+        f"{counts.get('CONFIRMED', 0)} confirmed, {counts.get('NOT CONFIRMED', 0)} not confirmed, "
+        f"{counts.get('NOT REACHED', 0)} not reached, {len(report.misses)} missed; exit {report.exit_code}"
+    )
+    return "\n".join(out) + "\n"
+
+
+def render_json(report) -> str:
+    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"

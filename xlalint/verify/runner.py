@@ -1,0 +1,146 @@
+"""Run the user's program in a child process under torch_xla and bring back what it recorded.
+
+A crash, a hang or an ``os._exit`` in the user's code ends the child, never xlalint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from xlalint.verify import graphs as graphs_mod
+
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py")
+
+#: After the timeout the child gets this long to stop the program and write what it saw, then it is killed.
+GRACE_SECONDS = 10.0
+
+
+@dataclass
+class RawRun:
+    target_file: str
+    function: str | None
+    result: dict | None  # what the child wrote; None when it died without writing
+    returncode: int | None
+    stdout: str
+    stderr: str
+    elapsed: float
+    timed_out: bool
+    killed: bool
+    graphs: list = field(default_factory=list)  # graphs_mod.Graph, in dump order
+
+
+def split_target(target: str) -> tuple:
+    """``path/to/file.py::function`` -> (file, function); ``train.py`` -> (file, None)."""
+    if "::" in target:
+        path, func = target.rsplit("::", 1)
+        return path, (func or None)
+    return target, None
+
+
+def child_env(dump_path: str | None) -> dict:
+    env = dict(os.environ)
+    env.setdefault("PJRT_DEVICE", "CPU")  # whatever the user set, else the CPU device
+    if dump_path:
+        env["XLA_IR_DEBUG"] = "1"  # every IR node carries the file:line that created it
+        env["XLA_SAVE_TENSORS_FILE"] = dump_path
+        env["XLA_SAVE_TENSORS_FMT"] = "text"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_child(
+    target: str,
+    program_args: list,
+    *,
+    max_steps: int = 20,
+    timeout: float = 300.0,
+    trace: bool = True,
+    graph_dumps: bool = True,
+    python: str | None = None,
+    user_roots: list | None = None,
+) -> RawRun:
+    target_file, function = split_target(target)
+    target_file = os.path.abspath(target_file)
+    with tempfile.TemporaryDirectory(prefix="xlalint-verify-") as tmp:
+        result_path = os.path.join(tmp, "result.json")
+        dump_path = os.path.join(tmp, "graphs.txt") if graph_dumps else None
+        roots = user_roots or [os.path.dirname(target_file), os.getcwd()]
+        spec = {
+            "target_file": target_file,
+            "function": function,
+            "argv": list(program_args),
+            "max_steps": max_steps,
+            "result_path": result_path,
+            "dump_path": dump_path,
+            "user_roots": roots,
+            "trace": trace,
+        }
+        spec_path = os.path.join(tmp, "spec.json")
+        with open(spec_path, "w") as fh:
+            json.dump(spec, fh)
+        out_path = os.path.join(tmp, "stdout.txt")
+        err_path = os.path.join(tmp, "stderr.txt")
+        t0 = time.monotonic()
+        timed_out = killed = False
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                [python or sys.executable, CHILD, spec_path],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=child_env(dump_path),
+                cwd=os.getcwd(),
+                start_new_session=True,  # its threads and children die with it
+            )
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                try:
+                    proc.send_signal(signal.SIGUSR1)  # the child stops the program and writes its result
+                    proc.wait(timeout=GRACE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    killed = True
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except OSError:
+                        proc.kill()
+                    proc.wait()
+            else:
+                # The program may have left processes of its own in the session: end them.
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        elapsed = time.monotonic() - t0
+        result = None
+        if os.path.exists(result_path):
+            with open(result_path) as fh:
+                result = json.load(fh)
+        graphs = []
+        if dump_path and result is not None:
+            names = sorted(n for n in os.listdir(tmp) if n.startswith("graphs.txt"))
+            graphs = graphs_mod.parse(graphs_mod.read_dump([os.path.join(tmp, n) for n in names]))
+        with open(out_path, errors="replace") as fh:
+            stdout = fh.read()
+        with open(err_path, errors="replace") as fh:
+            stderr = fh.read()
+    return RawRun(
+        target_file=target_file,
+        function=function,
+        result=result,
+        returncode=proc.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        elapsed=elapsed,
+        timed_out=timed_out,
+        killed=killed,
+        graphs=graphs,
+    )
