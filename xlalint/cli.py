@@ -44,9 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     files = p.add_argument_group("files")
     files.add_argument("--exclude", type=_codes, action="append", metavar="GLOBS", help="globs of paths to skip (replaces the defaults)")
     files.add_argument("--extend-exclude", type=_codes, action="append", metavar="GLOBS", help="globs of paths to skip, on top of the defaults")
+    files.add_argument("--force-exclude", action="store_true", help="apply the exclude globs to paths given on the command line too (use in pre-commit)")
     files.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from standard input")
     files.add_argument("--config", metavar="FILE", help="a pyproject.toml (or xlalint.toml) to use instead of the nearest one")
     files.add_argument("--isolated", action="store_true", help="ignore every config file")
+    files.add_argument("-j", "--jobs", type=int, default=0, metavar="N", help="lint with N processes (default: one per core)")
+    files.add_argument("--no-cache", action="store_true", help="do not read or write the findings cache")
+    files.add_argument("--cache-dir", metavar="DIR", help="where to keep the findings cache (default: .xlalint_cache at the project root)")
     out = p.add_argument_group("output")
     out.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     out.add_argument("--statistics", action="store_true", help="show the number of findings per code instead of the findings")
@@ -92,6 +96,17 @@ def main(argv: Optional[list] = None) -> int:
         except OSError:
             pass
         return EXIT_ERROR
+
+
+def _lint_files(files: list, settings, args, warn) -> list:
+    """The files through the cache and the process pool (xlalint/parallel.py)."""
+    if args.jobs < 0:
+        raise ConfigError(f"--jobs must be a positive number (or 0 for one per core), got {args.jobs}")
+    from xlalint import parallel
+    from xlalint.cache import Cache
+
+    cache = None if args.no_cache or not files else Cache.open(args.cache_dir, settings, warn)
+    return parallel.lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
 
 
 def _run(args, program_args: list) -> int:
@@ -147,20 +162,24 @@ def _run(args, program_args: list) -> int:
     missing = [p for p in paths if p != "-" and not os.path.lexists(p)]
     warnings: list = []
     findings = []
+    to_lint: list = []
     n_files = 0
     for p in paths:
         if p in missing:
             continue
         if p == "-":
+            if args.force_exclude and args.stdin_filename and settings.is_excluded(stdin_name):
+                continue
             data = sys.stdin.buffer.read()
             findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name)))
             n_files += 1
             continue
-        if os.path.isfile(p) and settings.is_excluded(p) and p not in (args.paths or []):
+        if args.force_exclude and settings.is_excluded(p):
             continue
         for f in engine.iter_python_files([p], settings, warn=warnings.append):
             n_files += 1
-            findings.extend(engine.lint_file(f, settings))
+            to_lint.append(f)
+    findings.extend(_lint_files(to_lint, settings, args, warnings.append))
     findings.sort()
 
     color = args.color == "always" or (args.color == "auto" and out.isatty() and not os.environ.get("NO_COLOR"))

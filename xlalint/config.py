@@ -63,10 +63,20 @@ class Settings:
         return frozenset(codes)
 
     def is_excluded(self, path: str) -> bool:
-        rel = _relative(path, self.root)
+        """``path`` matches an exclude glob: a bare glob (``build``, ``*.pyc``) matches the file or
+        directory name, a glob with a slash (``tests/fixtures``) the path relative to the project root.
+        Directories above a path the user gave are never tested: only what the walk finds."""
         name = os.path.basename(path.rstrip("/\\")) or path
+        rel = None
         for pattern in self.exclude + self.extend_exclude:
-            if fnmatch.fnmatchcase(name, pattern) or _glob_match(rel, pattern):
+            pat = pattern.rstrip("/")
+            if "/" not in pat:
+                if fnmatch.fnmatchcase(name, pat):
+                    return True
+                continue
+            if rel is None:
+                rel = _relative(path, self.root)
+            if fnmatch.fnmatchcase(rel, pat) or rel.startswith(pat.rstrip("*").rstrip("/") + "/"):
                 return True
         return False
 
@@ -82,12 +92,11 @@ def _relative(path: str, root: Path) -> str:
 
 
 def _glob_match(rel: str, pattern: str) -> bool:
+    """per-file-ignores: a glob with a slash matches the relative path, a bare one the file name."""
     pattern = pattern.rstrip("/")
-    if fnmatch.fnmatchcase(rel, pattern):
-        return True
     if "/" not in pattern:
-        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
-    return fnmatch.fnmatchcase(rel, pattern + "/*") or rel.startswith(pattern.rstrip("*") + "/") if pattern.endswith("/**") else False
+        return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatchcase(rel, pattern)
+    return fnmatch.fnmatchcase(rel, pattern) or rel.startswith(pattern.rstrip("*").rstrip("/") + "/")
 
 
 def all_codes() -> list[str]:

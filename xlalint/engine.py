@@ -57,8 +57,12 @@ def _line_col_of_offset(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None) -> list[Finding]:
-    """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding."""
+def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None, *, honor_noqa: bool = True) -> list[Finding]:
+    """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding.
+
+    ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
+    applies its own (flake8).
+    """
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -97,14 +101,14 @@ def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None) -> lis
             r.finalize()
     except RecursionError:
         return [_file_finding("XLA900", path, "too deeply nested to analyse (recursion limit)")]
-    return _findings(model, module, text, path)
+    return _findings(model, module, text, path, honor_noqa)
 
 
 def _only_enabled(findings: list[Finding], codes) -> list[Finding]:
     return [f for f in findings if f.code in codes or f.code.startswith("XLA9")]
 
 
-def _findings(model: SemanticModel, module: cst.Module, text: str, path: str) -> list[Finding]:
+def _findings(model: SemanticModel, module: cst.Module, text: str, path: str, honor_noqa: bool = True) -> list[Finding]:
     kept = []
     for c in model.candidates:
         fr = c.frequency
@@ -121,7 +125,7 @@ def _findings(model: SemanticModel, module: cst.Module, text: str, path: str) ->
         return []
     locator = Locator(module)
     lines = text.splitlines()
-    noqa = _noqa_map(lines)
+    noqa = _noqa_map(lines) if honor_noqa else {}
     out = {}
     for c in kept:
         line, col, end_line, end_col = locator.span(c.node, c.top_index)

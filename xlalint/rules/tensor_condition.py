@@ -81,24 +81,29 @@ class TensorCondition(Rule):
             self._truth(node.left)
 
     def _truth(self, e) -> None:
-        """``e`` is truth-tested by Python."""
-        self._done.add(id(e))
-        if isinstance(e, cst.BooleanOperation):
-            self._truth(e.left)
-            self._truth(e.right)
-            return
-        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
-            self._truth(e.expression)
-            return
-        m = self.model
-        k = m.kind(e)
-        if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and _unambiguous(m, e)):
+        """``e`` is truth-tested by Python: one finding for the whole test, at its first tensor operand."""
+        hit = self._first_tensor_operand(e)
+        if hit is not None:
             self.report(
-                e,
+                hit,
                 "tensor-valued condition: Python reads it on the host {when}: the graph is cut and run "
                 f"early (1 extra execution + 1 transfer per step), and a branch that flips compiles a new graph. Fix: {FIX}",
                 fix=FIX,
             )
+
+    def _first_tensor_operand(self, e):
+        self._done.add(id(e))
+        if isinstance(e, cst.BooleanOperation):
+            left = self._first_tensor_operand(e.left)
+            right = self._first_tensor_operand(e.right)
+            return left if left is not None else right
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+            return self._first_tensor_operand(e.expression)
+        m = self.model
+        k = m.kind(e)
+        if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and _unambiguous(m, e)):
+            return e
+        return None
 
 
 def _unambiguous(m, e) -> bool:

@@ -144,6 +144,7 @@ class Ctx:
     non_xla: bool
     closure: bool
     seq: int
+    error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class SemanticModel:
         self.loop_stack: list[LoopInfo] = []
         self.guards: list[tuple] = []  # (period or None, non_xla bool)
         self.closure_depth = 0
+        self.error_depth = 0
         self.cond_depth = 0
         self.seq = 0
         self.stmt: Optional[cst.CSTNode] = None
@@ -263,7 +265,8 @@ class SemanticModel:
             if p is not None:
                 period = p
             non_xla = non_xla or nx
-        return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq)
+        return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
+                   self.error_depth > 0)
 
     def report(self, rule, node, message: str, fix: str = "", when: str = "step") -> None:
         self.candidates.append(
@@ -459,7 +462,11 @@ class SemanticModel:
         bases = [a.value for a in node.bases]
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
         is_module = False
+        autograd = False
         for b in bases:
+            bq = self.qualname(b) or dotted_name(b) or ""
+            if bq in ("torch.autograd.Function", "torch.autograd.function.Function") or bq.endswith("autograd.Function"):
+                autograd = True
             q = self.qualname(b) or dotted_name(b) or ""
             if q in T.MODULE_BASES or q.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
                 is_module = True
@@ -467,7 +474,7 @@ class SemanticModel:
                 is_module = True
             elif (dotted_name(b) or "").endswith(("Module", "Model", "Layer", "Block", "Net")):
                 is_module = True
-        self.classes[key] = {"module": is_module, "attrs": {}}
+        self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd}
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -559,6 +566,20 @@ class SemanticModel:
                 self._bind_target(item.asname.name, None, K.UNKNOWN)
         self.stmt = prev
         self.walk_block(node.body)
+
+    def _raise(self, node: cst.Raise) -> None:
+        self._emit("Raise", node)
+        self.error_depth += 1
+        self.walk_children(node)
+        self.error_depth -= 1
+
+    def _assert(self, node: cst.Assert) -> None:
+        self._emit("Assert", node)
+        self.walk(node.test)
+        if node.msg is not None:
+            self.error_depth += 1
+            self.walk(node.msg)
+            self.error_depth -= 1
 
     def _return(self, node: cst.Return) -> None:
         self._emit("Return", node)
@@ -708,6 +729,8 @@ class SemanticModel:
         return False, K.UNKNOWN
 
     def _bind_name(self, name: str, kind) -> None:
+        if kind in K.DEVICE_TENSORS and name in T.CPU_TENSOR_NAMES:
+            kind = K.CPU_TENSOR
         self.func.env[name] = kind
 
     def _bind_target(self, target, value, kind, iter_expr=None) -> None:
@@ -786,16 +809,25 @@ class SemanticModel:
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
         is_forward = info.root and node.name.value == "forward"
         is_step_method = node.name.value in ("training_step", "validation_step", "test_step", "predict_step")
+        autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
+            info.class_key and self.classes.get(info.class_key, {}).get("autograd")
+        )
         for i, p in enumerate(all_params):
             pname = p.name.value
             if i == 0 and pname in ("self", "cls") and info.class_key is not None:
                 continue
             k = K.UNKNOWN
+            if pname in T.CPU_TENSOR_NAMES:
+                self._bind_name(pname, K.CPU_TENSOR)
+                continue
             if p.annotation is not None:
                 k = self._annotation_kind(p.annotation.annotation)
             elif is_forward:
-                if pname == "ctx":
-                    k = K.NOT_TENSOR
+                if pname == "ctx" or autograd_function:
+                    # autograd.Function.forward(ctx, ...): its inputs are anything the caller passes
+                    k = K.NOT_TENSOR if pname == "ctx" else K.UNKNOWN
+                elif _config_like_param(pname):
+                    k = K.UNKNOWN
                 elif p.default is None or (isinstance(p.default, cst.Name) and p.default.value == "None"):
                     k = K.TENSOR
                 else:
@@ -950,6 +982,8 @@ class SemanticModel:
         bk = self.kind(base)
         if attr in T.NON_TENSOR_ATTRIBUTES:
             return K.NOT_TENSOR
+        if attr in T.CPU_TENSOR_NAMES:
+            return K.CPU_TENSOR
         if bk in K.ANY_TENSOR:
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
@@ -1115,6 +1149,8 @@ class SemanticModel:
                 return K.BOOL_TENSOR
             if meth in ("any", "all"):
                 return K.BOOL_TENSOR if not cpu else K.CPU_TENSOR
+            if meth.startswith("_"):
+                return K.UNKNOWN  # not a public tensor method: the receiver may not be a tensor
             return rk if rk != K.BOOL_TENSOR else K.TENSOR
         if rk in (K.TENSORS, K.CPU_TENSORS):
             if meth == "items":
@@ -1301,7 +1337,7 @@ class SemanticModel:
         return loop.iterates_loader or loop.direct_step_call or any(self.does_step(c) for c in loop.calls)
 
     def frequency(self, ctx: Ctx) -> Frequency:
-        if ctx.closure or ctx.non_xla or ctx.func.closure:
+        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.func.closure:
             return NOT_PER_STEP
         # innermost step loop in this function
         for loop in reversed(ctx.loops):
@@ -1360,6 +1396,15 @@ class SemanticModel:
         return best
 
 
+def _config_like_param(name: str) -> bool:
+    low = name.lower()
+    return (
+        low in T.NON_TENSOR_PARAM_NAMES
+        or low.startswith(T.NON_TENSOR_PARAM_PREFIXES)
+        or low.endswith(T.NON_TENSOR_PARAM_SUFFIXES)
+    )
+
+
 def _period_of(test) -> Optional[str]:
     """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
     if isinstance(test, cst.BooleanOperation):
@@ -1408,6 +1453,8 @@ def _walk_funcs():
         "TryStar": m._try,
         "With": m._with,
         "Return": m._return,
+        "Raise": m._raise,
+        "Assert": m._assert,
         "ListComp": m._comp,
         "SetComp": m._comp,
         "GeneratorExp": m._comp,

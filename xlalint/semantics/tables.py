@@ -213,3 +213,19 @@ PADDING_COLLATORS = frozenset(
      "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask"}
 )
 TOKENIZER_NAME_HINTS = ("tokenizer", "tok", "processor")
+
+# --- Parameters of ``forward`` that are configuration, not tensors -----------------------------
+# ``forward(self, x, mask=None)``: x and mask are tensors; these names are flags and sizes.
+NON_TENSOR_PARAM_PREFIXES = ("use_", "is_", "return_", "output_", "num_", "n_", "do_", "with_", "enable_", "apply_", "need_", "skip_")
+NON_TENSOR_PARAM_SUFFIXES = ("_size", "_dim", "_dims", "_len", "_length", "_idx", "_index", "_spec", "_mode", "_type", "_name", "_flag", "_config", "_kwargs", "_args", "_fn", "_func", "_state")
+NON_TENSOR_PARAM_NAMES = frozenset(
+    {"dim", "dims", "training", "causal", "deterministic", "mode", "reduction", "inplace", "mesh",
+     "layer_idx", "config", "cfg", "kwargs", "args", "name", "key", "scale", "eps", "p", "dropout",
+     "train", "is_training", "verbose", "debug", "strict", "flag", "shape", "size", "axis",
+     "chunk_size", "stride", "padding", "dilation", "groups", "align_corners", "mesh_shape",
+     "partition_spec", "sharding", "device", "dtype", "generator", "seed", "step", "epoch",
+     "iteration", "steps", "tokenizer", "preserve_rng_state", "run_function", "function", "fn"}
+)
+
+# Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).
+CPU_TENSOR_NAMES = frozenset({"batch_sizes"})

@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import sysconfig
+import threading
 import time
 import traceback
 
@@ -70,6 +71,8 @@ class Recorder:
         self.t_last_step = self.t_start
         self.trace_enabled = bool(spec.get("trace", True))
         self.dump_glob = spec.get("dump_path")
+        self.eval_mode = False  # set by the user's last model.eval()/model.train(False) call
+        self.main_thread = threading.get_ident()
 
     # -- user files -----------------------------------------------------------------------------------
     def is_user(self, filename: str) -> bool:
@@ -137,10 +140,12 @@ class Recorder:
         key = (cur[0], cur[1], self.step)
         ev = self.events.get(key)
         if ev is None:
-            ev = self.events[key] = [0, 0, 0, {}]
+            ev = self.events[key] = [0, 0, 0, {}, 0]
         ev[0] += dd
         ev[1] += duc
         ev[2] += dcc
+        if self.eval_mode:
+            ev[4] += duc
         for n, v in fb.items():
             ev[3][n] = ev[3].get(n, 0) + v
 
@@ -159,6 +164,10 @@ class Recorder:
         # Only 'call' events arrive here. Library frames get no local tracer (no line events).
         if not self.is_user(frame.f_code.co_filename):
             return None
+        if threading.get_ident() != self.main_thread:
+            # Another thread (an MpDeviceLoader worker running the user's collate_fn): count that its
+            # lines ran, but charge no counter to them; the counters are process-wide.
+            return self.thread_tracer
         self.flush()
         self.cur = (frame.f_code.co_filename, frame.f_lineno)
         return self.local_tracer
@@ -179,6 +188,34 @@ class Recorder:
                 f = f.f_back
             self.cur = (f.f_code.co_filename, f.f_lineno) if f is not None else None
         return self.local_tracer
+
+    def thread_tracer(self, frame, event, arg):
+        if event == "line":
+            key = (frame.f_code.co_filename, frame.f_lineno, self.step)
+            self.hits[key] = self.hits.get(key, 0) + 1
+        return self.thread_tracer
+
+    def install_mode_hook(self):
+        """Know whether the model is in eval mode when a graph compiles (XLA004's evidence)."""
+        import torch.nn as nn
+
+        real_train = nn.Module.train
+        rec = self
+        depth = [0]
+
+        def train(module, mode=True):
+            depth[0] += 1
+            try:
+                return real_train(module, mode)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:  # the outermost call (not the recursion into children)
+                    if rec.trace_enabled:
+                        rec.flush()
+                    rec.eval_mode = not bool(mode)
+
+        train.__doc__ = real_train.__doc__
+        nn.Module.train = train
 
     # -- steps --------------------------------------------------------------------------------------
     def install_step_hook(self):
@@ -240,6 +277,7 @@ class Recorder:
                 "uncached": ev[1],
                 "cached": ev[2],
                 "aten": ev[3],
+                "eval_uncached": ev[4],
             }
         end = {}
         try:
@@ -324,6 +362,7 @@ def main(spec_path: str) -> int:
 
         rec.setup_counters()
         rec.install_step_hook()
+        rec.install_mode_hook()
         torch_xla.device()  # bring the device up before timing the user's code
         rec.start_totals = rec.totals()
     except BaseException as exc:  # noqa: BLE001
@@ -334,6 +373,7 @@ def main(spec_path: str) -> int:
     status, extra = "finished", {}
     rec.t_start = rec.t_last_step = time.perf_counter()
     if rec.trace_enabled:
+        threading.settrace(rec.global_tracer)
         sys.settrace(rec.global_tracer)
     try:
         if func:
@@ -372,6 +412,7 @@ def main(spec_path: str) -> int:
             status, extra = "error", {"traceback": _user_traceback(exc)}
     finally:
         sys.settrace(None)
+        threading.settrace(None)
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     if rec.trace_enabled:
         rec.flush()

@@ -39,7 +39,8 @@ def render_text(report) -> str:
         "timeout": "stopped at --timeout",
         "error": "the program raised",
     }.get(report.stop_reason, report.stop_reason)
-    w(f"xlalint --verify {report.target}: {n} step{'s' if n != 1 else ''} ({stop}), warm-up = first {report.warmup} steps")
+    warm = sum(1 for r in report.steps if r.warmup)
+    w(f"xlalint --verify {report.target}: {n} step{'s' if n != 1 else ''} ({stop}); warm-up: steps 0-{max(warm, 1) - 1}")
     if report.error:
         w("")
         w(f"error: {report.error}")
@@ -59,10 +60,12 @@ def render_text(report) -> str:
         w("Misses (no rule flagged these lines):")
         for m in report.misses:
             w(f"  {_rel(m.path)}:{m.line}: {m.kind}: {m.message}")
-    if report.recompiles:
+    real = [rc for rc in report.recompiles if rc.kind == "recompile"]
+    fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]
+    if real:
         w("")
         w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
-        for rc in report.recompiles:
+        for rc in real:
             cut = f"graph cut at {_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
             for c in rc.root_causes:
@@ -71,6 +74,12 @@ def render_text(report) -> str:
                 w(f"    {rc.note}")
             if rc.explained_by:
                 w(f"    explained by {', '.join(rc.explained_by)}")
+    if fresh:
+        w("")
+        w("New code paths compiled after warm-up (first compiles, not recompiles):")
+        for rc in fresh:
+            cut = f"{_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "an unknown line"
+            w(f"  {rc.count} compile(s) at step {', '.join(map(str, rc.steps))}, graph cut at {cut}: {rc.note}")
     if report.transfers_without_cut:
         w("")
         w("Transfers without a graph cut (reads after the step's sync; not flagged by design):")

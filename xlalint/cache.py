@@ -1,0 +1,198 @@
+"""The findings cache: a second run over an unchanged tree reads files, hashes them, and parses nothing.
+
+Layout, like ruff's ``.ruff_cache``: ``<root>/.xlalint_cache/<version>-<salt>/<ab>/<rest of the key>``,
+one small file per linted file. The salt hashes everything that can change a file's findings other than
+its contents: the xlalint version, the size and mtime of every module of the installed xlalint (so an
+editable checkout never serves findings of yesterday's rules), the libcst and Python versions, and
+``Settings.fingerprint()``. The key hashes the file's bytes and the codes enabled for it (per-file-ignores
+make those depend on the path). Findings are stored without their path, so a renamed or copied file hits.
+
+One file per entry because parallel writers (two xlalint runs, pre-commit beside an editor) then never
+contend: each entry is written to a temporary file and renamed into place, and two writers of the same key
+write the same bytes. An entry is ``MAGIC + crc32 + marshal(findings)``; one that fails the check is
+treated as a miss, reported once, and rewritten. A cache directory that cannot be created or written
+degrades to no cache (or to read-only) with one warning on stderr: a cache never makes a run fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Callable, Optional
+
+import xlalint
+
+CACHE_DIR_NAME = ".xlalint_cache"
+MAGIC = b"XLC1"
+_TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache made by xlalint.\n"
+
+# A stored finding: the Finding fields after ``path``, in order.
+FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, severity, fix)
+
+
+def _code_fingerprint() -> str:
+    """Size and mtime of every module of this xlalint: a rule edited in place invalidates the cache."""
+    h = hashlib.blake2b(digest_size=16)
+    pkg = Path(xlalint.__file__).parent
+    for dirpath, dirnames, filenames in os.walk(pkg):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                p = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                h.update(f"{os.path.relpath(p, pkg)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def _libcst_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("libcst")
+    except Exception:  # noqa: BLE001 - a vendored or odd install: the code fingerprint still applies
+        return "?"
+
+
+def salt_for(settings) -> str:
+    parts = (
+        xlalint.__version__,
+        _code_fingerprint(),
+        _libcst_version(),
+        sys.version,
+        settings.fingerprint() if settings is not None else "",
+    )
+    return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
+
+
+def default_cache_dir(settings) -> Path:
+    root = getattr(settings, "root", None) or Path.cwd()
+    return Path(root) / CACHE_DIR_NAME
+
+
+class Cache:
+    """Get and put the findings of one file's contents under one settings fingerprint."""
+
+    def __init__(self, directory: Path, salt: str, warn: Callable[[str], None]):
+        self.root = Path(directory)
+        self.dir = self.root / f"{xlalint.__version__}-{salt}"
+        self._warn = warn
+        self.writable = True
+        self._warned_corrupt = False
+        self._made: set = set()
+        self.hits = 0
+        self.misses = 0
+
+    @classmethod
+    def open(cls, directory: Optional[os.PathLike], settings, warn: Callable[[str], None]) -> Optional["Cache"]:
+        """The cache under ``directory`` (default ``<root>/.xlalint_cache``), or None with a warning."""
+        directory = Path(directory) if directory is not None else default_cache_dir(settings)
+        cache = cls(directory, salt_for(settings), warn)
+        try:
+            fresh = not cache.root.exists()
+            cache.dir.mkdir(parents=True, exist_ok=True)
+            if fresh:
+                (cache.root / "CACHEDIR.TAG").write_bytes(_TAG)
+                (cache.root / ".gitignore").write_text("# Automatically created by xlalint.\n*\n")
+        except OSError as e:
+            if cache.dir.is_dir() and os.access(cache.dir, os.R_OK | os.X_OK):
+                cache.writable = False  # read what is there, write nothing
+                warn(f"cache directory {cache.root} is not writable ({e.strerror or e}): using it read-only")
+                return cache
+            warn(f"cannot use the cache directory {cache.root} ({e.strerror or e}): running without a cache")
+            return None
+        return cache
+
+    @staticmethod
+    def key(data: bytes, codes) -> str:
+        h = hashlib.blake2b(data, digest_size=20)
+        h.update(b"\0" + ",".join(sorted(codes)).encode())
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / key[2:]
+
+    def get(self, key: str) -> Optional[list]:
+        """The stored finding rows for ``key``, or None on a miss (or a corrupt entry)."""
+        try:
+            with open(self._path(key), "rb") as fh:
+                blob = fh.read()
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except OSError as e:
+            self._corrupt(f"cannot read cache entry {self._path(key)}: {e.strerror or e}")
+            self.misses += 1
+            return None
+        rows = _decode(blob)
+        if rows is None:
+            self._corrupt(f"cache entry {self._path(key)} is corrupt")
+            self.misses += 1
+            return None
+        self.hits += 1
+        return rows
+
+    def put(self, key: str, rows: list) -> None:
+        if not self.writable:
+            return
+        blob = _encode(rows)
+        target = self._path(key)
+        try:
+            sub = target.parent
+            if sub not in self._made:
+                sub.mkdir(parents=True, exist_ok=True)
+                self._made.add(sub)
+            fd, tmp = tempfile.mkstemp(dir=sub, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(blob)
+                os.replace(tmp, target)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError as e:
+            self.writable = False
+            self._warn(f"cannot write to the cache directory {self.root} ({e.strerror or e}): not caching this run")
+
+    def _corrupt(self, message: str) -> None:
+        if not self._warned_corrupt:
+            self._warned_corrupt = True
+            self._warn(f"{message}: ignoring it (and any other corrupt entry) and linting again")
+
+
+def _encode(rows: list) -> bytes:
+    payload = marshal.dumps(tuple(tuple(r) for r in rows))
+    return MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
+
+
+_ROW_TYPES = (int, int, str, int, int, str, str, str, str)
+
+
+def _decode(blob: bytes) -> Optional[list]:
+    if len(blob) < 8 or blob[:4] != MAGIC:
+        return None
+    payload = blob[8:]
+    if zlib.crc32(payload).to_bytes(4, "little") != blob[4:8]:
+        return None
+    try:
+        rows = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(rows, tuple):
+        return None
+    for r in rows:
+        if not isinstance(r, tuple) or len(r) != len(_ROW_TYPES):
+            return None
+        if not all(type(v) is t for v, t in zip(r, _ROW_TYPES)):
+            return None
+    return list(rows)

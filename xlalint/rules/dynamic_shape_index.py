@@ -1,0 +1,221 @@
+"""XLA003 dynamic-shape-index: an op whose output shape depends on tensor values, every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.model import keyword_arg, positional_args
+
+COST = (
+    "torch_xla runs `{op}` on the CPU (graph cut + device-to-host transfer) and compiles a new graph "
+    "whenever {changes}"
+)
+CHANGES_SELECTED = "the number of selected elements changes (measured: a recompile on almost every step)"
+CHANGES_DISTINCT = "the number of distinct values changes"
+
+# What to write instead, per case.
+FIX_MASK_REDUCE = "keep the full shape and weight by the mask: `(x * mask).sum()` or `torch.where(mask, x, 0).sum()` (divide by `mask.sum()` for a mean)"
+FIX_MASK_LOSS = "keep the full shape: compute the loss per element (`reduction=\"none\"`, or `ignore_index=`) and weight it by the mask: `(loss * mask).sum() / mask.sum()`"
+FIX_MASK_GET = "keep the full shape and carry the mask along: `torch.where(mask, x, fill)` / `x * mask`, reducing with the mask later"
+FIX_MASK_SET = "`x = torch.where(mask, v, x)` or `x.masked_fill_(mask, v)` (same shape, no data-dependent indices)"
+FIX_NONZERO = "`torch.nonzero_static(x, size=K, fill_value=-1)` with a fixed bound K (no recompile), or avoid indices altogether with `torch.where(cond, a, b)` / a mask"
+FIX_MASKED_SELECT = "keep the full shape: `torch.where(mask, x, 0)` / `x * mask`, reducing with the mask"
+FIX_UNIQUE = (
+    "a fixed-size count over the known value range: `torch.zeros(K, device=d).scatter_add_(0, x, torch.ones_like(x))` "
+    "or `F.one_hot(x, K).sum(0)` (`torch.bincount` keeps a fixed size only with `minlength=K` and is a CPU fallback itself)"
+)
+FIX_REPEAT = "pass `output_size=` (a fixed total length) or build the result with a fixed-size gather/mask"
+
+# Reductions whose result no longer depends on which elements were selected.
+_REDUCTIONS = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var", "logsumexp", "count_nonzero"})
+_LOSS_NAMES = ("loss", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+               "binary_cross_entropy_with_logits", "smooth_l1_loss", "kl_div", "criterion", "huber_loss")
+# Method forms that only torch tensors have (numpy arrays and pandas Series have `nonzero` / `unique`).
+_TORCH_ONLY_METHODS = frozenset({"masked_select", "unique_consecutive", "argwhere"})
+
+
+class DynamicShapeIndex(Rule):
+    code = "XLA003"
+    name = "dynamic-shape-index"
+    summary = "A per-step op whose output shape depends on tensor values: a CPU fallback and a recompile every step."
+    what_it_does = """
+        Flags, in code that runs every step (also after the step's sync: a dynamic shape recompiles
+        there too), the ops whose output size depends on the data: indexing with a boolean tensor
+        (`x[mask]`, `x[x > 0]`, `x[:, keep]`), assigning through one (`x[mask] = v`),
+        `torch.nonzero` / `.nonzero()`, `torch.argwhere`, one-argument `torch.where(cond)`,
+        `masked_select`, `torch.unique` / `unique_consecutive`, and `repeat_interleave` with tensor
+        repeats and no `output_size=`. A mask is a tensor known to hold booleans: a comparison,
+        `.bool()`, `torch.isnan(...)`, `~mask`, `a & b`, or a tensor named `*mask`.
+        Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[rows, cols]` with integer
+        tensors), `index_select`, three-argument `torch.where(c, a, b)`, `masked_fill`, `x * mask`,
+        `nonzero_static(..., size=K)`, and the same ops on tensors known to be on the CPU.
+    """
+    why_slow = """
+        XLA compiles graphs for fixed shapes. `x[mask]` has as many rows as `mask` has `True`s, which
+        only the data knows: torch_xla cuts the graph, copies the mask to the host, runs
+        `aten::nonzero` (or `aten::masked_select`, `aten::_unique2`) on the CPU, and the graph after
+        it has a new shape. Measured on torch_xla 2.9: `x[x > 0]`, `torch.nonzero`, one-argument
+        `torch.where` and `masked_select` compile a new graph on every step (plus a transfer and a
+        CPU fallback); `torch.unique` whenever the number of distinct values changes.
+        `nonzero_static` still falls back to the CPU but stops the recompiles.
+    """
+    example = """
+        logits = model(tokens)
+        active = labels != IGNORE_INDEX
+        loss = F.cross_entropy(logits[active], labels[active])   # XLA003 (twice)
+        targets[targets == IGNORE_INDEX] = 0                      # XLA003
+    """
+    use_instead = """
+        logits = model(tokens)
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX)
+        targets = torch.where(targets == IGNORE_INDEX, 0, targets)
+    """
+    known_problems = """
+        Whether an index holds booleans is inferred: a tensor named `*mask` is taken to be a boolean
+        mask. A mask that is all `True` by construction still has a data-dependent shape for XLA.
+        Selecting a tensor's elements once outside the step loop is not reported.
+    """
+    verify = """
+        The CPU-fallback counters `aten::nonzero` / `aten::masked_select` / `aten::_unique2` /
+        `aten::unique_consecutive` / `aten::repeat_interleave` move at the line on most steps, and
+        `UncachedCompile` keeps rising after warm-up (one new graph per new selected size).
+    """
+    VALID = [
+        # integer, slice and integer-tensor indexing; three-argument where; masked_fill; mask products
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    a = out[:, :4]\n    b = out[y]\n    c = torch.where(y > 0, out, 0)\n    d = out.masked_fill(y == 0, 0.0)\n    e = out * (y > 0)\n    f = out.index_select(0, y)\n    loss = (a.sum() + b.sum() + c.sum() + d.sum() + e.sum())\n    loss.backward()\n",
+        # nonzero_static has a fixed size
+        "import torch\nfor x in loader:\n    idx = torch.nonzero_static(x > 0, size=8, fill_value=-1)\n    loss = model(x).sum()\n    loss.backward()\n",
+        # outside the step loop: once
+        "import torch\nlabels = torch.randint(0, 3, (100,))\nkeep = labels[labels != 0]\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n",
+        # known-CPU tensors
+        "import torch\nfor x in loader:\n    cpu = x.cpu()\n    nz = cpu.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
+        # numpy's nonzero on an unknown value
+        "import torch\nimport numpy as np\nfor x in loader:\n    arr = np.asarray(stats)\n    nz = arr.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
+        # repeat_interleave with a Python int or a fixed output size
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, reps):\n        a = x.repeat_interleave(2, dim=0)\n        return a, torch.repeat_interleave(x, reps, dim=0, output_size=64)\n",
+    ]
+    INVALID = [
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    loss = out[y != -100].sum()\n    loss.backward()\n",
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    y[y == -100] = 0\n    loss = out.sum()\n    loss.backward()\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        idx = torch.nonzero(x > 0)\n        return x.masked_select(x > 1), torch.where(x > 0)\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, labels: torch.Tensor):\n        classes = torch.unique(labels)\n        return x.repeat_interleave(labels, dim=0)\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, hidden, attention_mask):\n        return hidden[attention_mask.bool()]\n",
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stores: set = set()  # Subscript nodes assigned to
+        self._reduced: set = set()  # Subscript nodes whose result is reduced right away
+        self._loss_args: set = set()  # Subscript nodes passed to a loss
+
+    # --------------------------------------------------------------- indexing
+    def on_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                self._stores.add(id(t.target))
+
+    def on_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Subscript):
+            self._stores.add(id(node.target))
+
+    def on_Subscript(self, node: cst.Subscript) -> None:
+        m = self.model
+        mask = None
+        for el in node.slice:
+            s = el.slice
+            if isinstance(s, cst.Index) and s.star is None and m.is_bool_tensor(s.value):
+                mask = s.value
+                break
+        if mask is None:
+            return
+        if m.kind(node.value) in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
+            return
+        if id(node) in self._stores:
+            self._flag(node, "`x[mask] = v` writes through a boolean mask, whose indices depend on the data,", "aten::nonzero", FIX_MASK_SET)
+        elif id(node) in self._reduced:
+            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_REDUCE)
+        elif id(node) in self._loss_args:
+            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_LOSS)
+        else:
+            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_GET)
+
+    # --------------------------------------------------------------- calls
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        self._note_consumers(node)
+        q = m.qualname(func)
+        if q is not None and q.startswith("torch."):
+            fn = q.rsplit(".", 1)[-1]
+            args = positional_args(node)
+            first = args[0] if args else keyword_arg(node, "input")
+            if q in T.DYNAMIC_SHAPE_FUNCTIONS:
+                if first is None or not self._maybe_device(first):
+                    return
+                self._flag_function(node, fn)
+            elif q == "torch.where":
+                if len(node.args) == 1 and args and self._maybe_device(args[0]):
+                    self._flag(node, "one-argument `torch.where(cond)` returns the indices of the `True`s, a data-dependent shape,", "aten::nonzero", FIX_NONZERO)
+            elif q == "torch.repeat_interleave":
+                reps = args[1] if len(args) > 1 else keyword_arg(node, "repeats")
+                if len(args) == 1 and reps is None:
+                    reps = args[0]  # torch.repeat_interleave(repeats)
+                if reps is not None and m.is_tensor(reps) and keyword_arg(node, "output_size") is None:
+                    self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave", FIX_REPEAT)
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        meth = func.attr.value
+        recv = func.value
+        if meth in T.DYNAMIC_SHAPE_METHODS:
+            k = m.kind(recv)
+            if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in _TORCH_ONLY_METHODS and m.imports_torch):
+                self._flag_function(node, meth)
+        elif meth == "repeat_interleave":
+            args = positional_args(node)
+            reps = args[0] if args else keyword_arg(node, "repeats")
+            if (
+                reps is not None
+                and m.is_tensor(reps)
+                and m.kind(recv) not in (K.CPU_TENSOR, K.NOT_TENSOR)
+                and keyword_arg(node, "output_size") is None
+            ):
+                self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave", FIX_REPEAT)
+
+    def _maybe_device(self, expr) -> bool:
+        """An argument of a torch function: a tensor unless known to be on the CPU (or not one)."""
+        return self.model.kind(expr) not in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR)
+
+    def _note_consumers(self, node: cst.Call) -> None:
+        """Remember masked subscripts that are reduced or fed to a loss: the fix differs."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _REDUCTIONS and isinstance(func.value, cst.Subscript):
+            self._reduced.add(id(func.value))
+        name = ""
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+        elif isinstance(func, cst.Name):
+            name = func.value
+        if name and name.lower().endswith(_LOSS_NAMES):
+            for a in node.args:
+                if isinstance(a.value, cst.Subscript):
+                    self._loss_args.add(id(a.value))
+
+    def _flag_function(self, node: cst.Call, fn: str) -> None:
+        if fn in ("nonzero", "argwhere"):
+            self._flag(node, f"`{fn}` returns one row per non-zero element, a data-dependent shape,", "aten::nonzero", FIX_NONZERO)
+        elif fn == "masked_select":
+            self._flag(node, "`masked_select` has a data-dependent shape", "aten::masked_select", FIX_MASKED_SELECT)
+        elif fn == "unique":
+            self._flag(node, "`unique` returns one entry per distinct value, a data-dependent shape,", "aten::_unique2", FIX_UNIQUE,
+                       CHANGES_DISTINCT)
+        elif fn == "unique_consecutive":
+            self._flag(node, "`unique_consecutive` returns one entry per run of equal values, a data-dependent shape,",
+                       "aten::unique_consecutive", FIX_UNIQUE, "the number of runs changes")
+
+    def _flag(self, node, what: str, op: str, fix: str, changes: str = CHANGES_SELECTED) -> None:
+        cost = COST.format(op=op, changes=changes)
+        self.report(node, f"{what} {{when}}: {cost}. Fix: {fix}", fix=fix, when="step-any")

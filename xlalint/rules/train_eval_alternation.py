@@ -1,0 +1,263 @@
+"""XLA004 train-eval-alternation: ``model.eval()`` reached inside a training step loop."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.model import EVERY, PERIODIC, Frequency, _period_of, last_name, name_words, positional_args
+
+FIX = (
+    "evaluate between epochs or after the step loop; if it must run every N steps, keep it one graph "
+    "(one fixed eval batch shape, `drop_last=True`, under `torch.no_grad()`) and expect its compile at "
+    "the first evaluation"
+)
+
+
+class TrainEvalAlternation(Rule):
+    code = "XLA004"
+    name = "train-eval-alternation"
+    summary = "`model.eval()` runs inside the training step loop: the eval graphs compile in the middle of training."
+    what_it_does = """
+        Flags `model.eval()` (or `model.train(False)`) when one step loop reaches both it and
+        `model.train()`, directly or through the functions it calls: an `evaluate()` every N steps,
+        nanoGPT's `estimate_loss()` every `eval_interval`. The finding is at the `eval()` call (in the
+        helper when that is where it is) and says how often it runs ("every N steps" under
+        `if step % N == 0:`). Not flagged: evaluation after the training loop, or between epochs
+        outside the step loop (an epoch loop that calls `train_one_epoch()` and then `evaluate()` is
+        not a step loop), an evaluation loop that never switches back to `train()`, and a one-off
+        evaluation under `if step == last_step:`.
+    """
+    why_slow = """
+        In eval mode dropout and batch norm lower to different ops and there is no backward pass, so
+        the evaluation is a different XLA graph from the training step. Measured on torch_xla 2.9
+        with BatchNorm + Dropout switching every step: one extra compile per distinct eval graph, then
+        cached (switching back and forth does not recompile each time). The cost is the compile of
+        every distinct eval graph (each eval batch shape is another one) in the middle of training,
+        plus the host reads the evaluation usually does.
+    """
+    example = """
+        for step, (x, y) in enumerate(loader):
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            xm.optimizer_step(optimizer)
+            if step % 500 == 0:
+                model.eval()            # XLA004: every 500 steps
+                val = evaluate(model, val_loader)
+                model.train()
+    """
+    use_instead = """
+        for epoch in range(epochs):
+            model.train()
+            for step, (x, y) in enumerate(loader):
+                ...
+            model.eval()                # once per epoch, outside the step loop
+            val = evaluate(model, val_loader)
+    """
+    known_problems = """
+        Only calls resolved in the same file are followed (`self.evaluate()`, local functions). A
+        conditional evaluation whose condition is not `step % N == 0` is reported as running inside
+        the step loop without a period.
+    """
+    verify = """
+        `UncachedCompile` rises again after warm-up at the first evaluation (one per distinct eval
+        graph), then stays flat: `--verify` reports the extra compiles and the step they happen at.
+    """
+    VALID = [
+        # evaluation between epochs, outside the step loop
+        "import torch\nfor epoch in range(3):\n    model.train()\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        optimizer.step()\n    model.eval()\n    evaluate(model)\n",
+        # an epoch loop calling train_one_epoch (which holds the step loop) and evaluate
+        "import torch\ndef train_one_epoch(model, loader):\n    model.train()\n    for x in loader:\n        model(x).sum().backward()\n        optimizer.step()\ndef evaluate(model):\n    model.eval()\n    return 0\nfor epoch in range(3):\n    train_one_epoch(model, loader)\n    evaluate(model)\n",
+        # an evaluation loop that never trains
+        "import torch\nfor x in val_loader:\n    model.eval()\n    out = model(x)\n",
+        # one evaluation at the last step
+        "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step == total_steps - 1:\n        model.eval()\n",
+    ]
+    INVALID = [
+        "import torch\nfor step, (x, y) in enumerate(loader):\n    model.train()\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    if step % 100 == 0:\n        model.eval()\n        val = model(y)\n",
+        "import torch\ndef validate(model):\n    model.train(False)\n    out = model(val_x)\n    model.train()\n    return out\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 50 == 0:\n        validate(model)\n",
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._modes: list = []  # (is_eval, ctx, candidate or None)
+        self._oneshot_stmts: set = set()  # statements directly under `if step == last:`
+        self._oneshot_sites: set = set()  # (id(func), seq) of calls in those statements
+
+    def on_If(self, node: cst.If) -> None:
+        if isinstance(node.body, cst.IndentedBlock) and _period_of(node.test) is None and _one_shot(node.test, _leaves(node.body)):
+            for s in node.body.body:
+                self._oneshot_stmts.add(id(s))
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        if id(m.stmt) in self._oneshot_stmts:
+            self._oneshot_sites.add((id(m.func), m.seq))
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+            return
+        is_eval = _mode(node)
+        if is_eval is None or not _is_model(m, func.value):
+            return
+        cand = None
+        if is_eval:
+            self.report(node, "", when="custom")
+            cand = m.candidates[-1]
+        self._modes.append((is_eval, m.step_context(), cand, _code(node), _code_name(func.value)))
+
+    def finalize(self) -> None:
+        m = self.model
+        if not self._modes or not m.imports_torch:
+            return
+        by_func: dict = {}
+        for rec in self._modes:
+            by_func.setdefault(id(rec[1].func), []).append(rec)
+        memo: dict = {}
+
+        def reach(f, stack) -> list:
+            """Mode calls reachable by calling ``f``: (record, period, via)."""
+            if id(f) in memo:
+                return memo[id(f)]
+            if id(f) in stack:
+                return []
+            stack = stack | {id(f)}
+            out = [(r, r[1].period, None) for r in by_func.get(id(f), ()) if not _skipped(r[1])]
+            for callee, ctx in f.calls:
+                cf = m.funcs.get(callee)
+                if cf is None or _skipped(ctx) or (id(ctx.func), ctx.seq) in self._oneshot_sites:
+                    continue
+                out += [(r, ctx.period or p, via) for r, p, via in reach(cf, stack)]
+            memo[id(f)] = out
+            return out
+
+        found: dict = {}  # id(candidate) -> (candidate, period, via)
+        for loop in m.loops:
+            if not m.is_step_loop(loop):
+                continue
+            f = loop.func
+            items = []
+            for r in by_func.get(id(f), ()):
+                if any(l is loop for l in r[1].loops) and not _skipped(r[1]) and (id(r[1].func), r[1].seq) not in self._oneshot_sites:
+                    items.append((r, r[1].period, None))
+            for callee, ctx in f.calls:
+                cf = m.funcs.get(callee)
+                if cf is None or not any(l is loop for l in ctx.loops) or _skipped(ctx):
+                    continue
+                if (id(ctx.func), ctx.seq) in self._oneshot_sites:
+                    continue
+                items += [(r, ctx.period or p, callee.rsplit(".", 1)[-1]) for r, p, _ in reach(cf, frozenset())]
+            if not any(r[0] for r, _, _ in items) or not any(not r[0] for r, _, _ in items):
+                continue
+            for r, period, via in items:
+                if not r[0]:
+                    continue
+                prev = found.get(id(r[2]))
+                if prev is None or (prev[1] is None and period is not None):
+                    found[id(r[2])] = (r[2], period, via, r[3], r[4])
+        for cand, period, via, call, recv in found.values():
+            freq = Frequency(PERIODIC, period) if period else Frequency(EVERY)
+            how = f" every {period} steps" if period else ""
+            through = f" (through `{via}()`)" if via else ""
+            cand.frequency = freq
+            cand.message = (
+                f"`{call}` runs inside the training step loop{how}{through}, which also runs "
+                f"`{recv}.train()`: the eval forward is a different graph, so each distinct eval graph compiles "
+                "once more in the middle of training (measured: one extra compile per distinct eval graph, then "
+                f"cached; no recompile per switch). Fix: {FIX}"
+            )
+            cand.fix = FIX
+
+
+def _skipped(ctx) -> bool:
+    return ctx.closure or ctx.non_xla or ctx.func.closure
+
+
+def _mode(node: cst.Call) -> Optional[bool]:
+    """True for eval(), False for train(), None when the mode is not a literal."""
+    meth = node.func.attr.value
+    args = positional_args(node)
+    kw = [a for a in node.args if a.keyword is not None]
+    if meth == "eval":
+        return True if not node.args else None
+    if not node.args:
+        return False
+    val = args[0] if args else (kw[0].value if kw and kw[0].keyword.value == "mode" else None)
+    if isinstance(val, cst.Name) and val.value in ("True", "False"):
+        return val.value == "False"
+    return None
+
+
+_MODEL_WORDS = frozenset(
+    {"model", "net", "module", "encoder", "decoder", "generator", "discriminator", "classifier",
+     "backbone", "student", "teacher", "policy", "critic", "actor", "network", "gpt", "transformer",
+     "unet", "vae", "bert", "llm", "lm"}
+)
+
+
+def _is_model(m, recv) -> bool:
+    k = m.kind(recv)
+    if k == K.MODULE:
+        return True
+    if k in K.ANY_TENSOR or m.qualname(recv) is not None:
+        return False
+    name = last_name(recv)
+    if not name or isinstance(recv, cst.Call):
+        return False
+    if name == "self":
+        cls = m._current_class()
+        return bool(cls and m.classes.get(cls, {}).get("module"))
+    words = name_words(name)
+    return bool(words) and (words[-1] in _MODEL_WORDS or name.lower().endswith(("model", "net")))
+
+
+def _code(node) -> str:
+    try:
+        return cst.Module(body=[]).code_for_node(node)
+    except Exception:  # noqa: BLE001
+        return "model.eval()"
+
+
+def _code_name(recv) -> str:
+    from xlalint.semantics.model import dotted_name
+
+    return dotted_name(recv) or "model"
+
+
+def _leaves(block) -> bool:
+    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
+    for s in block.body:
+        if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in s.body):
+            return True
+    return False
+
+
+def _one_shot(test, leaves: bool) -> bool:
+    """``if step == last:`` / ``if step >= max_steps: ...; break`` / ``if is_last_step:``: runs once."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (_one_shot(test.left, leaves) or _one_shot(test.right, leaves))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        sides = (test.left, test.comparisons[0].comparator)
+        if any(_has_modulo(s) for s in sides):
+            return False
+        if isinstance(op, cst.Equal):
+            return True
+        return leaves and isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan))
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        words = name_words(last_name(test) or "")
+        return any(w in ("last", "final", "end", "done", "finished") for w in words)
+    return False
+
+
+def _has_modulo(node) -> bool:
+    while isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Modulo):
+            return True
+        if _has_modulo(node.right):
+            return True
+        node = node.left
+    return False
