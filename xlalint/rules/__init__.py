@@ -40,6 +40,10 @@ class Rule:
     def report(self, node, message: str, fix: str = "", when: str = "step") -> None:
         self.model.report(self, node, message, fix, when)
 
+    def before_rewalk(self) -> None:
+        """The model is about to walk a function again with better-known parameters: drop any
+        per-node memory that would stop the rule from reporting in it again."""
+
     def finalize(self) -> None:
         """Called once the whole file is walked and the step contexts are resolved."""
 

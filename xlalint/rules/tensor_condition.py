@@ -55,6 +55,9 @@ class TensorCondition(Rule):
         super().__init__()
         self._done: set = set()
 
+    def before_rewalk(self) -> None:
+        self._done.clear()
+
     def on_If(self, node: cst.If) -> None:
         self._truth(node.test)
 

@@ -204,6 +204,9 @@ class SemanticModel:
                 if attr.startswith("on_"):
                     self._dispatch.setdefault(attr[3:], []).append(getattr(rule, attr))
         self._kind_cache: dict[int, object] = {}
+        # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
+        self.call_sites: dict[str, list] = {}
+        self._rewalking_quietly = False
         # walk state
         self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None)
         self.func = self.top
@@ -656,6 +659,8 @@ class SemanticModel:
                     self.compiled_names.add(n)
         callee = self._callee_key(func)
         ctx = self.step_context()
+        if callee is not None and not self._rewalking_quietly:
+            self._record_call_site(callee, node, func)
         if step:
             if self.loop_stack:
                 loop = self.loop_stack[-1]
@@ -674,6 +679,97 @@ class SemanticModel:
                     loop.sync_points.append((self.seq, None))
                 elif callee is not None:
                     loop.sync_points.append((self.seq, callee))
+
+    def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
+        pos, kw = [], {}
+        for a in node.args:
+            if a.star:
+                return  # f(*args): positions unknown
+            k = self.kind(a.value)
+            if a.keyword is None:
+                pos.append(k)
+            else:
+                kw[a.keyword.value] = k
+        via_self = isinstance(func, cst.Attribute)
+        self.call_sites.setdefault(callee, []).append((self.func.key, pos, kw, via_self))
+
+    # ------------------------------------------------------------------ parameters from call sites
+    _SEEDABLE = frozenset({K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER})
+
+    def _param_seeds(self, f: FuncInfo) -> dict:
+        """Kinds for ``f``'s unknown parameters from what its callers in this file pass."""
+        node = f.node
+        if not isinstance(node, cst.FunctionDef):
+            return {}
+        sites = self.call_sites.get(f.key)
+        if not sites:
+            return {}
+        params = list(node.params.posonly_params) + list(node.params.params)
+        names = [p.name.value for p in params]
+        is_method = f.class_key is not None and names and names[0] in ("self", "cls")
+        seen: dict = {}
+        for _caller, pos, kw, via_self in sites:
+            offset = 1 if is_method else 0
+            for i, k in enumerate(pos):
+                if i + offset < len(names):
+                    seen.setdefault(names[i + offset], []).append(k)
+            for name, k in kw.items():
+                seen.setdefault(name, []).append(k)
+        seeds = {}
+        for name, ks in seen.items():
+            if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env:
+                continue  # annotated or otherwise known
+            if any(k == K.NOT_TENSOR for k in ks):
+                continue
+            known = [k for k in ks if k in self._SEEDABLE]
+            if not known:
+                continue
+            if all(k == known[0] for k in known):
+                seeds[name] = known[0]
+            elif all(k in K.DEVICE_TENSORS for k in known):
+                seeds[name] = K.TENSOR
+        return seeds
+
+    def _refine_params(self) -> None:
+        """Re-walk the functions whose parameters turn out to be tensors, with those kinds."""
+        plans = []
+        for f in list(self.funcs.values()):
+            if f.parent is None and f.node is not None:
+                seeds = self._param_seeds(f)
+                if seeds:
+                    plans.append((f, seeds))
+        for f, seeds in plans:
+            self._rewalk(f, seeds)
+
+    def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
+        prefix = f.key + ".<locals>."
+        mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
+        self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
+        self.loops = [lp for lp in self.loops if not mine(lp.func)]
+        for key in [k for k in self.funcs if k.startswith(prefix)]:
+            del self.funcs[key]
+        f.env.clear()
+        f.local_funcs.clear()
+        f.calls.clear()
+        f.step_call_outside_loops = f.barrier_outside_loops = False
+        f.return_kind = K.UNKNOWN
+        self._kind_cache.clear()
+        for rule in self.rules:
+            rule.before_rewalk()
+        saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
+                 self.top_index, self.closure_depth, self.error_depth)
+        self.func, self.loop_stack, self.guards = f, [], []
+        self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
+        self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
+        self._rewalking_quietly = True
+        try:
+            self._bind_params(f.node, f)
+            f.env.update(seeds)
+            self.walk_block(f.node.body)
+        finally:
+            self._rewalking_quietly = False
+            (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
+             self.top_index, self.closure_depth, self.error_depth) = saved
 
     def _callee_key(self, func) -> Optional[str]:
         if isinstance(func, cst.Name):
@@ -795,6 +891,11 @@ class SemanticModel:
                     self._bind_target(target, None, K.NOT_TENSOR)
                     return
         k = self.kind(iter_expr)
+        if k is K.UNKNOWN and isinstance(target, cst.Name) and (
+            target.value in ("batch", "mb", "micro_batch", "minibatch") or target.value.endswith("_batch")
+        ):
+            self._bind_target(target, None, K.TENSORS)
+            return
         if k == K.ITEMS:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
                 self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
@@ -1185,6 +1286,17 @@ class SemanticModel:
             return K.NOT_TENSOR
         if meth == "per_device_loader":
             return K.LOADER
+        if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
+            # x.to(device) on something unknown: a module if it is named like one, else a tensor
+            rname = (last_name(recv) or "").lower()
+            words = name_words(rname)
+            if words and words[-1] in _MODULE_WORDS:
+                return K.MODULE
+            if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
+                return K.TENSORS
+            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
+                return K.TENSOR
+            return K.UNKNOWN
         if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
             return K.UNKNOWN
         if meth == "gather" and last_name(recv) in ("accelerator", "accel"):
@@ -1215,6 +1327,18 @@ class SemanticModel:
             return tk
         return K.TENSOR
 
+    def _is_device_expr(self, call: cst.Call) -> bool:
+        """``.to(device)``, ``.to(xm.xla_device())``, ``.to(accelerator.device)``, ``.to(device=dev)``."""
+        args = positional_args(call)
+        target = keyword_arg(call, "device") or (args[0] if args else None)
+        if target is None or self._is_cpu_device(target):
+            return False
+        if isinstance(target, cst.Call):
+            n = (last_name(target.func) or "").lower()
+            return n in ("xla_device", "device") or "device" in n
+        n = (last_name(target) or "").lower()
+        return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
+
     def _is_cpu_device(self, node) -> bool:
         s = string_value(node)
         if s is not None:
@@ -1244,7 +1368,7 @@ class SemanticModel:
         low = n.lower()
         if isinstance(node, cst.Call):
             return low in ("train_dataloader", "val_dataloader", "test_dataloader", "per_device_loader")
-        return low in T.LOADER_NAMES or low.endswith(("loader", "dataloader")) or low.endswith("_dl")
+        return low in T.LOADER_NAMES or low.endswith(T.LOADER_NAME_SUFFIXES)
 
     def _iterates_loader(self, it) -> bool:
         if isinstance(it, cst.Call):
@@ -1310,6 +1434,7 @@ class SemanticModel:
             f = funcs.get(name)
             if f is not None:
                 f.root = True
+        self._refine_params()
         # does the function perform a training step itself (outside any loop of its own)?
         self._does_step: dict[str, bool] = {}
         for key in funcs:
@@ -1419,6 +1544,11 @@ def _period_of(test) -> Optional[str]:
                     return _code(side.right)
     return None
 
+
+_MODULE_WORDS = frozenset(
+    {"model", "net", "module", "criterion", "encoder", "decoder", "classifier", "backbone",
+     "generator", "discriminator", "teacher", "student", "head", "layer", "ddp"}
+)
 
 _DTYPES = frozenset(
     {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",

@@ -140,7 +140,7 @@ DEVICE_LOADER_CONSTRUCTORS = frozenset(
 # Constructors whose result yields CPU batches.
 CPU_LOADER_CONSTRUCTORS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Variable names that look like a data loader.
-LOADER_NAME_SUFFIXES = ("loader", "dataloader", "_dl", "_iter", "loader_iter", "batches")
+LOADER_NAME_SUFFIXES = ("loader", "dataloader", "_dl", "epoch_iterator", "train_iterator", "batch_iterator", "train_iter", "data_iter")
 LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "eval_dl", "test_dl"})
 # Wrappers that yield what they iterate: ``for batch in tqdm(loader)``.
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})

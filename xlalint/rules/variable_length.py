@@ -1,0 +1,461 @@
+"""XLA005 unbucketed-variable-length: input shapes that change from batch to batch."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import tables as T
+from xlalint.semantics.model import (
+    EVERY, Frequency, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+)
+
+COST = (
+    "the input shape varies from batch to batch, and each new shape compiles a new XLA graph "
+    "(measured: random lengths 8-64 recompile on ~9 steps in 10)"
+)
+FIX_PAD = (
+    "pad to a few fixed lengths (buckets, e.g. the next multiple of 64, or `padding=\"max_length\"` with "
+    "`max_length=`) and warm each bucket up once"
+)
+FIX_COLLATOR = "pass `pad_to_multiple_of=64` (or pad to a fixed `max_length`) and warm the few lengths up once"
+FIX_DROP_LAST = "pass `drop_last=True` (or pad the last batch to the full batch size)"
+
+
+class UnbucketedVariableLength(Rule):
+    code = "XLA005"
+    name = "unbucketed-variable-length"
+    summary = "Batches are padded to their own longest example (or the last one is short): a new graph for each new shape."
+    what_it_does = """
+        Flags where a batch's shape is decided by its data: `pad_sequence` in a collate function (a
+        function named `*collate*` / `*batch*` or passed as `collate_fn=`) or in per-step code;
+        collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket;
+        tokenizer calls with `padding=True` / `"longest"` (`"longest"` ignores `max_length`) without
+        `pad_to_multiple_of`; `DataCollatorWithPadding` / `DataCollatorForSeq2Seq` /
+        `DataCollatorForLanguageModeling` / `DataCollatorForTokenClassification` without
+        `pad_to_multiple_of`; and, in files that use torch_xla, a `DataLoader` without
+        `drop_last=True` that feeds a training step loop when the dataset length is not known to be a
+        multiple of the batch size. Only files that import torch are checked.
+        Not flagged: `padding="max_length"` with `max_length`, `pad_to_multiple_of=N`, explicit
+        bucketing (rounding the batch max up to one of a few fixed lengths), fixed-size chunks.
+    """
+    why_slow = """
+        XLA compiles one graph per input shape. When every batch is padded to its own longest
+        example, the sequence length (and so the graph) changes from step to step: measured on
+        torch_xla 2.9, random lengths 8-64 recompiled on 9 steps out of 10, while the same data
+        bucketed to 16/32/64 compiled at most 3 graphs in total. A partial last batch is one more
+        shape (one more compile per distinct size).
+    """
+    example = """
+        def collate(batch):
+            ids = pad_sequence([b["input_ids"] for b in batch], batch_first=True)   # XLA005
+            return ids
+        enc = tokenizer(texts, padding=True, return_tensors="pt")                    # XLA005
+        collator = DataCollatorWithPadding(tokenizer)                                # XLA005
+    """
+    use_instead = """
+        def collate(batch, bucket=64):
+            longest = max(len(b["input_ids"]) for b in batch)
+            length = -(-longest // bucket) * bucket          # round up to a multiple of 64
+            ids = torch.zeros(len(batch), length, dtype=torch.long)
+            ...
+        enc = tokenizer(texts, padding="max_length", max_length=128, truncation=True, return_tensors="pt")
+        collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)
+    """
+    known_problems = """
+        A dataset whose examples all have the same length (fixed-size chunks built elsewhere) makes
+        batch-max padding harmless; the linter cannot always see that. A `DataLoader` is only checked
+        when the step loop that iterates it is in the same file.
+    """
+    verify = """
+        `UncachedCompile` keeps rising step after step past warm-up; `--verify` lists the input shapes
+        that changed between the recompiling steps.
+    """
+    VALID = [
+        "import torch\nenc = tokenizer(texts, padding='max_length', max_length=128, truncation=True, return_tensors='pt')\n",
+        "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)\n",
+        # bucketing: the batch max is rounded up to a fixed length
+        "import torch\ndef collate_fn(batch):\n    longest = max(len(x) for x in batch)\n    length = (longest + 63) // 64 * 64\n    return torch.zeros(len(batch), length)\n",
+        "import torch\nBUCKETS = (16, 32)\ndef collate(batch):\n    longest = max(len(x) for x in batch)\n    target = next(b for b in BUCKETS if b >= longest)\n    return torch.zeros(len(batch), target)\n",
+        # pad_sequence once over the whole dataset (one shape), outside any collate function
+        "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nall_ids = pad_sequence(sequences, batch_first=True)\n",
+        # drop_last=True, and a dataset length that the batch size divides
+        "import torch, torch_xla\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(torch.randn(128, 4))\nloader = DataLoader(ds, batch_size=16)\nfor (x,) in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+        # no torch_xla in the file: a DataLoader alone is not flagged
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+    ]
+    INVALID = [
+        "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ndef collate_fn(batch):\n    return pad_sequence(batch, batch_first=True)\n",
+        "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
+        "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
+        "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
+        "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
+        "import torch, torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16, shuffle=True)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._found: list = []  # (candidate, kind, extra) decided in finalize
+        self._collate_names: set = set()  # names passed as collate_fn=
+        self._max_lens: list = []  # (candidate, func, name)
+        self._bucketed: set = set()  # (id(func), name) of batch maxima that are rounded to a bucket
+        self._loaders: list = []  # (candidate, func, name or None, call, dataset length, batch size)
+        self._aliases: dict = {}  # (id(func), name) -> names its value was built from
+        self._assigned_calls: dict = {}  # id(call) -> target name
+        self._int_names: dict = {}  # (id(func), name) -> int literal value
+        self._dataset_len: dict = {}  # (id(func), name) -> known dataset length
+        self._training_loops: set = set()  # id(LoopInfo) with a backward()/optimizer step in its body
+        self._training_funcs: set = set()  # func keys that run backward()/optimizer step outside loops
+        self._arg_passes: list = []  # (caller func, callee key, index/keyword, names)
+        self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
+        self._group_texts = False  # the file chunks a token stream into fixed-size blocks
+
+    # ------------------------------------------------------------------ walk
+    def on_FunctionDef(self, node: cst.FunctionDef) -> None:
+        words = name_words(node.name.value)
+        if "group" in words and "texts" in words or "chunk" in words or "chunks" in words:
+            self._group_texts = True
+
+    def on_Assign(self, node: cst.Assign) -> None:
+        m = self.model
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        name = node.targets[0].target.value
+        key = (id(m.func), name)
+        v = node.value
+        if isinstance(v, cst.Integer):
+            self._int_names[key] = int(v.value, 0) if v.value.isdigit() else None
+        if isinstance(v, cst.Call):
+            self._assigned_calls[id(v)] = name
+            self._aliases[key] = _names_in(v)
+            n = _dataset_length(m, v)
+            if n is not None:
+                self._dataset_len[key] = n
+            if _is_batch_max(m, v):
+                self.report(v, "", when="custom")
+                self._max_lens.append((m.candidates[-1], m.func, name))
+
+    def on_Comparison(self, node: cst.Comparison) -> None:
+        # `next(b for b in BUCKETS if b >= longest)`: the batch max picks a bucket (not `len(s) < longest`)
+        if len(node.comparisons) != 1:
+            return
+        left, right = node.left, node.comparisons[0].comparator
+        for a, b in ((left, right), (right, left)):
+            if isinstance(a, cst.Name) and isinstance(b, cst.Name):
+                self._bucketed.add((id(self.model.func), a.value))
+
+    def on_Name(self, node: cst.Name) -> None:
+        if "bucket" in node.value.lower():
+            self._bucket_funcs.add(id(self.model.func))
+
+    def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)):
+            for n in _names_in(node):
+                self._bucketed.add((id(self.model.func), n))
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        name = last_name(func) or ""
+        low = name.lower()
+        q = m.qualname(func) or dotted_name(func) or ""
+        # bucketing helpers: math.ceil(longest / 64), bisect(BUCKETS, longest), round_up(longest, 8)
+        if low in ("ceil", "bisect", "bisect_left", "bisect_right") or any(w in ("bucket", "round", "ceil", "multiple") for w in name_words(name)):
+            for a in node.args:
+                for n in _names_in(a.value):
+                    self._bucketed.add((id(m.func), n))
+        cf = keyword_arg(node, "collate_fn")
+        if cf is not None and last_name(cf):
+            self._collate_names.add(last_name(cf))
+        self._note_training_call(node)
+        callee = m._callee_key(func)
+        if callee is not None:
+            for i, a in enumerate(node.args):
+                if a.star:
+                    break
+                where = a.keyword.value if a.keyword is not None else i
+                self._arg_passes.append((m.func, callee, where, _names_in(a.value)))
+        if q in ("torch.nn.utils.rnn.pad_sequence",) or (q.endswith("rnn.pad_sequence")):
+            self.report(node, "", when="custom")
+            self._found.append((m.candidates[-1], "pad_sequence", (m.func, m.step_context())))
+            return
+        if name in T.PADDING_COLLATORS:
+            if not _fixed_padding(node) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+                self.report(node, "", when="custom")
+                self._found.append((m.candidates[-1], "collator", name))
+            return
+        padding = keyword_arg(node, "padding")
+        if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+            if string_value(padding) == "longest" or _is_tokenizer(func):
+                self.report(node, "", when="custom")
+                self._found.append((m.candidates[-1], "tokenizer", string_value(padding)))
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None:
+            if _absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
+                self.report(node, "", when="custom")
+                self._found.append((m.candidates[-1], "tokenizer.pad", None))
+            return
+        if q in T.CPU_LOADER_CONSTRUCTORS or (q.startswith("torch.") and q.endswith(".DataLoader")):
+            self._note_loader(node)
+
+    def _note_training_call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        meth = func.attr.value
+        recv = (last_name(func.value) or "").lower()
+        trains = meth in ("backward", "optimizer_step") or (
+            meth == "step" and not node.args and any(h in recv for h in ("optim", "opt"))
+        )
+        if not trains:
+            return
+        if m.loop_stack:
+            self._training_loops.add(id(m.loop_stack[-1]))
+        else:
+            self._training_funcs.add(m.func.key)
+
+    def _note_loader(self, node: cst.Call) -> None:
+        m = self.model
+        drop = keyword_arg(node, "drop_last")
+        if drop is not None and not (isinstance(drop, cst.Name) and drop.value == "False"):
+            return  # True, or decided by a variable
+        if keyword_arg(node, "batch_sampler") is not None:
+            return
+        args = positional_args(node)
+        bs = keyword_arg(node, "batch_size")
+        if bs is None and len(args) > 1:
+            bs = args[1]
+        if isinstance(bs, cst.Name) and bs.value == "None":
+            return
+        batch = 1 if bs is None else self._int_of(bs)
+        ds = keyword_arg(node, "dataset") or (args[0] if args else None)
+        n = None
+        if isinstance(ds, cst.Name):
+            n = self._dataset_len.get((id(m.func), ds.value), self._dataset_len.get((id(m.top), ds.value)))
+        elif isinstance(ds, cst.Call):
+            n = _dataset_length(m, ds)
+        if n is not None and batch is not None and n % batch == 0:
+            return
+        self.report(node, "", when="custom")
+        self._loaders.append((m.candidates[-1], m.func, node, n, batch))
+
+    def _int_of(self, node) -> Optional[int]:
+        if isinstance(node, cst.Integer) and node.value.isdigit():
+            return int(node.value)
+        if isinstance(node, cst.Name):
+            m = self.model
+            return self._int_names.get((id(m.func), node.value), self._int_names.get((id(m.top), node.value)))
+        return None
+
+    # ------------------------------------------------------------------ decisions
+    def finalize(self) -> None:
+        m = self.model
+        if not m.imports_torch:
+            return
+        for cand, kind, extra in self._found:
+            if kind == "pad_sequence":
+                func, ctx = extra
+                if not (self._is_collate(func) or m.frequency(ctx).per_step):
+                    continue
+                self._emit(cand, "`pad_sequence` pads each batch to its own longest sequence", FIX_PAD)
+            elif kind == "collator":
+                if extra == "DataCollatorForLanguageModeling" and self._group_texts:
+                    continue  # fixed-size blocks: every example has the same length
+                self._emit(cand, f"`{extra}` without `pad_to_multiple_of` pads each batch to its own longest example", FIX_COLLATOR)
+            elif kind == "tokenizer":
+                what = '`padding="longest"` (which ignores `max_length`)' if extra == "longest" else "`padding=True` (the longest text of the call)"
+                self._emit(cand, f"this tokenizer call pads with {what}", FIX_PAD)
+            elif kind == "tokenizer.pad":
+                self._emit(cand, "`tokenizer.pad(...)` pads each batch to its own longest example by default", FIX_PAD)
+        for cand, func, name in self._max_lens:
+            if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs or not self._is_collate(func):
+                continue
+            self._emit(cand, f"this collate function pads to the batch maximum (`{name}`) without rounding it to a bucket", FIX_PAD)
+        if m.imports_xla:
+            for cand, func, node, n, batch in self._loaders:
+                if not self._feeds_training_loop(func, node):
+                    continue
+                if n is not None and batch is not None:
+                    why = f"{n} examples in batches of {batch} leave a last batch of {n % batch}"
+                else:
+                    why = "unless the dataset length is a multiple of the batch size, the last batch is smaller"
+                cand.frequency = Frequency(EVERY)
+                cand.message = (
+                    f"this `DataLoader` feeds the XLA training loop without `drop_last=True`: {why}, a "
+                    f"different input shape that compiles another graph (once per distinct size, at the end of "
+                    f"the epoch, stalling training). Fix: {FIX_DROP_LAST}"
+                )
+                cand.fix = FIX_DROP_LAST
+
+    def _emit(self, cand, what: str, fix: str) -> None:
+        cand.frequency = Frequency(EVERY)
+        cand.message = f"{what}: {COST}. Fix: {fix}"
+        cand.fix = fix
+
+    def _is_collate(self, func) -> bool:
+        f = func
+        while f is not None:
+            words = name_words(f.name)
+            if f.name in self._collate_names or "collate" in words or "collator" in words or any(
+                w in ("batch", "batchify", "batches", "collate_fn") for w in words
+            ):
+                return True
+            if f.name == "__call__" and f.class_key and "collat" in f.class_key.lower():
+                return True
+            f = f.parent
+        return False
+
+    def _trains(self, loop) -> bool:
+        m = self.model
+        if not m.is_step_loop(loop):
+            return False
+        if id(loop) in self._training_loops:
+            return True
+        return any(self._func_trains(c, set()) for c in loop.calls)
+
+    def _func_trains(self, key: str, seen: set) -> bool:
+        if key in self._training_funcs:
+            return True
+        if key in seen:
+            return False
+        seen.add(key)
+        f = self.model.funcs.get(key)
+        return f is not None and any(not ctx.loops and self._func_trains(c, seen) for c, ctx in f.calls)
+
+    def _feeds_training_loop(self, func, node, depth: int = 0) -> bool:
+        """The loader made by ``node`` in ``func`` is iterated by a training step loop."""
+        m = self.model
+        names = set()
+        target = self._assigned_calls.get(id(node))
+        if target is not None:
+            names.add(target)
+        return self._names_feed(func, names, node, depth)
+
+    def _names_feed(self, func, names: set, node, depth: int) -> bool:
+        m = self.model
+        # close over aliases: device_loader = MpDeviceLoader(train_loader, device)
+        changed = True
+        while changed:
+            changed = False
+            for (fid, alias), srcs in self._aliases.items():
+                if fid == id(func) and alias not in names and srcs & names:
+                    names.add(alias)
+                    changed = True
+        for loop in m.loops:
+            if loop.func is not func or not isinstance(loop.node, cst.For):
+                continue
+            it = loop.node.iter
+            if (names & _names_in(it) or (node is not None and _contains(it, node))) and self._trains(loop):
+                return True
+        if depth >= 2:
+            return False
+        # passed to a function of this file whose loop iterates the parameter
+        for caller, callee, where, arg_names in self._arg_passes:
+            if caller is not func or not (arg_names & names):
+                continue
+            cf = m.funcs.get(callee)
+            if cf is None or cf.node is None:
+                continue
+            pname = _param_name(cf, where)
+            if pname and self._names_feed(cf, {pname}, None, depth + 1):
+                return True
+        return False
+
+
+def _names_in(node) -> set:
+    out = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        elif isinstance(n, cst.CSTNode):
+            stack.extend(n.children)
+    return out
+
+
+def _contains(tree, node) -> bool:
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if n is node:
+            return True
+        stack.extend(n.children)
+    return False
+
+
+def _param_name(f, where) -> Optional[str]:
+    params = list(f.node.params.posonly_params) + list(f.node.params.params)
+    if isinstance(where, str):
+        return where
+    if f.class_key is not None and params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    return params[where].name.value if where < len(params) else None
+
+
+def _absent(node) -> bool:
+    return node is None or (isinstance(node, cst.Name) and node.value == "None")
+
+
+def _pads_to_longest(node) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    if string_value(node) == "longest":
+        return True
+    return (dotted_name(node) or "").endswith("PaddingStrategy.LONGEST")
+
+
+def _fixed_padding(call: cst.Call) -> bool:
+    p = keyword_arg(call, "padding")
+    return p is not None and (string_value(p) == "max_length" or (dotted_name(p) or "").endswith("MAX_LENGTH"))
+
+
+def _is_tokenizer(node) -> bool:
+    name = (last_name(node) or "").lower()
+    return name.endswith(("tokenizer", "processor", "feature_extractor")) or name in ("tok", "tokenize")
+
+
+def _is_batch_max(m, call: cst.Call) -> bool:
+    """``max(len(x) for x in batch)``, ``max([len(x) ...])``, ``max(map(len, batch))``."""
+    if not m.is_builtin(call.func, "max"):
+        return False
+    args = positional_args(call)
+    if len(args) != 1:
+        return False
+    a = args[0]
+    if isinstance(a, (cst.GeneratorExp, cst.ListComp)):
+        e = a.elt
+        return isinstance(e, cst.Call) and (
+            (isinstance(e.func, cst.Name) and e.func.value == "len")
+            or (isinstance(e.func, cst.Attribute) and e.func.attr.value == "size")
+        ) or (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape")
+    if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "map":
+        margs = positional_args(a)
+        return bool(margs) and isinstance(margs[0], cst.Name) and margs[0].value == "len"
+    return False
+
+
+def _dataset_length(m, call: cst.Call) -> Optional[int]:
+    """``TensorDataset(torch.randn(100, 16), ...)`` -> 100."""
+    if last_name(call.func) != "TensorDataset":
+        return None
+    args = positional_args(call)
+    if not args or not isinstance(args[0], cst.Call):
+        return None
+    q = m.qualname(args[0].func) or ""
+    if not q.startswith("torch."):
+        return None
+    inner = positional_args(args[0])
+    if q.endswith("randint"):
+        inner = [a for a in inner if isinstance(a, (cst.Tuple, cst.List))]
+    if not inner:
+        return None
+    first = inner[0]
+    if isinstance(first, (cst.Tuple, cst.List)) and first.elements:
+        first = first.elements[0].value
+    if isinstance(first, cst.Integer) and first.value.isdigit():
+        return int(first.value)
+    return None
