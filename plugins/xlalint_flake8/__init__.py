@@ -1,1 +1,80 @@
-"""flake8 adapter for xlalint (filled in by the flake8 issue)."""
+"""flake8 adapter for xlalint: ``flake8 --select XLA`` runs the rules the ``xlalint`` CLI runs.
+
+A thin view of ``xlalint.engine.lint_source``; nothing about the rules lives here. What is flake8's
+stays flake8's:
+
+- selection (``--select``/``--ignore``/``--extend-ignore``): every rule on by default in xlalint is run,
+  and flake8 filters the codes; ``select``/``ignore`` in ``[tool.xlalint]`` do not apply here;
+- ``# noqa``: the engine is asked for the unsuppressed findings and flake8 applies its own noqa;
+- syntax errors: flake8 reports E999 before any tree plugin runs; a file that ``ast`` accepts but
+  libcst cannot parse gives no finding here (``xlalint`` itself reports it as XLA900);
+- file discovery and excludes.
+
+What is xlalint's still applies: ``[tool.xlalint]`` per-file-ignores (and rule options), read once per
+process from the pyproject.toml the CLI would find for the same command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Iterator, Optional
+
+from xlalint import __version__
+from xlalint import engine
+from xlalint.config import ConfigError, Settings, build_settings, default_enabled, find_config
+
+
+class XlaLintChecker:
+    """A flake8 tree plugin. flake8 builds the ``ast`` anyway; the engine parses with libcst."""
+
+    name = "xlalint"
+    version = __version__
+
+    # resolved once per process (flake8 forks its workers after ``parse_options``)
+    _settings: Optional[Settings] = None
+
+    def __init__(self, tree: ast.AST, filename: str, lines: list) -> None:
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def parse_options(cls, option_manager, options, filenames) -> None:
+        """Find ``[tool.xlalint]`` like the CLI does: the nearest one above the first path given."""
+        first = filenames[0] if filenames and filenames[0] != "-" else "."
+        cls._settings = cls._load(first)
+
+    @classmethod
+    def _load(cls, start: str) -> Settings:
+        try:
+            settings = build_settings(find_config(start))
+        except ConfigError as e:
+            from flake8.exceptions import ExecutionError
+
+            raise ExecutionError(f"xlalint: {e}") from None
+        # selection is flake8's: start from xlalint's defaults, not the config's select/ignore
+        return dataclasses.replace(settings, enabled=frozenset(default_enabled()))
+
+    def run(self) -> Iterator[tuple]:
+        source = "".join(self.lines)
+        # the engine's own relevance test, before parsing: most files of a project never mention torch
+        if not any(k in source for k in RELEVANT_TEXT):
+            return
+        cls = type(self)
+        if cls._settings is None:  # used without flake8's option parsing (an API caller)
+            cls._settings = cls._load(".")
+        codes = cls._settings.codes_for(self.filename)
+        if not codes:
+            return
+        # over max-file-size the CLI only reports XLA901 (generated code): nothing to say here either
+        limit = cls._settings.max_file_size
+        if len(source) * 4 > limit and len(source.encode("utf-8", "surrogatepass")) > limit:
+            return
+        for f in engine.lint_source(source, self.filename, codes, honor_noqa=False):
+            if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
+                continue
+            # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
+            yield f.line, f.column - 1, f"{f.code} {f.message}", cls
+
+
+RELEVANT_TEXT = tuple(k.decode("ascii") for k in engine.RELEVANT)
