@@ -160,7 +160,8 @@ class Frequency:
 
     def describe(self) -> str:
         if self.level == PERIODIC and self.period:
-            return f"every {self.period} steps"
+            n = self.period
+            return f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
         return "every step"
 
 
