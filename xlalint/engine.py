@@ -118,6 +118,8 @@ def _findings(model: SemanticModel, module: cst.Module, text: str, path: str, ho
         elif c.when == "step-any":
             if fr is None or not fr.per_step:
                 continue
+        elif c.when == "always" and (c.ctx.non_xla or c.ctx.error_path):
+            continue  # wherever it is, but not on a path that never runs on XLA
         elif c.when == "custom" and (fr is None or not fr.per_step):
             continue
         kept.append(c)

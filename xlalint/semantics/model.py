@@ -141,7 +141,7 @@ class Ctx:
     func: FuncInfo
     loops: tuple
     period: Optional[str]
-    non_xla: bool
+    non_xla: bool  # under a non-XLA guard (`if device.type != "xla":`) or a run-once `if step == 0:`
     closure: bool
     seq: int
     error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
@@ -324,14 +324,17 @@ class SemanticModel:
             self.walk(n)
 
     def walk_block(self, block) -> None:
-        """An indented block (or a one-line suite)."""
+        """An indented block (or a one-line suite). Guards that a statement adds for the rest of the
+        block (an early ``return`` on XLA) end with the block."""
         if block is None:
             return
+        depth = len(self.guards)
         if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for s in block.body:
                 self.walk(s)
         else:
             self.walk(block)
+        del self.guards[depth:]
 
     # statements ----------------------------------------------------------
     def _stmt(self, node) -> None:
@@ -531,8 +534,9 @@ class SemanticModel:
         self.stmt = prev
         period = _period_of(node.test)
         polarity = self._xla_polarity(node.test)
+        once = _runs_once(node.test)
         self.cond_depth += 1
-        self.guards.append((period, polarity == "non-xla"))
+        self.guards.append((period, polarity == "non-xla" or once))
         self.walk_block(node.body)
         self.guards.pop()
         if node.orelse is not None:
@@ -543,6 +547,9 @@ class SemanticModel:
                 self.walk_block(node.orelse.body)
             self.guards.pop()
         self.cond_depth -= 1
+        if polarity == "xla" and node.orelse is None and _ends_block(node.body):
+            # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
+            self.guards.append((None, True))
 
     def _try(self, node) -> None:
         self.seq += 1
@@ -646,8 +653,10 @@ class SemanticModel:
             recv = last_name(func.value) or ""
             if meth in T.STEP_METHODS_ANY_RECEIVER:
                 step = True
-            elif meth == "step" and not node.args and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS):
-                step = True
+            elif meth == "step" and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS) and (
+                not node.args or "scaler" in recv.lower()
+            ):
+                step = True  # optimizer.step(), scaler.step(optimizer)
             elif meth in ("mark_step", "optimizer_step") and recv in ("xm", "xla_model"):
                 step = True
                 barrier = meth == "mark_step"
@@ -884,7 +893,12 @@ class SemanticModel:
                 for e, a in zip(target.elements, args):
                     self._bind_iteration(e.value, a)
                 return
-            if (fname in T.TRANSPARENT_ITERATION_WRAPPERS or (self.qualname(iter_expr.func) or "") in T.TRANSPARENT_ITERATION_WRAPPERS) and args:
+            if args and (
+                fname in T.TRANSPARENT_ITERATION_WRAPPERS
+                or (self.qualname(iter_expr.func) or "") in T.TRANSPARENT_ITERATION_WRAPPERS
+                or (fname not in ("range", "zip", "enumerate") and self._is_loader_value(args[0]))
+            ):
+                # tqdm(loader), islice(loader, n), metric_logger.log_every(loader, 10): yields the loader's batches
                 self._bind_iteration(target, args[0])
                 return
             if fname in ("range", "reversed", "sorted") and fname not in self.imports:
@@ -1371,13 +1385,14 @@ class SemanticModel:
             return low in ("train_dataloader", "val_dataloader", "test_dataloader", "per_device_loader")
         return low in T.LOADER_NAMES or low.endswith(T.LOADER_NAME_SUFFIXES)
 
+    def _is_loader_value(self, node) -> bool:
+        return self.kind(node) in (K.LOADER, K.CPU_LOADER) or self._looks_like_loader(node)
+
     def _iterates_loader(self, it) -> bool:
         if isinstance(it, cst.Call):
-            fname = dotted_name(it.func)
             args = positional_args(it)
-            q = self.qualname(it.func) or fname or ""
-            if (fname in ("enumerate", "iter", "zip") or q in T.TRANSPARENT_ITERATION_WRAPPERS) and args:
-                return any(self._iterates_loader(a) for a in args)
+            if args and any(self._is_loader_value(a) for a in args[:2]):
+                return True  # enumerate(loader), tqdm(loader), log_every(loader, 10), zip(loader, ...)
         k = self.kind(it)
         if k in (K.LOADER, K.CPU_LOADER):
             return True
@@ -1404,7 +1419,16 @@ class SemanticModel:
                     result = "xla" if eq else "non-xla" if ne else None
                 elif s in ("cpu", "cuda", "gpu", "mps"):
                     result = "non-xla" if eq else None
-        elif isinstance(test, cst.Call):
+        if result is None and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            c = test.comparisons[0]
+            sides = [dotted_name(test.left) or "", dotted_name(c.comparator) or ""]
+            enum = next((x for x in sides if x.split(".")[-1] in ("TPU", "XLA")), None)
+            if enum is not None and any(w in "".join(sides).lower() for w in ("distributed_type", "device", "accelerator", "backend")):
+                if isinstance(c.operator, cst.Equal):
+                    result = "xla"
+                elif isinstance(c.operator, cst.NotEqual):
+                    result = "non-xla"
+        if isinstance(test, cst.Call):
             n = (last_name(test.func) or "").lower()
             if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
                 result = "xla"
@@ -1453,9 +1477,10 @@ class SemanticModel:
         if f is None:
             return False
         memo[key] = False  # cycle guard
-        result = f.step_call_outside_loops or any(
+        # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
+        result = (f.step_call_outside_loops or any(
             not ctx.loops and self.does_step(callee) for callee, ctx in f.calls
-        )
+        )) and not any(lp.func is f and self.is_step_loop(lp) for lp in self.loops)
         memo[key] = result
         return result
 
@@ -1520,6 +1545,30 @@ class SemanticModel:
             best = Frequency(best.level, best.period, all_after, best.loop)
         cache[f.key] = best
         return best
+
+
+_COUNTERS = frozenset({"i", "step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i", "idx", "global_step", "n_iter", "batch_num", "bi", "j", "k", "index", "steps", "epoch"})
+
+
+def _runs_once(test) -> bool:
+    """``if i == 0:`` / ``if step == 0:`` inside a loop: runs once, not every step."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        if isinstance(c.operator, cst.Equal):
+            for a, b in ((test.left, c.comparator), (c.comparator, test.left)):
+                if isinstance(a, cst.Name) and a.value in _COUNTERS and isinstance(b, cst.Integer):
+                    return True
+    return False
+
+
+def _ends_block(block) -> bool:
+    body = getattr(block, "body", ())
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    return False
 
 
 def _config_like_param(name: str) -> bool:

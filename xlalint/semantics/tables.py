@@ -118,7 +118,8 @@ MODEL_OUTPUT_TENSOR_ATTRIBUTES = frozenset(
 # Method names that mark a step when called on any receiver.
 STEP_METHODS_ANY_RECEIVER = frozenset({"backward"})
 # ``<receiver>.step()`` marks a step when the receiver's last name contains one of these.
-STEP_RECEIVER_HINTS = ("optim", "opt", "sched", "scaler", "lr_sched")
+STEP_RECEIVER_HINTS = ("optim", "opt", "scaler")
+# (``scheduler.step()`` is not a mark: it often runs once per epoch, outside the step loop.)
 # Qualified functions that mark a step (and whether they are a graph barrier).
 STEP_FUNCTIONS = {
     "torch_xla.core.xla_model.optimizer_step": False,  # a barrier only with barrier=True
@@ -203,11 +204,30 @@ BOOL_RESULT_FUNCTIONS = frozenset("torch." + m for m in BOOL_RESULT_METHODS if m
     "torch.ones_like_bool"
 }
 
-# --- XLA004: train/eval ------------------------------------------------------------------------
-# --- XLA005: variable-length inputs -------------------------------------------------------------
-PAD_TO_BATCH_MAX_FUNCTIONS = frozenset(
-    {"torch.nn.utils.rnn.pad_sequence", "torch.nn.utils.rnn.pack_padded_sequence"}
+# Reductions after which a masked selection could have kept the full shape (`x[m].sum()`).
+MASK_REDUCTION_METHODS = frozenset(
+    {"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var",
+     "logsumexp", "count_nonzero"}
 )
+# Function names that end like a loss (`F.cross_entropy(logits[m], y[m])`: use ignore_index / weights).
+LOSS_NAME_SUFFIXES = (
+    "loss", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "smooth_l1_loss", "kl_div", "criterion", "huber_loss",
+)
+# Dynamic-shape methods that numpy arrays / pandas objects do not have: flagged on unknown receivers.
+TORCH_ONLY_DYNAMIC_SHAPE_METHODS = frozenset({"masked_select", "unique_consecutive", "argwhere"})
+
+# --- XLA004: train/eval ------------------------------------------------------------------------
+# Last words of names that hold a model whose `.eval()` / `.train()` switches the mode.
+MODEL_NAME_WORDS = frozenset(
+    {"model", "net", "module", "encoder", "decoder", "generator", "discriminator", "classifier",
+     "backbone", "student", "teacher", "policy", "critic", "actor", "network", "gpt", "transformer",
+     "unet", "vae", "bert", "llm", "lm"}
+)
+
+# --- XLA005: variable-length inputs -------------------------------------------------------------
+# Pads a list of sequences to the longest one of the call (pack_padded_sequence packs instead: not here).
+PAD_TO_BATCH_MAX_FUNCTIONS = frozenset({"torch.nn.utils.rnn.pad_sequence"})
 PADDING_COLLATORS = frozenset(
     {"DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForLanguageModeling",
      "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask"}
