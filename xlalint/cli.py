@@ -163,6 +163,7 @@ def _run(args, program_args: list) -> int:
     warnings: list = []
     findings = []
     to_lint: list = []
+    seen: set = set()
     n_files = 0
     for p in paths:
         if p in missing:
@@ -170,13 +171,20 @@ def _run(args, program_args: list) -> int:
         if p == "-":
             if args.force_exclude and args.stdin_filename and settings.is_excluded(stdin_name):
                 continue
-            data = sys.stdin.buffer.read()
-            findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name)))
+            data = sys.stdin.buffer.read(settings.max_file_size + 1)
+            if len(data) > settings.max_file_size:
+                findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
+            else:
+                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name)))
             n_files += 1
             continue
         if args.force_exclude and settings.is_excluded(p):
             continue
         for f in engine.iter_python_files([p], settings, warn=warnings.append):
+            key = os.path.realpath(f)
+            if key in seen:  # given twice, or by name and inside a directory
+                continue
+            seen.add(key)
             n_files += 1
             to_lint.append(f)
     findings.extend(_lint_files(to_lint, settings, args, warnings.append))

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from typing import Iterable, Iterator, Optional
 
 import libcst as cst
@@ -50,6 +51,70 @@ def decode_source(data: bytes) -> str:
         raise ValueError(f"unknown encoding {encoding!r}", 0) from None
 
 
+# CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses"), so no
+# runnable file has more; libcst's native parser overflows the C stack (a segfault) at about 1,500.
+MAX_BRACKET_DEPTH = 200
+_BRACKETS_SCAN = re.compile(
+    r"#[^\r\n]*"  # a comment
+    r"|\'\'\'(?:[^\\]|\\.)*?\'\'\'|\"\"\"(?:[^\\]|\\.)*?\"\"\""  # triple-quoted strings
+    r"|'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""  # one-line strings
+    r"|[()\[\]{}]",
+    re.DOTALL,
+)
+# libcst's parser recurses natively once per nesting level of any kind (`a and a and ...`, long `elif`
+# chains): parse on a thread with a large stack so that such valid code cannot crash the interpreter.
+PARSE_STACK_SIZE = 512 * 1024 * 1024
+
+
+def _too_deep(text: str) -> Optional[int]:
+    """The offset of the first bracket nested deeper than CPython allows, or None (strings and comments skipped)."""
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
+        return None
+    depth = 0
+    for m in _BRACKETS_SCAN.finditer(text):
+        c = m.group()
+        if c in "([{":
+            depth += 1
+            if depth > MAX_BRACKET_DEPTH:
+                return m.start()
+        elif c in ")]}":
+            depth = max(depth - 1, 0)
+    return None
+
+
+# The walk of the semantic model recurses once per nesting level too (a 10,000-operand `and` chain is
+# valid Python): on the big stack it may go this deep.
+WALK_RECURSION_LIMIT = 200_000
+
+
+def _on_big_stack(fn, *args):
+    """Run ``fn(*args)`` on a thread with a big stack: libcst's native parser and the model's walk
+    recurse per nesting level, and a deep-but-valid file must not crash the interpreter."""
+    result: list = []
+
+    def work() -> None:
+        try:
+            result.append(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            result.append(e)
+
+    if sys.getrecursionlimit() < WALK_RECURSION_LIMIT:
+        sys.setrecursionlimit(WALK_RECURSION_LIMIT)
+    try:
+        old = threading.stack_size(PARSE_STACK_SIZE)
+    except (ValueError, RuntimeError):  # pragma: no cover - a platform without settable stacks
+        return fn(*args)
+    try:
+        t = threading.Thread(target=work, name="xlalint-parse", daemon=True)
+        t.start()
+    finally:
+        threading.stack_size(old)
+    t.join()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
 def _line_col_of_offset(data: bytes, offset: int) -> tuple[int, int]:
     before = data[:offset]
     line = before.count(b"\n") + 1
@@ -80,11 +145,25 @@ def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None, *, hon
             return _only_enabled([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
     if text.startswith("\ufeff"):
         text = text[1:]
+    deep = _too_deep(text)
+    if deep is not None:
+        line = text.count("\n", 0, deep) + 1
+        col = deep - (text.rfind("\n", 0, deep) + 1) + 1
+        return _only_enabled([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
+    return _on_big_stack(_analyse, text, raw, path, codes, honor_noqa)
+
+
+def _analyse(text: str, raw: bytes, path: str, codes: frozenset, honor_noqa: bool) -> list[Finding]:
+    """Parse once, walk once with every enabled rule, resolve, locate what is reported."""
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         msg = e.message.splitlines()[0] if e.message else "invalid syntax"
-        return _only_enabled([_file_finding("XLA900", path, f"syntax error: {msg}", e.raw_line, e.raw_column + 1)], codes)
+        line, col = e.raw_line, e.raw_column + 1
+        better = _cpython_syntax_error(text)
+        if better is not None:
+            line, col, msg = better
+        return _only_enabled([_file_finding("XLA900", path, f"syntax error: {msg}", line, col)], codes)
     except RecursionError:
         return _only_enabled([_file_finding("XLA900", path, "syntax error: too deeply nested to parse")], codes)
     except Exception as e:  # noqa: BLE001 - the parser's own failures on pathological input
@@ -100,8 +179,29 @@ def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None, *, hon
         for r in rules:
             r.finalize()
     except RecursionError:
-        return [_file_finding("XLA900", path, "too deeply nested to analyse (recursion limit)")]
+        return [_file_finding("XLA901", path, "skipped: nested too deeply to analyse")]
     return _findings(model, module, text, path, honor_noqa)
+
+
+def _cpython_syntax_error(text: str) -> Optional[tuple]:
+    """CPython's line, column and message for a syntax error, or None if CPython parses the file.
+
+    libcst points at the token after the error (often the next line) with a list of every token it
+    expected; CPython says where and what (``expected ':'``, ``'(' was never closed``).
+    """
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as e:
+        if e.lineno:
+            return e.lineno, max(e.offset or 1, 1), e.msg
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    return None
 
 
 def _only_enabled(findings: list[Finding], codes) -> list[Finding]:
@@ -169,6 +269,15 @@ def _suppressed(noqa: dict, lines: set, code: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ files
+def too_large(path: str, size: Optional[int], max_size: int) -> Finding:
+    what = f"{size / 1e6:.1f} MB is" if size is not None else "the input is"
+    return _file_finding(
+        "XLA901", path,
+        f"skipped: {what} over the max-file-size limit of {max_size / 1e6:.1f} MB"
+        " (raise `max-file-size` in [tool.xlalint] to lint it)",
+    )
+
+
 def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Finding]]:
     try:
         st = os.stat(path)
@@ -177,10 +286,7 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
     if not stat.S_ISREG(st.st_mode):
         return None, _file_finding("XLA901", path, "not a regular file")
     if st.st_size > max_size:
-        return None, _file_finding(
-            "XLA901", path,
-            f"skipped: {st.st_size / 1e6:.1f} MB is over the max-file-size limit of {max_size / 1e6:.1f} MB",
-        )
+        return None, too_large(path, st.st_size, max_size)
     try:
         with open(path, "rb") as fh:
             return fh.read(), None
@@ -216,7 +322,7 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
         real = root
     if real in seen_dirs:
         if warn:
-            warn(f"{root}: skipped, a directory symlink loop (already visited {real})")
+            warn(f"{root}: skipped, the same directory as {real}, already linted (a symlink, or a symlink loop)")
         return
     seen_dirs.add(real)
     try:
@@ -247,7 +353,3 @@ def lint_paths(paths: list[str], settings=None, warn=None) -> list[Finding]:
     return sorted(out)
 
 
-def _raise_recursion_limit() -> None:
-    # libcst and the walk recurse once per nesting level; generated code nests deeply.
-    if sys.getrecursionlimit() < 10000:
-        sys.setrecursionlimit(10000)

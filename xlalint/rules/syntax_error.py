@@ -35,7 +35,7 @@ class UnreadableFileRule(Rule):
     walks = False
     what_it_does = """
         Reports a path that was given or found but could not be read: permission denied, a dangling
-        symlink, a file larger than `max-file-size` (default 10 MB; generated files are usually
+        symlink, a file larger than `max-file-size` (default 1 MB; generated files are usually
         not worth linting).
     """
     why_slow = """

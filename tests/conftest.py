@@ -1,0 +1,71 @@
+"""Shared helpers: run the real console script in a subprocess, write small projects to tmp_path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_SCRIPT = Path(sys.executable).parent / "xlalint"
+
+# One host read per step: the smallest file with exactly one XLA001 finding (line 4, column 9).
+HOST_READ = (
+    "import torch\n"
+    "for x in loader:\n"
+    "    loss = model(x).sum()\n"
+    "    v = loss.item()\n"
+)
+CLEAN = "import torch\nx = torch.zeros(3)\n"
+
+
+def run_xlalint(*args, cwd=None, input=None, env=None, timeout=60) -> subprocess.CompletedProcess:
+    """Run ``xlalint ARGS`` as users do; ``input`` (str or bytes) is its standard input.
+
+    stdout and stderr are always returned as str.
+    """
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "xlalint"]
+    e = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    e.update(env or {})
+    r = subprocess.run(
+        cmd + [str(a) for a in args], cwd=cwd, input=input.encode() if isinstance(input, str) else input,
+        capture_output=True, env=e, timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    r.stdout = r.stdout.decode("utf-8", "replace")
+    r.stderr = r.stderr.decode("utf-8", "replace")
+    return r
+
+
+def assert_no_traceback(r: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+    assert r.returncode >= 0, f"killed by signal {-r.returncode}: {r.stderr}"
+
+
+def write(root: Path, files: dict) -> Path:
+    """Create ``{relative path: text or bytes}`` under ``root``; return ``root``."""
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+    return root
+
+
+def finding_lines(stdout: str) -> list[str]:
+    """The ``path:line:col: CODE`` prefix of each finding line of the text format."""
+    out = []
+    for line in stdout.splitlines():
+        parts = line.split(": ", 1)
+        if len(parts) == 2 and parts[0].count(":") == 2:
+            out.append(f"{parts[0]}: {parts[1].split(' ', 1)[0]}")
+    return out
+
+
+@pytest.fixture
+def xlalint_cli():
+    return run_xlalint

@@ -1,0 +1,198 @@
+"""Bad input never produces a traceback and never stops the other files.
+
+Each case runs the real CLI over a directory holding the bad file and a good one (``good.py``, one
+XLA001 at 4:9) and checks the bad file's one-line finding or warning, the good file's finding, and
+the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HOST_READ, assert_no_traceback, finding_lines, run_xlalint, write
+from xlalint.engine import lint_source
+
+GOOD = "good.py:4:9: XLA001"
+
+
+def lint_dir(tmp_path, *args):
+    r = run_xlalint("-q", *args, ".", cwd=tmp_path, timeout=120)
+    assert_no_traceback(r)
+    return r
+
+
+def only(r, path):
+    """The finding lines (full text) for ``path``."""
+    return [line for line in r.stdout.splitlines() if line.startswith(path + ":")]
+
+
+def test_syntax_error_is_xla900_with_its_location(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "bad.py": "import torch\nfor x in loader\n    pass\n"})
+    r = lint_dir(tmp_path)
+    assert r.returncode == 1
+    (bad,) = only(r, "bad.py")
+    # where CPython puts it: right after `loader`, not on the next line where libcst's parser stopped
+    assert bad == "bad.py:2:16: XLA900 syntax error: expected ':'"
+    assert GOOD in finding_lines(r.stdout)
+
+
+def test_syntax_error_in_a_file_without_torch_is_still_reported():
+    (f,) = lint_source("def f(:\n    pass\n", "x.py")
+    assert (f.code, f.name, f.line, f.column) == ("XLA900", "syntax-error", 1, 7)
+    (f,) = lint_source("x = (1,\ny = 2\n", "x.py")
+    assert (f.line, f.column, f.message) == (1, 5, "syntax error: '(' was never closed")
+
+
+def test_undecodable_bytes(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "latin.py": b"import torch\nname = 'caf\xe9'\n"})
+    r = lint_dir(tmp_path)
+    (bad,) = only(r, "latin.py")
+    assert bad.startswith("latin.py:2:") and "XLA900" in bad and "utf-8" in bad
+    assert GOOD in finding_lines(r.stdout) and r.returncode == 1
+
+
+def test_encoding_cookie_is_honoured():
+    src = b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\n"
+    assert lint_source(src, "x.py") == []
+
+
+def test_bom_is_accepted():
+    assert [f.code for f in lint_source(b"\xef\xbb\xbf" + HOST_READ.encode(), "x.py")] == ["XLA001"]
+
+
+def test_nul_byte(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "nul.py": b"import torch\nx = 1\x00\n"})
+    r = lint_dir(tmp_path)
+    (bad,) = only(r, "nul.py")
+    assert bad.startswith("nul.py:2:6: XLA900") and "null bytes" in bad
+    assert GOOD in finding_lines(r.stdout)
+
+
+def test_empty_file_lints_clean(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "empty.py": "", "blank.py": "\n\n   \n"})
+    r = lint_dir(tmp_path)
+    assert finding_lines(r.stdout) == [GOOD]
+    r = run_xlalint("empty.py", cwd=tmp_path)
+    assert r.returncode == 0 and "All checks passed (1 file checked)." in r.stdout
+
+
+def test_large_generated_file_is_one_xla901_finding_and_fast(tmp_path):
+    # 5 MB of generated code: libcst would need minutes and gigabytes; over max-file-size it is skipped
+    row = "    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],\n"
+    write(tmp_path, {"good.py": HOST_READ, "table.py": "import torch\nTABLE = [\n" + row * (5_000_000 // len(row)) + "]\n"})
+    t0 = time.monotonic()
+    r = lint_dir(tmp_path)
+    assert time.monotonic() - t0 < 30
+    (bad,) = only(r, "table.py")
+    assert bad.startswith("table.py:1:1: XLA901 ") and "max-file-size" in bad
+    assert GOOD in finding_lines(r.stdout)
+
+
+def test_max_file_size_can_be_raised(tmp_path):
+    write(tmp_path, {
+        "pyproject.toml": "[tool.xlalint]\nmax-file-size = 50\n",
+        "good.py": HOST_READ,  # over 50 bytes: skipped
+    })
+    r = lint_dir(tmp_path)
+    assert [line.split(" ")[1] for line in r.stdout.splitlines()] == ["XLA901"]
+    (tmp_path / "pyproject.toml").write_text("[tool.xlalint]\nmax-file-size = 100000\n")
+    r = lint_dir(tmp_path)
+    assert finding_lines(r.stdout) == [GOOD]
+
+
+@pytest.mark.parametrize("kind", ["parens", "lists", "dicts"])
+def test_deeply_nested_expression_does_not_crash(tmp_path, kind):
+    n = 1000
+    expr = {"parens": "(" * n + "1" + ")" * n,
+            "lists": "[" * n + "]" * n,
+            "dicts": "{1: " * n + "1" + "}" * n}[kind]
+    write(tmp_path, {"good.py": HOST_READ, "deep.py": f"import torch\nx = {expr}\n"})
+    r = lint_dir(tmp_path)
+    (bad,) = only(r, "deep.py")
+    assert bad.startswith("deep.py:2:") and "XLA900" in bad and "nested" in bad
+    assert GOOD in finding_lines(r.stdout)
+
+
+def test_nesting_limit_is_cpythons():
+    # CPython accepts 200 nested brackets and refuses 201: so does xlalint
+    ok = "import torch\nx = " + "(" * 200 + "1" + ")" * 200 + "\n"
+    assert lint_source(ok, "x.py") == []
+    (f,) = lint_source(ok.replace("(", "((", 1).replace(")", "))", 1), "x.py")
+    assert (f.code, f.line, f.column) == ("XLA900", 2, 5 + 200)
+    # brackets inside strings and comments do not count
+    assert lint_source("import torch\ns = '" + "(" * 500 + "'  # " + "[" * 500 + "\n", "x.py") == []
+
+
+def test_very_long_chain_does_not_crash_the_interpreter():
+    # `a and a and ...` is valid Python (CPython compiles it) but recurses once per operand in libcst's
+    # native parser: in-process, a crash here would kill pytest itself, so run it in a child
+    code = ("from xlalint.engine import lint_source\n"
+            "src = 'import torch\\nx = ' + ' and '.join(['a'] * 10000) + '\\n'\n"
+            "print([f.code for f in lint_source(src, 'x.py')])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-500:]}"
+    assert r.stdout.strip() in ("[]", "['XLA900']")
+
+
+def test_directory_symlink_loop_terminates_and_warns_once(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "pkg/sub/mod.py": "import torch\n"})
+    os.symlink("..", tmp_path / "pkg" / "sub" / "up")
+    os.symlink(".", tmp_path / "pkg" / "self")
+    r = lint_dir(tmp_path)
+    assert r.returncode == 1
+    assert finding_lines(r.stdout) == [GOOD]
+    warnings = [line for line in r.stderr.splitlines() if "loop" in line]
+    assert len(warnings) == 2, r.stderr  # one per looping link, each once
+    assert all(line.startswith("xlalint: warning: ") for line in warnings)
+
+
+def test_dangling_symlink(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ})
+    os.symlink("does_not_exist.py", tmp_path / "broken.py")
+    r = lint_dir(tmp_path)
+    (bad,) = only(r, "broken.py")
+    assert bad.startswith("broken.py:1:1: XLA901 cannot read the file")
+    assert GOOD in finding_lines(r.stdout) and r.returncode == 1
+    # named on the command line: the same finding, not "no such file"
+    r = run_xlalint("-q", "broken.py", "good.py", cwd=tmp_path)
+    assert r.returncode == 1 and "XLA901" in r.stdout and GOOD in finding_lines(r.stdout)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_named_py_does_not_hang(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ})
+    os.mkfifo(tmp_path / "pipe.py")
+    r = lint_dir(tmp_path)  # reading a FIFO would block forever: the timeout catches a hang
+    (bad,) = only(r, "pipe.py")
+    assert bad.startswith("pipe.py:1:1: XLA901 not a regular file")
+    assert GOOD in finding_lines(r.stdout)
+
+
+def test_directory_named_like_a_python_file_is_walked(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "odd.py/inner.py": HOST_READ})
+    r = lint_dir(tmp_path)
+    assert finding_lines(r.stdout) == [GOOD, "odd.py/inner.py:4:9: XLA001"]
+
+
+def test_unreadable_file(tmp_path):
+    # chmod 000 blocks reading only for non-root users; root reads anything. A directory entry that
+    # cannot be opened as a file is the same failure for everyone: opening it raises IsADirectoryError.
+    from xlalint.engine import read_file
+
+    data, err = read_file(str(tmp_path), 10_000)
+    assert data is None and err.code == "XLA901"
+    p = tmp_path / "secret.py"
+    p.write_text(HOST_READ)
+    p.chmod(0)
+    try:
+        if os.geteuid() != 0:
+            r = run_xlalint("-q", "secret.py", cwd=tmp_path)
+            assert_no_traceback(r)
+            assert r.stdout.startswith("secret.py:1:1: XLA901 cannot read the file: Permission denied")
+    finally:
+        p.chmod(0o644)
