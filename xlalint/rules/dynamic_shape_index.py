@@ -29,13 +29,6 @@ FIX_UNIQUE = (
 )
 FIX_REPEAT = "pass `output_size=` (a fixed total length) or build the result with a fixed-size gather/mask"
 
-# Reductions whose result no longer depends on which elements were selected.
-_REDUCTIONS = frozenset({"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var", "logsumexp", "count_nonzero"})
-_LOSS_NAMES = ("loss", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
-               "binary_cross_entropy_with_logits", "smooth_l1_loss", "kl_div", "criterion", "huber_loss")
-# Method forms that only torch tensors have (numpy arrays and pandas Series have `nonzero` / `unique`).
-_TORCH_ONLY_METHODS = frozenset({"masked_select", "unique_consecutive", "argwhere"})
-
 
 class DynamicShapeIndex(Rule):
     code = "XLA003"
@@ -80,7 +73,7 @@ class DynamicShapeIndex(Rule):
     """
     verify = """
         The CPU-fallback counters `aten::nonzero` / `aten::masked_select` / `aten::_unique2` /
-        `aten::unique_consecutive` / `aten::repeat_interleave` move at the line on most steps, and
+        `aten::unique_consecutive` / `aten::repeat_interleave.Tensor` move at the line on most steps, and
         `UncachedCompile` keeps rising after warm-up (one new graph per new selected size).
     """
     VALID = [
@@ -164,7 +157,7 @@ class DynamicShapeIndex(Rule):
                 if len(args) == 1 and reps is None:
                     reps = args[0]  # torch.repeat_interleave(repeats)
                 if reps is not None and m.is_tensor(reps) and keyword_arg(node, "output_size") is None:
-                    self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave", FIX_REPEAT)
+                    self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
             return
         if not isinstance(func, cst.Attribute):
             return
@@ -172,7 +165,7 @@ class DynamicShapeIndex(Rule):
         recv = func.value
         if meth in T.DYNAMIC_SHAPE_METHODS:
             k = m.kind(recv)
-            if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in _TORCH_ONLY_METHODS and m.imports_torch):
+            if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in T.TORCH_ONLY_DYNAMIC_SHAPE_METHODS and m.imports_torch):
                 self._flag_function(node, meth)
         elif meth == "repeat_interleave":
             args = positional_args(node)
@@ -183,7 +176,7 @@ class DynamicShapeIndex(Rule):
                 and m.kind(recv) not in (K.CPU_TENSOR, K.NOT_TENSOR)
                 and keyword_arg(node, "output_size") is None
             ):
-                self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave", FIX_REPEAT)
+                self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
 
     def _maybe_device(self, expr) -> bool:
         """An argument of a torch function: a tensor unless known to be on the CPU (or not one)."""
@@ -192,14 +185,14 @@ class DynamicShapeIndex(Rule):
     def _note_consumers(self, node: cst.Call) -> None:
         """Remember masked subscripts that are reduced or fed to a loss: the fix differs."""
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _REDUCTIONS and isinstance(func.value, cst.Subscript):
+        if isinstance(func, cst.Attribute) and func.attr.value in T.MASK_REDUCTION_METHODS and isinstance(func.value, cst.Subscript):
             self._reduced.add(id(func.value))
         name = ""
         if isinstance(func, cst.Attribute):
             name = func.attr.value
         elif isinstance(func, cst.Name):
             name = func.value
-        if name and name.lower().endswith(_LOSS_NAMES):
+        if name and name.lower().endswith(T.LOSS_NAME_SUFFIXES):
             for a in node.args:
                 if isinstance(a.value, cst.Subscript):
                     self._loss_args.add(id(a.value))

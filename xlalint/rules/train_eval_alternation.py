@@ -74,6 +74,8 @@ class TrainEvalAlternation(Rule):
         "import torch\ndef train_one_epoch(model, loader):\n    model.train()\n    for x in loader:\n        model(x).sum().backward()\n        optimizer.step()\ndef evaluate(model):\n    model.eval()\n    return 0\nfor epoch in range(3):\n    train_one_epoch(model, loader)\n    evaluate(model)\n",
         # an evaluation loop that never trains
         "import torch\nfor x in val_loader:\n    model.eval()\n    out = model(x)\n",
+        # a teacher always in eval mode next to a student in train mode: no switch
+        "import torch\nfor x in loader:\n    student.train()\n    teacher.eval()\n    loss = (student(x) - teacher(x)).pow(2).mean()\n    loss.backward()\n    optimizer.step()\n",
         # one evaluation at the last step
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step == total_steps - 1:\n        model.eval()\n",
     ]
@@ -150,11 +152,10 @@ class TrainEvalAlternation(Rule):
                 if (id(ctx.func), ctx.seq) in self._oneshot_sites:
                     continue
                 items += [(r, ctx.period or p, callee.rsplit(".", 1)[-1]) for r, p, _ in reach(cf, frozenset())]
-            if not any(r[0] for r, _, _ in items) or not any(not r[0] for r, _, _ in items):
-                continue
+            trained = {_model_key(r[4]) for r, _, _ in items if not r[0]}
             for r, period, via in items:
-                if not r[0]:
-                    continue
+                if not r[0] or _model_key(r[4]) not in trained:
+                    continue  # a teacher kept in eval mode next to a student in train mode never switches
                 prev = found.get(id(r[2]))
                 if prev is None or (prev[1] is None and period is not None):
                     found[id(r[2])] = (r[2], period, via, r[3], r[4])
@@ -191,13 +192,6 @@ def _mode(node: cst.Call) -> Optional[bool]:
     return None
 
 
-_MODEL_WORDS = frozenset(
-    {"model", "net", "module", "encoder", "decoder", "generator", "discriminator", "classifier",
-     "backbone", "student", "teacher", "policy", "critic", "actor", "network", "gpt", "transformer",
-     "unet", "vae", "bert", "llm", "lm"}
-)
-
-
 def _is_model(m, recv) -> bool:
     k = m.kind(recv)
     if k == K.MODULE:
@@ -211,7 +205,13 @@ def _is_model(m, recv) -> bool:
         cls = m._current_class()
         return bool(cls and m.classes.get(cls, {}).get("module"))
     words = name_words(name)
-    return bool(words) and (words[-1] in _MODEL_WORDS or name.lower().endswith(("model", "net")))
+    return bool(words) and (words[-1] in T.MODEL_NAME_WORDS or name.lower().endswith(("model", "net")))
+
+
+def _model_key(name: str) -> str:
+    """``self.model.module`` and ``model`` name the same model."""
+    parts = [p for p in name.split(".") if p not in ("self", "module", "_orig_mod")]
+    return parts[-1] if parts else name
 
 
 def _code(node) -> str:

@@ -109,6 +109,7 @@ class UnbucketedVariableLength(Rule):
         self._training_loops: set = set()  # id(LoopInfo) with a backward()/optimizer step in its body
         self._training_funcs: set = set()  # func keys that run backward()/optimizer step outside loops
         self._arg_passes: list = []  # (caller func, callee key, index/keyword, names)
+        self._length_lists: set = set()  # (id(func), name) of lists of lengths
         self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
         self._group_texts = False  # the file chunks a token stream into fixed-size blocks
 
@@ -133,9 +134,20 @@ class UnbucketedVariableLength(Rule):
             n = _dataset_length(m, v)
             if n is not None:
                 self._dataset_len[key] = n
-            if _is_batch_max(m, v):
+            if _is_batch_max(m, v) or self._max_of_lengths(v):
                 self.report(v, "", when="custom")
                 self._max_lens.append((m.candidates[-1], m.func, name))
+        elif isinstance(v, (cst.ListComp, cst.GeneratorExp)) and _is_len_call(v.elt):
+            self._length_lists.add(key)  # lengths = [len(x) for x in batch]
+
+    def _max_of_lengths(self, call: cst.Call) -> bool:
+        """``max(lengths)`` of a list of ``len(...)`` built in this function."""
+        m = self.model
+        args = positional_args(call)
+        return (
+            m.is_builtin(call.func, "max") and len(args) == 1 and isinstance(args[0], cst.Name)
+            and (id(m.func), args[0].value) in self._length_lists
+        )
 
     def on_Comparison(self, node: cst.Comparison) -> None:
         # `next(b for b in BUCKETS if b >= longest)`: the batch max picks a bucket (not `len(s) < longest`)
@@ -177,7 +189,7 @@ class UnbucketedVariableLength(Rule):
                     break
                 where = a.keyword.value if a.keyword is not None else i
                 self._arg_passes.append((m.func, callee, where, _names_in(a.value)))
-        if q in ("torch.nn.utils.rnn.pad_sequence",) or (q.endswith("rnn.pad_sequence")):
+        if q in T.PAD_TO_BATCH_MAX_FUNCTIONS:
             self.report(node, "", when="custom")
             self._found.append((m.candidates[-1], "pad_sequence", (m.func, m.step_context())))
             return
@@ -327,7 +339,6 @@ class UnbucketedVariableLength(Rule):
 
     def _feeds_training_loop(self, func, node, depth: int = 0) -> bool:
         """The loader made by ``node`` in ``func`` is iterated by a training step loop."""
-        m = self.model
         names = set()
         target = self._assigned_calls.get(id(node))
         if target is not None:
@@ -427,15 +438,19 @@ def _is_batch_max(m, call: cst.Call) -> bool:
         return False
     a = args[0]
     if isinstance(a, (cst.GeneratorExp, cst.ListComp)):
-        e = a.elt
-        return isinstance(e, cst.Call) and (
-            (isinstance(e.func, cst.Name) and e.func.value == "len")
-            or (isinstance(e.func, cst.Attribute) and e.func.attr.value == "size")
-        ) or (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape")
+        return _is_len_call(a.elt)
     if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "map":
         margs = positional_args(a)
         return bool(margs) and isinstance(margs[0], cst.Name) and margs[0].value == "len"
     return False
+
+
+def _is_len_call(e) -> bool:
+    """``len(x)``, ``x.size(0)``, ``x.shape[0]``."""
+    return isinstance(e, cst.Call) and (
+        (isinstance(e.func, cst.Name) and e.func.value == "len")
+        or (isinstance(e.func, cst.Attribute) and e.func.attr.value == "size")
+    ) or (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape")
 
 
 def _dataset_length(m, call: cst.Call) -> Optional[int]:

@@ -113,6 +113,7 @@ class FuncInfo:
     parent: Optional["FuncInfo"]
     env: dict = field(default_factory=dict)
     local_funcs: dict = field(default_factory=dict)
+    step_counters: set = field(default_factory=set)  # `i` of `for i, batch in enumerate(loader)`
     root: bool = False  # forward / training_step / compiled: runs every step by itself
     closure: bool = False  # passed to xm.add_step_closure
     step_call_outside_loops: bool = False  # calls backward()/optimizer.step() itself, not in a loop
@@ -291,6 +292,10 @@ class SemanticModel:
 
     # ------------------------------------------------------------------ the walk
     def run(self) -> None:
+        # module-level functions, so that a call to a helper defined further down still resolves
+        self.toplevel_defs = {
+            s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef)
+        }
         for i, stmt in enumerate(self.module.body):
             self.top_index = i
             self.walk(stmt)
@@ -534,7 +539,7 @@ class SemanticModel:
         self.stmt = prev
         period = _period_of(node.test)
         polarity = self._xla_polarity(node.test)
-        once = _runs_once(node.test)
+        once = _runs_once(node.test, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla" or once))
         self.walk_block(node.body)
@@ -760,6 +765,7 @@ class SemanticModel:
             del self.funcs[key]
         f.env.clear()
         f.local_funcs.clear()
+        f.step_counters.clear()
         f.calls.clear()
         f.step_call_outside_loops = f.barrier_outside_loops = False
         f.return_kind = K.UNKNOWN
@@ -784,6 +790,9 @@ class SemanticModel:
     def _callee_key(self, func) -> Optional[str]:
         if isinstance(func, cst.Name):
             f = self._lookup_func(func.value)
+            if f is None and func.value in getattr(self, "toplevel_defs", ()):
+                found, _ = self._env_lookup(func.value)
+                return func.value if not found else None  # defined further down this file
             return f.key if f else None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
@@ -887,6 +896,9 @@ class SemanticModel:
             if fname in ("enumerate",) and args:
                 if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
                     self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
+                    counter = target.elements[0].value
+                    if isinstance(counter, cst.Name) and self._iterates_loader(args[0]):
+                        self.func.step_counters.add(counter.value)
                     self._bind_iteration(target.elements[1].value, args[0])
                     return
             if fname == "zip" and args and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(args):
@@ -1547,16 +1559,21 @@ class SemanticModel:
         return best
 
 
-_COUNTERS = frozenset({"i", "step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i", "idx", "global_step", "n_iter", "batch_num", "bi", "j", "k", "index", "steps", "epoch"})
+# Names that count steps: ``if step == 0:`` runs once, not every step.
+_STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i",
+                            "global_step", "n_iter", "batch_num", "steps", "epoch", "completed_steps",
+                            "train_step", "cur_step", "step_idx", "batch_nb"})
 
 
-def _runs_once(test) -> bool:
-    """``if i == 0:`` / ``if step == 0:`` inside a loop: runs once, not every step."""
+def _runs_once(test, counters) -> bool:
+    """``if step == 0:`` (a step counter, or the index of ``enumerate(loader)``): runs once."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         c = test.comparisons[0]
         if isinstance(c.operator, cst.Equal):
             for a, b in ((test.left, c.comparator), (c.comparator, test.left)):
-                if isinstance(a, cst.Name) and a.value in _COUNTERS and isinstance(b, cst.Integer):
+                if isinstance(a, cst.Name) and isinstance(b, cst.Integer) and (
+                    a.value in _STEP_COUNTERS or a.value in counters
+                ):
                     return True
     return False
 
