@@ -161,7 +161,7 @@ class TrainEvalAlternation(Rule):
                     found[id(r[2])] = (r[2], period, via, r[3], r[4])
         for cand, period, via, call, recv in found.values():
             freq = Frequency(PERIODIC, period) if period else Frequency(EVERY)
-            how = f" every {period} steps" if period else ""
+            how = f" {freq.describe()}" if period else ""
             through = f" (through `{via}()`)" if via else ""
             cand.frequency = freq
             cand.message = (

@@ -303,6 +303,8 @@ class UnbucketedVariableLength(Rule):
                 cand.fix = FIX_DROP_LAST
 
     def _emit(self, cand, what: str, fix: str) -> None:
+        if cand.ctx.non_xla or cand.ctx.error_path:
+            return  # `if on_tpu: return pad(..., "max_length")` then the dynamic fallback: never on XLA
         cand.frequency = Frequency(EVERY)
         cand.message = f"{what}: {COST}. Fix: {fix}"
         cand.fix = fix
