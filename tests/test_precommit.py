@@ -107,7 +107,7 @@ def test_try_repo_fails_on_the_slow_file(hook_repo, pre_commit_env, project):
 
 @pytest.fixture
 def configured(hook_repo, project) -> Path:
-    """The project with the .pre-commit-config.yaml of docs/integrations.md (both hooks)."""
+    """The project with the .pre-commit-config.yaml of the README (both hooks)."""
     repo, rev = hook_repo
     (project / ".pre-commit-config.yaml").write_text(textwrap.dedent(f"""\
         repos:
