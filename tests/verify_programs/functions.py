@@ -4,6 +4,7 @@ import torch_xla
 
 
 def train_step_reads():
+    torch.manual_seed(0)
     dev = torch_xla.device()
     w = torch.randn(8, 8, device=dev)
     for step in range(50):

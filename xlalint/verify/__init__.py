@@ -63,10 +63,16 @@ def collect(
     findings_provider=None,
     warmup: int = DEFAULT_WARMUP,
     trace: bool = True,
-    graph_dumps: bool = True,
+    graph_dumps: str | bool = "auto",
 ) -> VerifyReport:
     """Run ``target`` under torch_xla in a child process and build the report. Never raises for the
-    user's program: its crash, hang or exit is part of the report."""
+    user's program: its crash, hang or exit is part of the report.
+
+    ``graph_dumps``: the IR graph dumps that find a recompile's root cause make every step 2-3x slower
+    (torch_xla writes the whole graph as text at every cut), so by default ("auto") the program runs once
+    without them, and a second time with them only when the first run saw steady-state recompiles; that
+    run's root causes are merged into the report. ``True``/``False`` force one run with/without them.
+    """
     from xlalint.verify import analysis
     from xlalint.verify.runner import run_child, split_target
 
@@ -80,7 +86,7 @@ def collect(
         max_steps=max_steps,
         timeout=timeout,
         trace=trace,
-        graph_dumps=graph_dumps,
+        graph_dumps=graph_dumps is True,
     )
     output = _tail(raw.stdout + raw.stderr)
     res = raw.result
@@ -112,6 +118,21 @@ def collect(
     findings = [f for f in findings if os.path.realpath(f.path) in user]
     findings.sort(key=lambda f: (os.path.realpath(f.path), f.line, getattr(f, "column", 0), f.code))
     recompiles = analysis.find_recompiles(run_) if run_.n_steps else []
+    if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles):
+        last = max(s for rc in recompiles for s in rc.steps)
+        raw2 = run_child(
+            target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout, trace=trace,
+            graph_dumps=True,
+        )
+        if raw2.result is not None and raw2.result.get("steps"):
+            run2 = analysis.Run(raw2.result, raw2.graphs, warmup=warmup)
+            recompiles = analysis.find_recompiles(run2)
+            notes.append(
+                "steady-state recompiles seen: the root causes come from a second run with IR graph dumps "
+                f"(XLA_IR_DEBUG=1, XLA_SAVE_TENSORS_FILE), {len(run2.step_rows)} steps; the timings from the first"
+            )
+        else:
+            notes.append("the second run with IR graph dumps failed: the recompiles' root causes are unknown")
     verdicts = [analysis.judge(f, run_, recompiles) for f in findings]
     misses, quiet = analysis.find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
 
@@ -215,7 +236,7 @@ def main(argv: list | None = None) -> int:
     program_args: list = []
     if "--" in argv:
         i = argv.index("--")
-        argv, program_args = argv[:i], argv[i + 1 :]
+        argv, program_args = argv[:i], argv[i + 1:]
     p = argparse.ArgumentParser(
         prog="python -m xlalint.verify",
         description="Run a PyTorch/XLA program on an XLA device and confirm or refute each xlalint finding.",

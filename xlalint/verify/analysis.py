@@ -147,7 +147,8 @@ class VerifyReport:
 def _finding_dict(f) -> dict:
     if hasattr(f, "to_dict"):
         return f.to_dict()
-    return {k: getattr(f, k, None) for k in ("code", "name", "message", "path", "line", "column", "end_line", "end_column")}
+    keys = ("code", "name", "message", "path", "line", "column", "end_line", "end_column")
+    return {k: getattr(f, k, None) for k in keys}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -190,16 +191,21 @@ class Run:
         """The first step that ran the step loop's body.
 
         An ``MpDeviceLoader`` syncs on its first ``next()``, before the body ran once: its step 0 is only
-        the setup. The body is what ran in the last complete step; warm-up counts from the first step that
-        ran at least half of those lines.
+        the setup. The body is the lines that ran on most of steps 1..n-1; warm-up counts from the first
+        step that ran at least half of them.
         """
-        if self.n_steps < 2:
+        if self.n_steps < 3:
             return 0
-        last = self.n_steps - 1
-        body = {(f, ln) for f, per in self.lines.items() for ln, d in per.items() if d["hits"].get(last)}
+        later = range(1, self.n_steps)
+        body = [
+            (f, ln)
+            for f, per in self.lines.items()
+            for ln, d in per.items()
+            if 2 * sum(1 for s in later if d["hits"].get(s)) > len(later)
+        ]
         if not body:
             return 0
-        for s in range(last):
+        for s in range(self.n_steps):
             ran = sum(1 for f, ln in body if self.lines[f][ln]["hits"].get(s))
             if 2 * ran >= len(body):
                 return s
@@ -380,13 +386,13 @@ def _first_run(run: Run, path: str, line: int):
 
 
 def _describe_cause(c: dict) -> str:
-    ex = c["examples"]
+    ex = c["examples"][:2]
     shapes = "; ".join(
         f"{graphs_mod.pretty_shape(a)} -> {graphs_mod.pretty_shape(b)}" for a, b in ex
     )
     where = f"{os.path.basename(c['path'])}:{c['line']}" if c["path"] else "an unknown location"
     if c["kind"] == "input-shape":
-        return f"input shape changed: {shapes} (the data created at {where})"
+        return f"input shape changed: {shapes} (an input first used at {where})"
     if c["kind"] == "node-shape":
         return f"{c['op']} created at {where} changed shape: {shapes}"
     if c["kind"] == "structure":
@@ -488,20 +494,39 @@ def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
         v = _judge_fallback(finding, run, st, ran_steps, recompiles, numbers)
         if v is not None:
             return v
-    if code in TRANSFER_RULES or code in FALLBACK_RULES or True:
-        v = _judge_transfer(finding, run, st, ran_steps, numbers)
-        if v is not None:
-            return v
-    return FindingVerdict(
-        finding, NOT_CONFIRMED, f"the line {where_ran} and no counter moved at it" + _moved_elsewhere(st), numbers
-    )
+    v = _judge_transfer(finding, run, st, ran_steps, numbers)
+    if v is not None:
+        return v
+    if code not in TRANSFER_RULES:
+        # Any other rule (e.g. a step-varying Python int used as a slice bound): a steady-state recompile
+        # whose root cause is this line.
+        steady_uc = _steady_uc_at(finding, run, st, recompiles)
+        if steady_uc:
+            causes = [
+                c["description"]
+                for rc in recompiles
+                for c in rc.root_causes
+                if c["path"] == st.path and st.line <= c["line"] <= st.end_line
+            ]
+            numbers["steady_recompile_steps"] = steady_uc
+            ev = f"UncachedCompile rose on {len(steady_uc)} of {len(run.steady)} steps after warm-up"
+            if causes:
+                ev += "; root cause at this line: " + causes[0]
+            return FindingVerdict(finding, CONFIRMED, ev, numbers)
+    return FindingVerdict(finding, NOT_CONFIRMED, _not_confirmed(st, run, where_ran), numbers)
 
 
-def _moved_elsewhere(st: LineStats) -> str:
-    t = st.total("transfers")
+def _not_confirmed(st: LineStats, run: Run, where_ran: str) -> str:
+    moved = []
+    t = [s for s, v in st.transfers.items() if v]
     if t:
-        return f" often enough ({_plural(t, 'host transfer')} on {len([s for s in st.transfers.values() if s])} steps)"
-    return ""
+        moved.append(f"host transfers on {len(t)} of the {len(_buckets(st, run))} steps it ran")
+    f = [s for s, v in st.fallbacks.items() if v]
+    if f:
+        moved.append(f"CPU fallbacks on {len(f)} steps")
+    if moved:
+        return f"the line {where_ran}; only " + ", ".join(moved) + " (not on most of them)"
+    return f"the line {where_ran} and no counter moved at it"
 
 
 def _buckets(st: LineStats, run: Run) -> list:
@@ -595,8 +620,9 @@ def _judge_steady_recompiles(finding, run, recompiles, numbers, where_ran):
         )
     rising = [s for s in steady if run.step_rows[s].uncached > 0]
     numbers["steady_recompile_steps"] = rising
-    shapes = [c["description"] for rc in recompiles if rc.kind == "recompile" for c in rc.root_causes if c["kind"] == "input-shape"]
-    others = [c["description"] for rc in recompiles if rc.kind == "recompile" for c in rc.root_causes if c["kind"] != "input-shape"]
+    causes = [c for rc in recompiles if rc.kind == "recompile" for c in rc.root_causes]
+    shapes = [c["description"] for c in causes if c["kind"] == "input-shape"]
+    others = [c["description"] for c in causes if c["kind"] != "input-shape"]
     ev = f"UncachedCompile rose on {len(rising)} of {len(steady)} steps after warm-up"
     # Confirmed when compiles keep rising, or when any steady recompile came from an input whose shape changed
     # (a partial last batch recompiles once per epoch: rare in a short run, but real).
@@ -661,6 +687,11 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
     """(misses, transfers_without_cut): lines where costly events happened on most steps with no finding."""
     misses, quiet = [], []
     n = run.n_steps
+    # Fallback ops seen on lines that have a finding: the same op on another line (typically the
+    # `loss.backward()` that runs the backward of a flagged `x[mask]`) is that finding's cost, not a miss.
+    flagged_ops: set = set()
+    for f in findings:
+        flagged_ops.update(run.stats(f.path, f.line, getattr(f, "end_line", f.line)).fallback_ops())
     for path, per_line in run.lines.items():
         if path == "<startup>":
             continue
@@ -677,6 +708,8 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
                 "scalar_reads": sum(st.scalar_reads.get(s, 0) for s in steps),
                 "fallbacks": {k: v for k, v in st.fallback_ops().items()},
             }
+            if not covered and fb and set(counters["fallbacks"]) <= flagged_ops:
+                continue
             if not covered and _most(len(fb), n):
                 ops = ", ".join(f"{k} x{v}" for k, v in sorted(counters["fallbacks"].items()))
                 misses.append(
@@ -727,10 +760,15 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
         rc.explained_by = codes
         if codes:
             continue
+        if len(rc.steps) < 2:
+            # Once, never again (e.g. the first log step after the optimizer state settled): one compile is
+            # not a pattern worth a miss. It stays in the report's recompiles.
+            continue
         user_causes = [c for c in rc.root_causes if c["path"] in run.user_files]
         at = user_causes[0] if user_causes else None
         path, line = (at["path"], at["line"]) if at else (rc.cut_path or "", rc.cut_line or 0)
-        why = "; ".join(c["description"] for c in rc.root_causes) or rc.note
+        shown = user_causes or rc.root_causes
+        why = "; ".join(c["description"] for c in shown[:2]) or rc.note
         cut = f" (graph cut at {os.path.basename(rc.cut_path)}:{rc.cut_line})" if rc.cut_path else ""
         misses.append(
             Miss(

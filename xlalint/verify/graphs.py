@@ -59,7 +59,8 @@ def parse(data: bytes) -> list:
     pos = data.find(header)
     while pos != -1:
         nxt = data.find(header, pos + len(header))
-        block = data[pos : nxt if nxt != -1 else len(data)].decode(errors="replace")
+        end = nxt if nxt != -1 else len(data)
+        block = data[pos:end].decode(errors="replace")
         graphs.append(_parse_block(block, pos))
         pos = nxt
     return graphs
@@ -132,7 +133,8 @@ class Change:
     def describe(self) -> str:
         where = f"{self.file}:{self.line}" if self.file else "an unknown location"
         if self.kind == "input-shape":
-            return f"input shape changed: {pretty_shape(self.before)} -> {pretty_shape(self.after)} (data from {where})"
+            change = f"{pretty_shape(self.before)} -> {pretty_shape(self.after)}"
+            return f"input shape changed: {change} (an input first used at {where})"
         if self.kind == "node-shape":
             return f"{self.op} at {where} changed shape: {pretty_shape(self.before)} -> {pretty_shape(self.after)}"
         if self.kind == "structure":
@@ -183,7 +185,8 @@ def diff(old: Graph, new: Graph) -> list:
         changes.append(Change("structure", ops[0], file, func, line, "absent", "added: " + ", ".join(sorted(set(ops)))))
     for (file, func, line), ops in removed.items():
         if (file, func, line) not in added:
-            changes.append(Change("structure", ops[0], file, func, line, "removed: " + ", ".join(sorted(set(ops))), "absent"))
+            what = "removed: " + ", ".join(sorted(set(ops)))
+            changes.append(Change("structure", ops[0], file, func, line, what, "absent"))
     return changes[:_MAX_CHANGES]
 
 

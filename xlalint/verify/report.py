@@ -40,7 +40,8 @@ def render_text(report) -> str:
         "error": "the program raised",
     }.get(report.stop_reason, report.stop_reason)
     warm = sum(1 for r in report.steps if r.warmup)
-    w(f"xlalint --verify {report.target}: {n} step{'s' if n != 1 else ''} ({stop}); warm-up: steps 0-{max(warm, 1) - 1}")
+    steps = f"{n} step{'s' if n != 1 else ''}"
+    w(f"xlalint --verify {report.target}: {steps} ({stop}); warm-up: steps 0-{max(warm, 1) - 1}")
     if report.error:
         w("")
         w(f"error: {report.error}")
@@ -74,6 +75,8 @@ def render_text(report) -> str:
                 w(f"    {rc.note}")
             if rc.explained_by:
                 w(f"    explained by {', '.join(rc.explained_by)}")
+            elif len(rc.steps) < 2:
+                w("    happened on one step only: listed, not counted as a miss")
     if fresh:
         w("")
         w("New code paths compiled after warm-up (first compiles, not recompiles):")
@@ -90,7 +93,10 @@ def render_text(report) -> str:
         w("Per step:  step  uncached  cached  transfers  fallbacks  wall ms")
         for r in report.steps:
             tag = "  (warm-up)" if r.warmup else ""
-            w(f"          {r.index:>5} {r.uncached:>9} {r.cached:>7} {r.transfers:>10} {r.fallbacks:>10} {r.wall_ms:>8.1f}{tag}")
+            w(
+                f"          {r.index:>5} {r.uncached:>9} {r.cached:>7} {r.transfers:>10} {r.fallbacks:>10}"
+                f" {r.wall_ms:>8.1f}{tag}"
+            )
         w(f"  uncached compiles per step: {sparkline([r.uncached for r in report.steps])}")
         w(f"  transfers per step:         {sparkline([r.transfers for r in report.steps])}")
         t = report.timing
@@ -100,7 +106,8 @@ def render_text(report) -> str:
                 if t.get("steady_median_ms") is not None
                 else "no step after warm-up"
             )
-            w(f"  wall time: warm-up {t['warmup_total_ms']} ms ({', '.join(str(x) for x in t['warmup_ms'])}; step 0 includes setup); {steady}")
+            warm_ms = ", ".join(str(x) for x in t["warmup_ms"])
+            w(f"  wall time: warm-up {t['warmup_total_ms']} ms ({warm_ms}; step 0 includes setup); {steady}")
     for note in report.notes:
         w(f"note: {note}")
     counts = {}

@@ -36,6 +36,16 @@ class RawRun:
     graphs: list = field(default_factory=list)  # graphs_mod.Graph, in dump order
 
 
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def split_target(target: str) -> tuple:
     """``path/to/file.py::function`` -> (file, function); ``train.py`` -> (file, None)."""
     if "::" in target:
@@ -100,25 +110,19 @@ def run_child(
                 start_new_session=True,  # its threads and children die with it
             )
             try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
                 try:
-                    proc.send_signal(signal.SIGUSR1)  # the child stops the program and writes its result
-                    proc.wait(timeout=GRACE_SECONDS)
+                    proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
-                    killed = True
+                    timed_out = True
+                    proc.send_signal(signal.SIGUSR1)  # the child stops the program and writes its result
                     try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except OSError:
-                        proc.kill()
-                    proc.wait()
-            else:
-                # The program may have left processes of its own in the session: end them.
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                        proc.wait(timeout=GRACE_SECONDS)
+                    except subprocess.TimeoutExpired:
+                        killed = True  # stuck where a signal cannot reach Python code
+            finally:
+                # A normal end, a timeout or a Ctrl-C here: nothing of the child's session (its own
+                # processes included: it runs in a session of its own) outlives this call.
+                _kill_group(proc)
         elapsed = time.monotonic() - t0
         result = None
         if os.path.exists(result_path):

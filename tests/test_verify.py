@@ -1,0 +1,318 @@
+"""``xlalint --verify``: real runs of small programs on the torch_xla CPU device (tests/verify_programs/).
+
+Each child run costs a few seconds (importing torch + torch_xla), so every program runs once, with few steps,
+and the tests share the report. Under CI=true a missing torch_xla fails these tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from xlalint.findings import Finding
+from xlalint.verify import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, collect, render_json, render_text
+from xlalint.verify import analysis, graphs, report as report_mod
+from xlalint.verify.runner import split_target
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "verify_programs")
+ROOT = os.path.dirname(HERE)
+HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
+
+
+@pytest.fixture
+def xla():
+    """Marks a test that runs torch_xla: skip locally without it, fail in CI."""
+    if not HAVE_XLA:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("torch_xla is not installed, and CI=true: --verify must be tested in CI")
+        pytest.skip("torch_xla is not installed")
+
+
+def prog(name: str) -> str:
+    return os.path.join(PROGRAMS, name)
+
+
+def finding(path: str, line: int, code: str, name: str = "rule") -> Finding:
+    return Finding(path=path, line=line, column=5, code=code, end_line=line, end_column=40, name=name, message=code)
+
+
+def provider(*specs):
+    """A findings provider returning hand-made findings: (file base name, line, code)."""
+    seen = []
+
+    def lint_paths(paths):
+        seen.append(sorted(paths))
+        return [finding(p, line, code) for p in paths for base, line, code in specs if os.path.basename(p) == base]
+
+    lint_paths.seen = seen
+    return lint_paths
+
+
+ITEM_SPECS = (
+    ("item_per_step.py", 14, "XLA001"),  # total += loss.item(): a host read mid-step
+    ("item_per_step.py", 15, "XLA001"),  # opt.zero_grad(): a (wrong) finding that no counter confirms
+    ("item_per_step.py", 19, "XLA006"),  # after the loop: never reached with --max-steps
+)
+
+#: test name -> (target, program args, hand-made findings, max_steps, timeout). The module fixture starts the
+#: runs of the selected tests two at a time (each child is mostly single-threaded import + compile time).
+JOBS = {
+    "test_item_per_step_is_confirmed_with_numbers": (prog("item_per_step.py"), (), ITEM_SPECS, 5, 120.0),
+    "test_program_that_raises_exits_2_with_its_traceback": (prog("raises.py"), (), (), 5, 120.0),
+    "test_program_that_never_reaches_a_step": (prog("no_step.py"), (), (), 5, 120.0),
+    "test_program_that_hangs_is_stopped_at_the_timeout": (prog("hangs.py"), (), (), 5, 12.0),
+    "test_program_arguments_after_double_dash": (
+        prog("with_args.py"), ("--steps", "4", "--read-loss"), (("with_args.py", 17, "XLA001"),), 5, 120.0),
+    "test_function_target": (
+        prog("functions.py") + "::train_step_reads", (), (("functions.py", 12, "XLA002"),), 5, 120.0),
+    "test_attribution_lands_in_the_imported_helper_module": (
+        prog("uses_helper.py"), (), (("helper_mod.py", 5, "XLA001"),), 5, 120.0),
+    "test_cpu_fallback_nobody_flags_is_a_miss": (prog("miss_histc.py"), (), (), 5, 120.0),
+    "test_steady_state_recompile_is_a_miss_with_its_root_cause_line": (prog("recompile_slice.py"), (), (), 5, 120.0),
+    "test_finding_at_the_root_cause_line_is_confirmed": (
+        prog("recompile_slice.py"), (), (("recompile_slice.py", 10, "XLA009"),), 5, 120.0),
+}
+
+
+def _run_job(job):
+    target, args, specs, max_steps, timeout = job
+    prov = provider(*specs)
+    rep = collect(target, list(args), max_steps=max_steps, timeout=timeout, findings_provider=prov)
+    return rep, prov
+
+
+@pytest.fixture(scope="module")
+def runs(request):
+    if not HAVE_XLA:
+        yield {}
+        return
+    selected = {item.name for item in request.session.items}
+    pool = ThreadPoolExecutor(max_workers=2)
+    futures = {name: pool.submit(_run_job, job) for name, job in JOBS.items() if name in selected}
+    yield futures
+    pool.shutdown(wait=True)
+
+
+@pytest.fixture
+def result(request, xla, runs):
+    """The (report, provider) of this test's run."""
+    return runs[request.node.name].result()
+
+
+def verdict(rep, line: int, path_end: str = ""):
+    [v] = [v for v in rep.findings if v.finding.line == line and v.finding.path.endswith(path_end)]
+    return v
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Real runs
+# ---------------------------------------------------------------------------------------------------------
+def test_item_per_step_is_confirmed_with_numbers(result):
+    rep, _ = result
+    assert rep.exit_code == 1
+    assert rep.stop_reason == "max_steps" and len(rep.steps) == 5
+    v = verdict(rep, 14)
+    assert v.status == CONFIRMED
+    assert v.numbers["transfers"] == 5 and v.numbers["graph_cuts"] == 5 and v.numbers["scalar_reads"] == 5
+    assert "5 host transfers and 5 extra graph executions over 5 steps at this line" in v.evidence
+    nc = verdict(rep, 15)
+    assert nc.status == NOT_CONFIRMED and "ran 5 times" in nc.evidence and "no counter moved" in nc.evidence
+    assert verdict(rep, 19).status == NOT_REACHED
+    assert rep.misses == []  # the host read is a finding, not a miss
+    # Per step: the read splits the graph in two (2 graph executions) and transfers once, every step.
+    assert [r.transfers for r in rep.steps] == [1] * 5
+    assert all(r.graphs == 2 for r in rep.steps)
+    text = render_text(rep)
+    assert "item_per_step.py:14:5: XLA001 rule: CONFIRMED: 5 host transfers" in text
+    assert "NOT REACHED" in text and "exit 1" in text
+    data = json.loads(render_json(rep))
+    assert data["exit_code"] == 1
+    assert {f["verdict"] for f in data["findings"]} == {CONFIRMED, NOT_CONFIRMED, NOT_REACHED}
+    assert data["steps"][0]["index"] == 0 and "wall_ms" in data["steps"][0]
+
+
+def test_clean_twin_exits_0_and_compiles_settle_via_the_module_cli(xla):
+    """The clean twin through ``python -m xlalint.verify`` (the default provider: the real engine)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlalint.verify", prog("clean.py"), "--max-steps", "5", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["misses"] == [] and data["exit_code"] == 0
+    assert [f["verdict"] for f in data["findings"] if f["verdict"] == CONFIRMED] == []
+    steady = [s for s in data["steps"] if not s["warmup"]]
+    assert steady and all(s["uncached"] == 0 and s["transfers"] == 0 for s in steady)
+    assert data["timing"]["steady_median_ms"] is not None
+
+
+def test_program_that_raises_exits_2_with_its_traceback(result):
+    rep, _ = result
+    assert rep.exit_code == 2 and rep.stop_reason == "error"
+    assert "ValueError: boom at step 2" in rep.traceback
+    assert 'raises.py", line 11' in rep.traceback
+    assert "_child.py" not in rep.traceback and "runpy" not in rep.traceback
+    text = render_text(rep)
+    assert "the program raised an exception" in text and "boom at step 2" in text
+    assert len(rep.steps) == 3  # what ran before the crash is still shown
+
+
+def test_program_that_never_reaches_a_step(result):
+    rep, _ = result
+    assert rep.exit_code == 2
+    assert "without reaching a step barrier" in rep.error
+    assert rep.steps == []
+
+
+def test_program_that_hangs_is_stopped_at_the_timeout(result):
+    rep, _ = result
+    assert rep.exit_code == 2
+    assert "timed out after 12s" in rep.error
+    # Where it hung, when torch_xla had started by then (on a very slow machine the import itself may be cut).
+    assert "hangs.py" in (rep.traceback or "") or "starting torch_xla" in (rep.traceback or "")
+    assert rep.elapsed < 12.0 + 10.0
+
+
+def test_program_arguments_after_double_dash(result):
+    rep, _ = result
+    assert rep.stop_reason == "finished" and len(rep.steps) == 4  # --steps 4 reached the program
+    v = verdict(rep, 17)
+    assert v.status == CONFIRMED and v.numbers["transfers"] == 4
+    assert rep.exit_code == 1
+
+
+def test_function_target(result):
+    rep, prov = result
+    assert rep.stop_reason == "max_steps"  # the __main__ block (a SystemExit) never ran
+    v = verdict(rep, 12)
+    assert v.status == CONFIRMED and v.numbers["transfers"] == 5
+    # A branch that flips changes the graph; the recompile is explained by the XLA002 finding on its `if`.
+    assert rep.misses == []
+    assert rep.exit_code == 1
+
+
+def test_attribution_lands_in_the_imported_helper_module(result):
+    rep, prov = result
+    assert sorted(os.path.basename(p) for p in prov.seen[0]) == ["helper_mod.py", "uses_helper.py"]
+    v = verdict(rep, 5, "helper_mod.py")
+    assert v.status == CONFIRMED and v.numbers["transfers"] == 5 and v.numbers["graph_cuts"] == 5
+    assert rep.misses == []  # nothing charged to the caller's line in uses_helper.py
+
+
+def test_cpu_fallback_nobody_flags_is_a_miss(result):
+    rep, _ = result
+    assert rep.exit_code == 1
+    [miss] = rep.misses
+    assert (os.path.basename(miss.path), miss.line, miss.kind) == ("miss_histc.py", 9, "cpu fallback")
+    assert miss.counters["fallbacks"] == {"aten::histc": 5}
+    assert "aten::histc" in render_text(rep)
+    assert all(r.fallbacks == 1 for r in rep.steps)
+
+
+def test_steady_state_recompile_is_a_miss_with_its_root_cause_line(result):
+    rep, _ = result
+    assert rep.exit_code == 1
+    [rc] = [rc for rc in rep.recompiles if rc.kind == "recompile"]
+    assert rc.steps == [2, 3, 4] and rc.cut_line == 13  # the graph is cut at sync() ...
+    causes = {(os.path.basename(c["path"]), c["line"]) for c in rc.root_causes}
+    assert ("recompile_slice.py", 10) in causes  # ... but the shape changed at the slice
+    assert "f32[8, 6] -> f32[8, 7]" in rc.root_causes[0]["description"]
+    [miss] = rep.misses
+    assert (miss.line, miss.kind) == (10, "steady-state recompile")
+    assert [r.uncached for r in rep.steps] == [1, 1, 1, 1, 1]
+
+
+def test_finding_at_the_root_cause_line_is_confirmed(result):
+    rep, _ = result
+    v = verdict(rep, 10)
+    assert v.status == CONFIRMED
+    assert "UncachedCompile rose on 3 of 3 steps after warm-up" in v.evidence and "xla::select" in v.evidence
+    assert rep.misses == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure logic (no child process)
+# ---------------------------------------------------------------------------------------------------------
+DUMP = b"""[ScheduleSyncTensorsGraph]
+TensorsGraphInfo:
+  sync (/venv/site-packages/torch_xla/torch_xla.py:87)
+  <module> (/p/train.py:11)
+
+Root Hashes: (aa)
+
+## BEGIN_GRAPH
+IR {
+  %0 = f32[8,16]{1,0} xla::device_data(), location=<module>@train.py:5, xla_shape=f32[8,16]{1,0}
+  %1 = f32[8,5]{1,0} xla::select(%0), location=<module>@train.py:7, xla_shape=f32[8,5]{1,0}, ROOT=0
+  %2 = f32[] aten::sum(%1), location=<module>@train.py:8, xla_shape=f32[], ROOT=1
+}
+
+Graph Hash: h1
+
+## END_GRAPH
+
+[ScheduleSyncTensorsGraph]
+TensorsGraphInfo:
+  sync (/venv/site-packages/torch_xla/torch_xla.py:87)
+  <module> (/p/train.py:11)
+
+Root Hashes: (bb)
+
+## BEGIN_GRAPH
+IR {
+  %0 = f32[8,16]{1,0} xla::device_data(), location=<module>@train.py:5, xla_shape=f32[8,16]{1,0}
+  %1 = f32[8,6]{1,0} xla::select(%0), location=<module>@train.py:7, xla_shape=f32[8,6]{1,0}, ROOT=0
+  %2 = f32[] aten::sum(%1), location=<module>@train.py:8, xla_shape=f32[], ROOT=1
+}
+
+Graph Hash: h2
+
+## END_GRAPH
+"""
+
+
+def test_graph_dump_diff_finds_the_node_where_the_shape_change_starts():
+    g1, g2 = graphs.parse(DUMP)
+    assert g1.hash == "h1" and g1.frames[-1] == ("<module>", "/p/train.py", 11) and g2.offset > 0
+    [change] = graphs.diff(g1, g2)  # aten::sum only inherits the change: not reported
+    assert (change.kind, change.op, change.file, change.line) == ("node-shape", "xla::select", "train.py", 7)
+    assert change.describe() == "xla::select at train.py:7 changed shape: f32[8, 5] -> f32[8, 6]"
+
+
+def test_graph_diff_reports_input_shape_changes():
+    old_input = b"%0 = f32[8,16]{1,0} xla::device_data(), location=<module>@train.py:5, xla_shape=f32[8,16]"
+    new_input = b"%0 = f32[8,12]{1,0} xla::device_data(), location=<module>@train.py:5, xla_shape=f32[8,12]"
+    g1, g2 = graphs.parse(DUMP.replace(old_input, new_input, 1))
+    changes = graphs.diff(g1, g2)
+    assert changes[0].kind == "input-shape"
+    assert changes[0].describe().startswith("input shape changed: f32[8, 12] -> f32[8, 16]")
+
+
+def test_split_target_and_sparkline():
+    assert split_target("a/b.py::main") == ("a/b.py", "main")
+    assert split_target("train.py") == ("train.py", None)
+    assert report_mod.sparkline([2, 0, 0, 1]) == "█  ▅"
+    assert report_mod.sparkline([0, 0]) == "▁▁"
+    assert analysis._most(3, 5) and not analysis._most(2, 4) and not analysis._most(0, 0)
+
+
+def test_first_body_step_skips_an_mpdeviceloader_setup_step():
+    """MpDeviceLoader syncs before the loop body ran once: warm-up counts from the first body step."""
+    body = {str(s): 1 for s in range(1, 6)}
+    result = {
+        "steps": [{"uncached": 1, "cached": 0, "d2h": 0, "aten": {}, "wall": 0.1, "dump_offset": 0}] * 6,
+        "lines": {"/p/t.py": {"3": {"hits": {"0": 1}, "events": {}}, "10": {"hits": body, "events": {}},
+                              "11": {"hits": body, "events": {}}}},
+    }
+    run = analysis.Run(result, [], warmup=2)
+    assert run.first_body_step == 1 and run.steady == [3, 4, 5]
