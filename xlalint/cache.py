@@ -2,10 +2,12 @@
 
 Layout, like ruff's ``.ruff_cache``: ``<root>/.xlalint_cache/<version>-<salt>/<ab>/<rest of the key>``,
 one small file per linted file. The salt hashes everything that can change a file's findings other than
-its contents: the xlalint version, the size and mtime of every module of the installed xlalint (so an
-editable checkout never serves findings of yesterday's rules), the libcst and Python versions, and
+its contents: the xlalint version, a hash of the code that makes findings (engine, semantics, rules: so
+an editable checkout never serves findings of yesterday's rules), the libcst and Python versions, and
 ``Settings.fingerprint()``. The key hashes the file's bytes and the codes enabled for it (per-file-ignores
 make those depend on the path). Findings are stored without their path, so a renamed or copied file hits.
+This holds because a file's findings depend on its bytes and its enabled codes alone: a rule that ever
+reads the path or another file must add that to the key.
 
 One file per entry because parallel writers (two xlalint runs, pre-commit beside an editor) then never
 contend: each entry is written to a temporary file and renamed into place, and two writers of the same key
@@ -35,20 +37,29 @@ _TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cach
 FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, severity, fix)
 
 
+# The modules whose code decides a file's findings (the CLI, reporters and --verify do not).
+_FINDING_CODE = ("engine.py", "locate.py", "findings.py", "semantics", "rules")
+
+
 def _code_fingerprint() -> str:
-    """Size and mtime of every module of this xlalint: a rule edited in place invalidates the cache."""
+    """A hash of the code that makes findings: a rule edited in place (an editable install) invalidates."""
     h = hashlib.blake2b(digest_size=16)
     pkg = Path(xlalint.__file__).parent
-    for dirpath, dirnames, filenames in os.walk(pkg):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                p = os.path.join(dirpath, name)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                h.update(f"{os.path.relpath(p, pkg)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    for top in _FINDING_CODE:
+        base = pkg / top
+        if base.is_file():
+            found = [str(base)]
+        else:
+            found = []
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames.sort()
+                found.extend(os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".py"))
+        for p in found:
+            try:
+                with open(p, "rb") as fh:
+                    h.update(os.path.relpath(p, pkg).encode() + b"\0" + fh.read() + b"\0")
+            except OSError:
+                continue
     return h.hexdigest()
 
 
@@ -124,7 +135,7 @@ class Cache:
         try:
             with open(self._path(key), "rb") as fh:
                 blob = fh.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # a miss; put() reports a damaged shard
             self.misses += 1
             return None
         except OSError as e:

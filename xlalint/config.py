@@ -36,6 +36,7 @@ KNOWN_KEYS = {
     "extend-exclude": list,
     "per-file-ignores": dict,
     "max-file-size": int,
+    "max-tokens": int,
 }
 
 
@@ -50,6 +51,7 @@ class Settings:
     extend_exclude: tuple = ()
     per_file_ignores: tuple = ()  # ((glob, frozenset(codes)), ...)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    max_tokens: int = 64_000
     root: Path = field(default_factory=Path.cwd)
     config_path: Optional[Path] = None
 
@@ -83,7 +85,7 @@ class Settings:
         return False
 
     def fingerprint(self) -> str:
-        return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size))
+        return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size, self.max_tokens))
 
 
 def _relative(path: str, root: Path) -> str:
@@ -218,6 +220,9 @@ def build_settings(
 
     excl = tuple(exclude) if exclude is not None else tuple(table.get("exclude", DEFAULT_EXCLUDE))
     extend = tuple(table.get("extend-exclude", ())) + tuple(extend_exclude or ())
+    max_tokens = table.get("max-tokens", Settings.max_tokens)
+    if max_tokens <= 0:
+        raise ConfigError(f"{where} max-tokens must be a positive number, got {max_tokens}")
     max_size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
     if max_size <= 0:
         raise ConfigError(f"{where} max-file-size must be a positive number of bytes, got {max_size}")
@@ -227,6 +232,7 @@ def build_settings(
         extend_exclude=extend,
         per_file_ignores=tuple(pfi),
         max_file_size=max_size,
+        max_tokens=max_tokens,
         root=root,
         config_path=config_path,
     )

@@ -122,7 +122,34 @@ def _line_col_of_offset(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None, *, honor_noqa: bool = True) -> list[Finding]:
+# libcst's tree costs about 3.5 KB of memory per token: a 200,000-token generated table needs 700 MB.
+# Strings and comments count as one token each. 64,000 tokens (~10,000 lines of hand-written code; the
+# largest hand-written file in torch has 55,000) keeps a lint under ~300 MB.
+DEFAULT_MAX_TOKENS = 64_000
+_TOKENS = re.compile(
+    r'[rbuRBUfF]{0,2}(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
+    r"|#[^\n]*|\w+|[^\s\w]"
+)
+
+
+def count_tokens(text: str, limit: int) -> int:
+    """Roughly Python's token count (a string or comment is one), counting no further than ``limit + 1``."""
+    n = 0
+    for _ in _TOKENS.finditer(text):
+        n += 1
+        if n > limit:
+            break
+    return n
+
+
+def lint_source(
+    data,
+    path: str,
+    enabled: Optional[Iterable[str]] = None,
+    *,
+    honor_noqa: bool = True,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+) -> list[Finding]:
     """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding.
 
     ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
@@ -145,6 +172,13 @@ def lint_source(data, path: str, enabled: Optional[Iterable[str]] = None, *, hon
             return _only_enabled([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
     if text.startswith("\ufeff"):
         text = text[1:]
+    # files under 2 bytes a token cannot pass the limit: count only the big ones
+    if max_tokens is not None and len(text) > 2 * max_tokens and count_tokens(text, max_tokens) > max_tokens:
+        return _only_enabled([_file_finding(
+            "XLA901", path,
+            f"skipped: more than {max_tokens:,} tokens (a generated table?); its syntax tree would take over "
+            f"{max_tokens * 3.5 / 1000:.0f} MB of memory (raise `max-tokens` in [tool.xlalint] to lint it)",
+        )], codes)
     deep = _too_deep(text)
     if deep is not None:
         line = text.count("\n", 0, deep) + 1
@@ -302,7 +336,8 @@ def lint_file(path: str, settings=None) -> list[Finding]:
     data, err = read_file(path, max_size)
     if err is not None:
         return [err]
-    return lint_source(data, path, enabled)
+    max_tokens = settings.max_tokens if settings is not None else DEFAULT_MAX_TOKENS
+    return lint_source(data, path, enabled, max_tokens=max_tokens)
 
 
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:

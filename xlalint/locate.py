@@ -15,19 +15,19 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 class Locator:
     def __init__(self, module: cst.Module):
         self.module = module
-        self._offsets: list[int] | None = None
+        self._offsets: list[int] | None = None  # lines before each top-level statement, as far as needed
         self._positions: dict[int, dict] = {}
 
-    def _line_offsets(self) -> list[int]:
-        if self._offsets is None:
-            m = self.module
-            offsets = []
-            line = sum(1 for _ in m.header)
-            for stmt in m.body:
-                offsets.append(line)
-                line += m.code_for_node(stmt).count("\n")
-            self._offsets = offsets
-        return self._offsets
+    def _line_offset(self, index: int) -> int:
+        """Lines before top-level statement ``index``: rendered up to it, never past it."""
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = [sum(1 for _ in self.module.header)]
+        m = self.module
+        while len(offsets) <= index:
+            i = len(offsets) - 1
+            offsets.append(offsets[i] + m.code_for_node(m.body[i]).count("\n"))
+        return offsets[index]
 
     def _statement_positions(self, index: int) -> dict:
         pos = self._positions.get(index)
@@ -42,5 +42,5 @@ class Locator:
         pos = self._statement_positions(top_index).get(node)
         if pos is None:
             return (1, 1, 1, 1)
-        off = self._line_offsets()[top_index]
+        off = self._line_offset(top_index)
         return (pos.start.line + off, pos.start.column + 1, pos.end.line + off, pos.end.column + 1)

@@ -1,0 +1,182 @@
+"""The findings cache: hits, keys, and a corrupt or unwritable cache degrading to no cache with a warning."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from xlalint import cli, parallel
+from xlalint.cache import MAGIC, Cache, salt_for
+from xlalint.config import build_settings
+
+SLOW = (
+    "import torch\n"
+    "import torch_xla.core.xla_model as xm\n"
+    "def train(model, loader, opt):\n"
+    "    for x, y in loader:\n"
+    "        loss = model(x)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        print(loss.item())\n"
+    "        xm.mark_step()\n"
+)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "a.py").write_text(SLOW)
+    (tmp_path / "b.py").write_text(SLOW.replace("loss.item()", "float(loss)"))
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.glob("*.py"))
+
+
+def _entries(cache: Cache) -> list[Path]:
+    return [p for p in cache.dir.rglob("*") if p.is_file() and not p.name.startswith(".tmp-")]
+
+
+def test_roundtrip_and_key():
+    assert Cache.key(b"x", {"XLA001"}) == Cache.key(b"x", frozenset({"XLA001"}))
+    assert Cache.key(b"x", {"XLA001"}) != Cache.key(b"y", {"XLA001"})
+    assert Cache.key(b"x", {"XLA001"}) != Cache.key(b"x", {"XLA001", "XLA002"})
+
+
+def test_put_get(tmp_path):
+    c = Cache.open(tmp_path / "c", None, pytest.fail)
+    row = (3, 5, "XLA001", 3, 9, "host-read", "msg", "warning", "fix")
+    c.put("ab" + "0" * 38, [row])
+    assert c.get("ab" + "0" * 38) == [row]
+    assert c.get("cd" + "0" * 38) is None
+    assert (tmp_path / "c" / "CACHEDIR.TAG").is_file()
+    assert (tmp_path / "c" / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_settings_change_the_salt(tmp_path):
+    a = build_settings(None)
+    b = build_settings(None, ignore=["XLA001"])
+    assert salt_for(a) != salt_for(b)
+    assert salt_for(a) == salt_for(build_settings(None))
+
+
+def test_hits_and_renames(project, tmp_path):
+    settings = build_settings(None)
+    files = _files(project)
+    first = parallel.lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    assert first
+    warm = Cache.open(tmp_path / "c", settings, pytest.fail)
+    assert parallel.lint_files(files, settings, jobs=1, cache=warm) == first
+    assert warm.hits == len(files) and warm.misses == 0
+    # a renamed file hits the cache and reports its new path
+    (project / "a.py").rename(project / "renamed.py")
+    again = Cache.open(tmp_path / "c", settings, pytest.fail)
+    out = parallel.lint_files(_files(project), settings, jobs=1, cache=again)
+    assert again.misses == 0
+    assert {f.path for f in out} == {str(project / "b.py"), str(project / "renamed.py")}
+
+
+def test_changed_file_misses(project, tmp_path):
+    settings = build_settings(None)
+    parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    (project / "a.py").write_text(SLOW.replace("print(loss.item())", "pass"))
+    c = Cache.open(tmp_path / "c", settings, pytest.fail)
+    out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
+    assert c.misses == 1
+    assert not [f for f in out if f.path.endswith("a.py")]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b"garbage",
+    lambda b: b[:-3],  # truncated
+    lambda b: b[:8] + bytes([b[8] ^ 0xFF]) + b[9:],  # a flipped bit: crc mismatch
+    lambda b: MAGIC + b"\0\0\0\0",
+    lambda b: b"",
+])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_corrupt_entries_are_relinted_with_a_warning(project, tmp_path, damage, jobs):
+    settings = build_settings(None)
+    files = _files(project)
+    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    cold = Cache.open(tmp_path / "c", settings, pytest.fail)
+    parallel.lint_files(files, settings, jobs=1, cache=cold)
+    entries = _entries(cold)
+    assert len(entries) == len(files)
+    for e in entries:
+        e.write_bytes(damage(e.read_bytes()))
+    warnings = []
+    c = Cache.open(tmp_path / "c", settings, warnings.append)
+    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert len(warnings) == 1 and "corrupt" in warnings[0]
+    # the entries were rewritten: the next run hits
+    healed = Cache.open(tmp_path / "c", settings, pytest.fail)
+    assert parallel.lint_files(files, settings, jobs=1, cache=healed) == expected
+    assert healed.hits == len(files)
+
+
+def test_cli_corrupt_cache_warns_on_stderr(project, tmp_path, capsys):
+    args = ["--isolated", "--cache-dir", str(tmp_path / "c"), "-q", str(project)]
+    rc = cli.main(args)
+    clean_out = capsys.readouterr()
+    assert rc == 1 and "warning" not in clean_out.err
+    for e in (tmp_path / "c").rglob("*"):
+        if e.is_file() and len(e.name) == 38:  # an entry: <ab>/<38 hex digits>
+            e.write_bytes(b"\x00not a cache entry")
+    assert cli.main(args) == 1
+    out = capsys.readouterr()
+    assert out.out == clean_out.out
+    assert "xlalint: warning:" in out.err and "corrupt" in out.err
+
+
+def test_cache_dir_that_is_a_file_degrades_to_no_cache(project, tmp_path, capsys):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    expected_rc = cli.main(["--isolated", "--no-cache", "-q", str(project)])
+    expected = capsys.readouterr()
+    assert cli.main(["--isolated", "--cache-dir", str(blocker), "-q", str(project)]) == expected_rc
+    out = capsys.readouterr()
+    assert out.out == expected.out
+    assert "xlalint: warning: cannot use the cache directory" in out.err
+    assert out.err.count("warning") == 1
+    assert blocker.read_text() == ""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_unwritable_entries_degrade_with_one_warning(project, tmp_path, jobs):
+    settings = build_settings(None)
+    files = _files(project) * 3  # enough files for the pool
+    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    warnings = []
+    c = Cache.open(tmp_path / "c", settings, warnings.append)
+    # every shard directory the entries need is taken by a file: each write fails
+    for shard in range(256):
+        (c.dir / f"{shard:02x}").write_text("")
+    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert len(warnings) == 1 and "cannot write" in warnings[0]
+    assert not c.writable
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root ignores permissions")
+def test_read_only_cache_dir(project, tmp_path):
+    settings = build_settings(None)
+    files = _files(project)
+    parallel.lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    os.chmod(tmp_path / "c", 0o555)
+    for d in (tmp_path / "c").iterdir():
+        if d.is_dir():
+            os.chmod(d, 0o555)
+    try:
+        (project / "new.py").write_text(SLOW)
+        warnings = []
+        c = Cache.open(tmp_path / "c", settings, warnings.append)
+        out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
+        assert out == parallel.lint_files(_files(project), settings, jobs=1, cache=None)
+        assert len(warnings) == 1
+    finally:
+        for d in (tmp_path / "c").rglob("*"):
+            if d.is_dir():
+                os.chmod(d, 0o755)
+        os.chmod(tmp_path / "c", 0o755)
