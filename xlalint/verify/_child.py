@@ -327,6 +327,24 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(out)
 
 
+def _seed_everything(seed: int) -> None:
+    """Same data, same shapes, run after run: the graph-dump re-run that finds a recompile's root cause
+    must see the graphs the first run saw, and a fixture's verdict must not depend on luck. A program
+    that seeds its own generators overrides this."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
 def main(spec_path: str) -> int:
     with open(spec_path) as fh:
         spec = json.load(fh)
@@ -380,6 +398,7 @@ def main(spec_path: str) -> int:
         rec.install_step_hook()
         rec.install_mode_hook()
         torch_xla.device()  # bring the device up before timing the user's code
+        _seed_everything(0)
         rec.start_totals = rec.totals()
     except StopVerify:
         write("timeout", timeout_stack="(still starting torch_xla)")
