@@ -92,6 +92,8 @@ class UnbucketedVariableLength(Rule):
         "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
         "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
+        # the Hugging Face examples' idiom: None on a TPU, which has no fp16
+        "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=(8 if accelerator.use_fp16 else None))\n",
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16, shuffle=True)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
     ]
 
@@ -276,7 +278,9 @@ class UnbucketedVariableLength(Rule):
             elif kind == "collator":
                 if extra == "DataCollatorForLanguageModeling" and self._group_texts:
                     continue  # fixed-size blocks: every example has the same length
-                self._emit(cand, f"`{extra}` without `pad_to_multiple_of` pads each batch to its own longest example", FIX_COLLATOR)
+                given = keyword_arg(cand.node, "pad_to_multiple_of") is not None
+                how = "with `pad_to_multiple_of` that can be None (it is, on a TPU, when it depends on fp16)" if given else "without `pad_to_multiple_of`"
+                self._emit(cand, f"`{extra}` {how} pads each batch to its own longest example", FIX_COLLATOR)
             elif kind == "tokenizer":
                 what = '`padding="longest"` (which ignores `max_length`)' if extra == "longest" else "`padding=True` (the longest text of the call)"
                 self._emit(cand, f"this tokenizer call pads with {what}", FIX_PAD)
@@ -410,6 +414,10 @@ def _param_name(f, where) -> Optional[str]:
 
 
 def _absent(node) -> bool:
+    """No rounding: missing, ``None``, or ``8 if use_fp16 else None`` (None on TPUs, which have no fp16:
+    the Hugging Face examples' idiom)."""
+    if isinstance(node, cst.IfExp):
+        return _absent(node.body) or _absent(node.orelse)
     return node is None or (isinstance(node, cst.Name) and node.value == "None")
 
 
