@@ -69,8 +69,14 @@ def render_text(report) -> str:
         for rc in real:
             cut = f"graph cut at {_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
-            for c in rc.root_causes:
+            # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
+            # are consequences of those, counted in one line (all of them are in --format json)
+            mine = [c for c in rc.root_causes if c.get("user")]
+            others = [c for c in rc.root_causes if not c.get("user")]
+            for c in mine or others:
                 w(f"    root cause {_rel(c['path'])}:{c['line']}: {c['description']}")
+            if mine and others:
+                w(f"    (+{len(others)} changed node(s) created in library code or at an unknown location)")
             if not rc.root_causes or not rc.note.startswith("root cause from"):
                 w(f"    {rc.note}")
             if rc.explained_by:
