@@ -69,6 +69,8 @@ class HostRead(Rule):
         "import torch\nimport utils\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    v = utils.item(loss)\n",
         # after the step's sync
         "import torch, torch_xla\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    torch_xla.sync()\n    v = loss.item()\n",
+        # runs once, not every step
+        "import torch\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    if step == 0:\n        print(loss.item())\n    if step >= max_steps:\n        print(loss.item())\n        break\n",
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.rules import Rule
-from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import dotted_name, last_name, positional_args
 

@@ -9,7 +9,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import EVERY, PERIODIC, Frequency, _period_of, last_name, name_words, positional_args
+from xlalint.semantics.model import EVERY, PERIODIC, Frequency, last_name, name_words, positional_args
 
 FIX = (
     "evaluate between epochs or after the step loop; if it must run every N steps, keep it one graph "
@@ -87,18 +87,9 @@ class TrainEvalAlternation(Rule):
     def __init__(self) -> None:
         super().__init__()
         self._modes: list = []  # (is_eval, ctx, candidate or None)
-        self._oneshot_stmts: set = set()  # statements directly under `if step == last:`
-        self._oneshot_sites: set = set()  # (id(func), seq) of calls in those statements
-
-    def on_If(self, node: cst.If) -> None:
-        if isinstance(node.body, cst.IndentedBlock) and _period_of(node.test) is None and _one_shot(node.test, _leaves(node.body)):
-            for s in node.body.body:
-                self._oneshot_stmts.add(id(s))
 
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
-        if id(m.stmt) in self._oneshot_stmts:
-            self._oneshot_sites.add((id(m.func), m.seq))
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
             return
@@ -130,7 +121,7 @@ class TrainEvalAlternation(Rule):
             out = [(r, r[1].period, None) for r in by_func.get(id(f), ()) if not _skipped(r[1])]
             for callee, ctx in f.calls:
                 cf = m.funcs.get(callee)
-                if cf is None or _skipped(ctx) or (id(ctx.func), ctx.seq) in self._oneshot_sites:
+                if cf is None or _skipped(ctx):
                     continue
                 out += [(r, ctx.period or p, via) for r, p, via in reach(cf, stack)]
             memo[id(f)] = out
@@ -143,13 +134,11 @@ class TrainEvalAlternation(Rule):
             f = loop.func
             items = []
             for r in by_func.get(id(f), ()):
-                if any(l is loop for l in r[1].loops) and not _skipped(r[1]) and (id(r[1].func), r[1].seq) not in self._oneshot_sites:
+                if any(l is loop for l in r[1].loops) and not _skipped(r[1]):
                     items.append((r, r[1].period, None))
             for callee, ctx in f.calls:
                 cf = m.funcs.get(callee)
                 if cf is None or not any(l is loop for l in ctx.loops) or _skipped(ctx):
-                    continue
-                if (id(ctx.func), ctx.seq) in self._oneshot_sites:
                     continue
                 items += [(r, ctx.period or p, callee.rsplit(".", 1)[-1]) for r, p, _ in reach(cf, frozenset())]
             trained = {_model_key(r[4]) for r, _, _ in items if not r[0]}
@@ -174,7 +163,8 @@ class TrainEvalAlternation(Rule):
 
 
 def _skipped(ctx) -> bool:
-    return ctx.closure or ctx.non_xla or ctx.func.closure
+    """Not reached every step: a step closure, a non-XLA path, code that runs once (the model's context)."""
+    return ctx.closure or ctx.non_xla or ctx.once or ctx.error_path or ctx.func.closure
 
 
 def _mode(node: cst.Call) -> Optional[bool]:
@@ -227,37 +217,3 @@ def _code_name(recv) -> str:
     return dotted_name(recv) or "model"
 
 
-def _leaves(block) -> bool:
-    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
-    for s in block.body:
-        if isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in s.body):
-            return True
-    return False
-
-
-def _one_shot(test, leaves: bool) -> bool:
-    """``if step == last:`` / ``if step >= max_steps: ...; break`` / ``if is_last_step:``: runs once."""
-    if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and (_one_shot(test.left, leaves) or _one_shot(test.right, leaves))
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        op = test.comparisons[0].operator
-        sides = (test.left, test.comparisons[0].comparator)
-        if any(_has_modulo(s) for s in sides):
-            return False
-        if isinstance(op, cst.Equal):
-            return True
-        return leaves and isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan))
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        words = name_words(last_name(test) or "")
-        return any(w in ("last", "final", "end", "done", "finished") for w in words)
-    return False
-
-
-def _has_modulo(node) -> bool:
-    while isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Modulo):
-            return True
-        if _has_modulo(node.right):
-            return True
-        node = node.left
-    return False

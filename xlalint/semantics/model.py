@@ -142,10 +142,11 @@ class Ctx:
     func: FuncInfo
     loops: tuple
     period: Optional[str]
-    non_xla: bool  # under a non-XLA guard (`if device.type != "xla":`) or a run-once `if step == 0:`
+    non_xla: bool  # under a non-XLA guard (`if device.type != "xla":`)
     closure: bool
     seq: int
     error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
+    once: bool = False  # under `if step == 0:` / `if step == last:` / `if step >= max: break`: not every step
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ class SemanticModel:
         self.func = self.top
         self.class_key: Optional[str] = None
         self.loop_stack: list[LoopInfo] = []
-        self.guards: list[tuple] = []  # (period or None, non_xla bool)
+        self.guards: list[tuple] = []  # (period or None, non_xla bool, once bool)
         self.closure_depth = 0
         self.error_depth = 0
         self.cond_depth = 0
@@ -266,12 +267,14 @@ class SemanticModel:
         """A handle on where the walk is now; resolved with ``frequency(ctx)`` after the walk."""
         period = None
         non_xla = False
-        for p, nx in self.guards:
+        once = False
+        for p, nx, o in self.guards:
             if p is not None:
                 period = p
             non_xla = non_xla or nx
+            once = once or o
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
-                   self.error_depth > 0)
+                   self.error_depth > 0, once)
 
     def report(self, rule, node, message: str, fix: str = "", when: str = "step") -> None:
         self.candidates.append(
@@ -539,13 +542,13 @@ class SemanticModel:
         self.stmt = prev
         period = _period_of(node.test)
         polarity = self._xla_polarity(node.test)
-        once = _runs_once(node.test, self.func.step_counters)
+        once = period is None and _runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
-        self.guards.append((period, polarity == "non-xla" or once))
+        self.guards.append((period, polarity == "non-xla", once))
         self.walk_block(node.body)
         self.guards.pop()
         if node.orelse is not None:
-            self.guards.append((None, polarity == "xla"))
+            self.guards.append((None, polarity == "xla", False))
             if isinstance(node.orelse, cst.If):
                 self._if(node.orelse)
             else:
@@ -554,7 +557,7 @@ class SemanticModel:
         self.cond_depth -= 1
         if polarity == "xla" and node.orelse is None and _ends_block(node.body):
             # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
-            self.guards.append((None, True))
+            self.guards.append((None, True, False))
 
     def _try(self, node) -> None:
         self.seq += 1
@@ -1500,7 +1503,7 @@ class SemanticModel:
         return loop.iterates_loader or loop.direct_step_call or any(self.does_step(c) for c in loop.calls)
 
     def frequency(self, ctx: Ctx) -> Frequency:
-        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.func.closure:
+        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure:
             return NOT_PER_STEP
         # innermost step loop in this function
         for loop in reversed(ctx.loops):
@@ -1565,16 +1568,41 @@ _STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch
                             "train_step", "cur_step", "step_idx", "batch_nb"})
 
 
-def _runs_once(test, counters) -> bool:
-    """``if step == 0:`` (a step counter, or the index of ``enumerate(loader)``): runs once."""
+def _runs_once(test, body, counters) -> bool:
+    """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
+    ``if step >= max_steps: ...; break``, ``if is_last_step:`` (a step counter is a name that counts
+    steps, or the index of ``for i, batch in enumerate(loader)``)."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (
+            _runs_once(test.left, body, counters) or _runs_once(test.right, body, counters)
+        )
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        c = test.comparisons[0]
-        if isinstance(c.operator, cst.Equal):
-            for a, b in ((test.left, c.comparator), (c.comparator, test.left)):
-                if isinstance(a, cst.Name) and isinstance(b, cst.Integer) and (
-                    a.value in _STEP_COUNTERS or a.value in counters
-                ):
-                    return True
+        op = test.comparisons[0].operator
+        sides = (test.left, test.comparisons[0].comparator)
+        counts = any(isinstance(x, cst.Name) and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        if not counts or any(_has_modulo(x) for x in sides):
+            return False
+        if isinstance(op, cst.Equal):
+            return True
+        return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan)) and _leaves(body)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    return False
+
+
+def _has_modulo(node) -> bool:
+    while isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Modulo) or _has_modulo(node.right):
+            return True
+        node = node.left
+    return False
+
+
+def _leaves(block) -> bool:
+    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
+    for st in getattr(block, "body", ()):
+        if isinstance(st, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in st.body):
+            return True
     return False
 
 
