@@ -33,6 +33,7 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/verify_overhead.py
 
 clean:
 	rm -rf $(VENV) .xlalint_cache .pytest_cache build dist *.egg-info
