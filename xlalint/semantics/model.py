@@ -972,7 +972,7 @@ class SemanticModel:
                 words = name_words(pname)
                 if pname == "batch" or pname.endswith("_batch"):
                     k = K.TENSORS
-                elif words and words[-1] in ("model", "net", "module", "criterion"):
+                elif words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] == "criterion"):
                     k = K.MODULE
                 elif p.default is not None and isinstance(
                     p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
@@ -1165,9 +1165,7 @@ class SemanticModel:
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
             words = name_words(name)
-            if words and words[-1] in ("model", "net", "module", "criterion", "encoder", "decoder",
-                                       "classifier", "backbone", "generator", "discriminator",
-                                       "teacher", "student") and e.args:
+            if words and words[-1] in T.MODEL_NAME_WORDS | {"criterion"} and e.args:
                 return K.TENSOR
             if name in ("loss_fn", "lossfn", "loss_func", "loss_function", "criterion") and e.args:
                 return K.TENSOR
@@ -1320,7 +1318,7 @@ class SemanticModel:
             # x.to(device) on something unknown: a module if it is named like one, else a tensor
             rname = (last_name(recv) or "").lower()
             words = name_words(rname)
-            if words and words[-1] in _MODULE_WORDS:
+            if words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp")):
                 return K.MODULE
             if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
                 return K.TENSORS
@@ -1639,11 +1637,6 @@ def _period_of(test) -> Optional[str]:
                     return _code(side.right)
     return None
 
-
-_MODULE_WORDS = frozenset(
-    {"model", "net", "module", "criterion", "encoder", "decoder", "classifier", "backbone",
-     "generator", "discriminator", "teacher", "student", "head", "layer", "ddp"}
-)
 
 _DTYPES = frozenset(
     {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",

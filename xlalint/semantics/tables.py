@@ -89,8 +89,6 @@ HOST_READ_METHODS = {
     "numpy": "copies the tensor to the host",
 }
 
-# Methods that return a CPU tensor (the result is a known-CPU tensor).
-CPU_RESULT_METHODS = frozenset({"cpu", "numpy"})
 
 # Tensor attributes that are not tensors.
 NON_TENSOR_ATTRIBUTES = frozenset(
@@ -105,14 +103,6 @@ NON_TENSOR_ATTRIBUTES = frozenset(
 # Tensor attributes that are tensors.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "grad", "data", "real", "imag"})
 
-# Attributes of a model output (a ModelOutput, a namedtuple, a tensor) that are tensors.
-MODEL_OUTPUT_TENSOR_ATTRIBUTES = frozenset(
-    {
-        "loss", "logits", "last_hidden_state", "hidden_states", "attentions", "pooler_output",
-        "values", "indices", "start_logits", "end_logits", "prediction_logits", "aux_loss",
-        "encoder_last_hidden_state", "past_key_values",
-    }
-)
 
 # --- Calls that mark a training step ---------------------------------------------------------
 # Method names that mark a step when called on any receiver.
@@ -127,8 +117,6 @@ STEP_FUNCTIONS = {
     "torch_xla.sync": True,
     "torch_xla.step": True,
 }
-# ``accelerator.backward(loss)`` and friends.
-STEP_METHOD_NAMES_ON_ACCELERATOR = frozenset({"backward"})
 
 # --- Loaders ---------------------------------------------------------------------------------
 # Constructors whose result yields batches on the XLA device.
@@ -155,17 +143,6 @@ MODULE_BASES = frozenset(
         "lightning.pytorch.LightningModule", "transformers.PreTrainedModel",
     }
 )
-# Names of variables/attributes that hold a module (calling one returns tensors).
-MODULE_NAME_HINTS = (
-    "model", "net", "module", "criterion", "loss_fn", "lossfn", "loss_func", "encoder", "decoder",
-    "backbone", "head", "classifier", "embedding", "embed", "layer", "block", "attn", "mlp",
-    "proj", "norm", "generator", "discriminator", "transformer", "lm_head", "fc", "conv",
-)
-# Per-step method names (Lightning style).
-STEP_METHOD_NAMES = frozenset(
-    {"training_step", "validation_step", "test_step", "predict_step", "forward", "train_step",
-     "eval_step", "step_fn"}
-)
 # Decorators / wrappers whose function runs every step.
 COMPILE_WRAPPERS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.experimental.compile"})
 
@@ -175,14 +152,11 @@ STEP_CLOSURE_FUNCTIONS = frozenset({"torch_xla.core.xla_model.add_step_closure"}
 # --- XLA001: host reads ----------------------------------------------------------------------
 # Builtins that read a tensor's value to the host when given a tensor.
 HOST_READ_BUILTINS = frozenset({"float", "int", "bool", "complex"})
-# Functions of ``math`` that read a scalar tensor.
-MATH_MODULES = frozenset({"math", "numpy", "np"})
 # torch functions that return a Python bool by reading device values.
 HOST_READ_TORCH_FUNCTIONS = frozenset({"torch.allclose", "torch.equal", "torch.is_nonzero"})
 
 # --- XLA006: logging -------------------------------------------------------------------------
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-LOGGER_NAME_HINTS = ("log", "logger", "logging", "_logger", "LOGGER", "LOG")
 PRINT_FUNCTIONS = frozenset({"print", "tqdm.write", "torch_xla.core.xla_model.master_print"})
 
 # --- XLA003: dynamic shapes ------------------------------------------------------------------
@@ -232,7 +206,6 @@ PADDING_COLLATORS = frozenset(
     {"DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForLanguageModeling",
      "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask"}
 )
-TOKENIZER_NAME_HINTS = ("tokenizer", "tok", "processor")
 
 # --- Parameters of ``forward`` that are configuration, not tensors -----------------------------
 # ``forward(self, x, mask=None)``: x and mask are tensors; these names are flags and sizes.
