@@ -126,8 +126,8 @@ def lint_files(
 
     if cache is None:
         todo = list(paths)
-    elif jobs == 1:
-        # one pass per file: read, look up, and on a miss lint the same bytes
+    else:
+        # read each file once and look it up; on a miss one job lints the bytes it has, a pool re-reads
         for path in paths:
             data, err = engine.read_file(path, max_size)
             if err is not None:
@@ -136,25 +136,16 @@ def lint_files(
             codes = settings.codes_for(path) if settings is not None else _all_codes()
             key = Cache.key(data, codes)
             rows = cache.get(key)
-            if rows is None:
+            if rows is not None:
+                out.extend(Finding(path, *r) for r in rows)
+            elif jobs == 1:
                 findings = engine.lint_source(data, path, codes, max_tokens=_max_tokens(settings))
                 cache.put(key, [_row(f) for f in findings])
                 out.extend(findings)
             else:
-                out.extend(Finding(path, *r) for r in rows)
-        return sorted(out)
-    else:
-        for path in paths:
-            data, err = engine.read_file(path, max_size)
-            if err is not None:
-                out.append(err)
-                continue
-            codes = settings.codes_for(path) if settings is not None else _all_codes()
-            rows = cache.get(Cache.key(data, codes))
-            if rows is None:
                 todo.append(path)
-            else:
-                out.extend(Finding(path, *r) for r in rows)
+        if jobs == 1:
+            return sorted(out)
 
     want_key = cache is not None
     if jobs == 1 or len(todo) < MIN_FILES_FOR_POOL:
