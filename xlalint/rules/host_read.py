@@ -71,6 +71,10 @@ class HostRead(Rule):
         "import torch, torch_xla\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    torch_xla.sync()\n    v = loss.item()\n",
         # runs once, not every step
         "import torch\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    if step == 0:\n        print(loss.item())\n    if step >= max_steps:\n        print(loss.item())\n        break\n",
+        # from torch's own sources: PackedSequence.batch_sizes lives on the host by design
+        "import torch\nclass RNN(torch.nn.Module):\n    def forward(self, input, hx=None):\n        input, batch_sizes, sorted_indices, unsorted_indices = input\n        return int(batch_sizes[0])\n",
+        # an error message runs only when something is wrong
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, target):\n        if target.numel() == 0:\n            raise ValueError(f'bad range [{target.min().item()}, {target.max().item()}]')\n        return target\n",
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",

@@ -50,6 +50,8 @@ class PerStepFormat(Rule):
     VALID = [
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(x.shape, loss.dtype)\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(f'{loss.item():.3f}')\n",
+        # an error message runs only when something is wrong
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.dim() != 2:\n            raise ValueError(f'expected 2-D input, got {x}')\n        return x\n",
     ]
     INVALID = [
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n",

@@ -108,8 +108,6 @@ class UnbucketedVariableLength(Rule):
         self._assigned_calls: dict = {}  # id(call) -> target name
         self._int_names: dict = {}  # (id(func), name) -> int literal value
         self._dataset_len: dict = {}  # (id(func), name) -> known dataset length
-        self._training_loops: set = set()  # id(LoopInfo) with a backward()/optimizer step in its body
-        self._training_funcs: set = set()  # func keys that run backward()/optimizer step outside loops
         self._arg_passes: list = []  # (caller func, callee key, index/keyword, names)
         self._length_lists: set = set()  # (id(func), name) of lists of lengths
         self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
@@ -183,7 +181,6 @@ class UnbucketedVariableLength(Rule):
         cf = keyword_arg(node, "collate_fn")
         if cf is not None and last_name(cf):
             self._collate_names.add(last_name(cf))
-        self._note_training_call(node)
         callee = m._callee_key(func)
         if callee is not None:
             for i, a in enumerate(node.args):
@@ -213,23 +210,6 @@ class UnbucketedVariableLength(Rule):
             return
         if q in T.CPU_LOADER_CONSTRUCTORS or (q.startswith("torch.") and q.endswith(".DataLoader")):
             self._note_loader(node)
-
-    def _note_training_call(self, node: cst.Call) -> None:
-        m = self.model
-        func = node.func
-        if not isinstance(func, cst.Attribute):
-            return
-        meth = func.attr.value
-        recv = (last_name(func.value) or "").lower()
-        trains = meth in ("backward", "optimizer_step") or (
-            meth == "step" and not node.args and any(h in recv for h in ("optim", "opt"))
-        )
-        if not trains:
-            return
-        if m.loop_stack:
-            self._training_loops.add(id(m.loop_stack[-1]))
-        else:
-            self._training_funcs.add(m.func.key)
 
     def _note_loader(self, node: cst.Call) -> None:
         m = self.model
@@ -330,18 +310,16 @@ class UnbucketedVariableLength(Rule):
         m = self.model
         if not m.is_step_loop(loop):
             return False
-        if id(loop) in self._training_loops:
+        if loop.trains:  # the model's: backward() or an optimizer step in its own body
             return True
         return any(self._func_trains(c, set()) for c in loop.calls)
 
     def _func_trains(self, key: str, seen: set) -> bool:
-        if key in self._training_funcs:
-            return True
-        if key in seen:
+        f = self.model.funcs.get(key)
+        if f is None or key in seen:
             return False
         seen.add(key)
-        f = self.model.funcs.get(key)
-        return f is not None and any(not ctx.loops and self._func_trains(c, seen) for c, ctx in f.calls)
+        return f.trains_outside_loops or any(not ctx.loops and self._func_trains(c, seen) for c, ctx in f.calls)
 
     def _feeds_training_loop(self, func, node, depth: int = 0) -> bool:
         """The loader made by ``node`` in ``func`` is iterated by a training step loop."""

@@ -32,7 +32,7 @@ _SKIP_FIELD_PREFIXES = (
     "colon", "dot", "operator", "header", "footer", "newline", "star", "asynchronous", "lbrace",
     "rbrace", "lbracket", "rbracket", "trailing", "first_line", "empty_lines", "indent", "encoding",
     "default_indent", "default_newline", "has_trailing_newline", "start", "end", "conversion",
-    "relative", "type_parameters", "posonly_ind", "arrow", "semicolon",
+    "relative", "type_parameters", "posonly_ind", "arrow",
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -118,6 +118,7 @@ class FuncInfo:
     closure: bool = False  # passed to xm.add_step_closure
     step_call_outside_loops: bool = False  # calls backward()/optimizer.step() itself, not in a loop
     barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
+    trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee FuncInfo key, Ctx) resolved at the end
     return_kind: object = K.UNKNOWN
     top_index: int = 0
@@ -129,6 +130,7 @@ class LoopInfo:
     func: FuncInfo
     iterates_loader: bool = False
     direct_step_call: bool = False
+    trains: bool = False  # its own body calls backward() or an optimizer step (not just a sync)
     cond_depth: int = 0
     calls: list = field(default_factory=list)  # callee keys called in this loop's own body
     sync_points: list = field(default_factory=list)  # (seq, callee key or None)
@@ -260,9 +262,6 @@ class SemanticModel:
             return None
         return base + ("." + rest if rest else "")
 
-    def call_qualname(self, call: cst.Call) -> Optional[str]:
-        return self.qualname(call.func)
-
     def step_context(self) -> Ctx:
         """A handle on where the walk is now; resolved with ``frequency(ctx)`` after the walk."""
         period = None
@@ -280,9 +279,6 @@ class SemanticModel:
         self.candidates.append(
             Candidate(rule, node, message, fix, self.step_context(), when, self.stmt, self.top_index)
         )
-
-    def is_known_function(self, name: str) -> bool:
-        return self._lookup_func(name) is not None
 
     def is_builtin(self, func, name: str) -> bool:
         """``func`` is the builtin ``name``: not shadowed by an import or a def in this file."""
@@ -494,10 +490,7 @@ class SemanticModel:
         self.class_key = key
         self.stmt = node
         self._emit("ClassDef", node)
-        if self.func is self.top:
-            self.walk_block(node.body)
-        else:  # a class inside a function: walk it as a plain block
-            self.walk_block(node.body)
+        self.walk_block(node.body)
         self.class_key, self.stmt = saved
 
     def _for(self, node: cst.For) -> None:
@@ -648,26 +641,29 @@ class SemanticModel:
     # ------------------------------------------------------------------ call graph and step marks
     def _note_call(self, node: cst.Call, q: Optional[str]) -> None:
         func = node.func
-        step = False
-        barrier = False
+        step = False  # marks a training step (a loop doing it is a step loop)
+        barrier = False  # ends the step's graph (sync, mark_step)
+        trains = False  # backward() or an optimizer step, as opposed to a bare barrier
         if q in T.STEP_FUNCTIONS:
             step = True
             barrier = T.STEP_FUNCTIONS[q]
             if q.endswith("optimizer_step"):
                 b = keyword_arg(node, "barrier")
                 barrier = isinstance(b, cst.Name) and b.value == "True"
+                trains = True
         elif isinstance(func, cst.Attribute):
             meth = func.attr.value
             recv = last_name(func.value) or ""
             if meth in T.STEP_METHODS_ANY_RECEIVER:
-                step = True
+                step = trains = True
             elif meth == "step" and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS) and (
                 not node.args or "scaler" in recv.lower()
             ):
-                step = True  # optimizer.step(), scaler.step(optimizer)
+                step = trains = True  # optimizer.step(), scaler.step(optimizer)
             elif meth in ("mark_step", "optimizer_step") and recv in ("xm", "xla_model"):
                 step = True
                 barrier = meth == "mark_step"
+                trains = meth == "optimizer_step"
             elif meth == "sync" and recv == "torch_xla":
                 step = barrier = True
         if q in T.COMPILE_WRAPPERS:
@@ -683,9 +679,11 @@ class SemanticModel:
             if self.loop_stack:
                 loop = self.loop_stack[-1]
                 loop.direct_step_call = True
+                loop.trains = loop.trains or trains
             else:
                 self.func.step_call_outside_loops = True
                 self.func.barrier_outside_loops = self.func.barrier_outside_loops or barrier
+                self.func.trains_outside_loops = self.func.trains_outside_loops or trains
         if callee is not None:
             self.func.calls.append((callee, ctx))
             if self.loop_stack:
@@ -770,7 +768,7 @@ class SemanticModel:
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()
-        f.step_call_outside_loops = f.barrier_outside_loops = False
+        f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
         for rule in self.rules:
@@ -1290,8 +1288,8 @@ class SemanticModel:
                 return K.NOT_TENSOR
             if meth in ("get", "pop"):
                 return K.element_of(rk)
-            if meth in ("to", "cuda"):
-                return self._infer_to(e, K.CPU_TENSOR) and (K.TENSORS if self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk)
+            if meth in ("to", "cuda"):  # a batch moved to the device (BatchEncoding.to(device))
+                return K.TENSORS if meth == "cuda" or self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk
             return K.UNKNOWN
         if rk == K.MODULE:
             if meth in ("parameters", "buffers"):
@@ -1335,8 +1333,6 @@ class SemanticModel:
             cls = self._current_class()
             if cls is not None and f"{cls}.{meth}" in self.funcs:
                 return self.funcs[f"{cls}.{meth}"].return_kind
-        if isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and recv.value.value == "self":
-            pass
         return K.UNKNOWN
 
     def _infer_to(self, e: cst.Call, rk):
