@@ -670,7 +670,9 @@ class SemanticModel(TensorInference):
         node = f.node
         if not isinstance(node, cst.FunctionDef):
             return {}
-        sites = self.call_sites.get(f.key)
+        sites = list(self.call_sites.get(f.key, ()))
+        if self.facts is not None:  # and what callers in other modules pass
+            sites += [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
         if not sites:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -684,14 +686,6 @@ class SemanticModel(TensorInference):
                     seen.setdefault(names[i + offset], []).append(k)
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
-        if self.facts is not None:  # and what callers in other modules pass
-            for pos, kw, via_attr in self.facts.sites(f"{self.module_name}:{f.key}"):
-                offset = 1 if is_method else 0
-                for i, k in enumerate(pos):
-                    if i + offset < len(names):
-                        seen.setdefault(names[i + offset], []).append(k)
-                for name, k in kw.items():
-                    seen.setdefault(name, []).append(k)
         seeds = {}
         for name, ks in seen.items():
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env:
@@ -859,6 +853,8 @@ class SemanticModel(TensorInference):
                 if cls is not None and cls in self.classes:
                     attrs = self.classes[cls]["attrs"]
                     name = target.attr.value
+                    if isinstance(value, cst.Name) and value.value == "None":
+                        return  # `self.loss = None` until the first step sets it: no kind of its own
                     attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)

@@ -103,9 +103,13 @@ class Frequency:
         if not hops:
             return ""
         last = self.via[-1]
-        where = "step loop" if any(lp is self.loop for lp in last.loops) else (
-            "every step" if last.func.root else f"in `{last.func.name}()`")
-        return "called from " + " <- ".join(hops) + f" ({where})"
+        if any(lp is self.loop for lp in last.loops):
+            where = "in the step loop"
+        elif last.func.root:
+            where = f"in `{last.func.name}()`, which runs every step"
+        else:
+            where = f"in `{last.func.name}()`"
+        return "called from " + " <- ".join(hops) + " " + where
 
 
 NOT_PER_STEP = Frequency(NEVER)
