@@ -301,6 +301,12 @@ def main(argv=None) -> int:
     rows["warm"] = measure(f"xlalint -j {jobs}, warm cache",
                            xlalint + common + ["-j", str(jobs), "--cache-dir", str(cache_dir)] + files,
                            files, lines, cwd=work, env=env)
+    # pre-commit in a large project: one file asked, its project (the modules connected to it by
+    # imports) summarised from the warm cache
+    one = next((f for f in files if f.replace(os.sep, "/").endswith("torch/nn/modules/linear.py")), files[0])
+    rows["one_warm"] = measure(f"xlalint {os.path.relpath(one, os.path.dirname(os.path.dirname(one)))}, warm cache",
+                               xlalint + common + ["-j", str(jobs), "--cache-dir", str(cache_dir), one],
+                               [one], count_lines([one]), cwd=work, env=env)
 
     if args.skip_flake8:
         rows["flake8"] = skipped("flake8 --select XLA", files, lines, "--skip-flake8")
@@ -382,7 +388,7 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
     L.append("## Results\n")
     L.append("| Run | Files | Wall s | CPU s | Files/s | Lines/s | Peak MB (largest process / all processes) |")
     L.append("|---|---:|---:|---:|---:|---:|---:|")
-    order = ["parse", "j1", "jN", "cold", "warm", "flake8", "torchfix", "j1_sample"]
+    order = ["parse", "j1", "jN", "cold", "warm", "one_warm", "flake8", "torchfix", "j1_sample"]
     for k in order:
         x = r[k]
         if x.skipped:
@@ -411,7 +417,8 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
              f"{_ratio(r['cold'].wall, r['jN'].wall)} | |")
     peak = max(r[k].peak_process_mb for k in ("j1", "jN", "cold", "warm"))
     peak_tree = max(r[k].peak_tree_mb for k in ("j1", "jN", "cold", "warm"))
-    L.append(f"| xlalint peak memory, largest process / all processes | {peak:.0f} MB / {peak_tree:.0f} MB | below 300 MB |")
+    L.append(f"| xlalint peak memory, largest process / all processes | {peak:.0f} MB / {peak_tree:.0f} MB | below 500 MB |")
+    L.append(f"| one file of the project, warm cache, wall | {r['one_warm'].wall:.2f} s | well under a second |")
     if not r["flake8"].skipped:
         L.append(f"| flake8 --select XLA / xlalint -j {jobs} wall | {_ratio(r['flake8'].wall, r['jN'].wall)} | |")
     L.append(f"| findings identical for -j 1, -j {jobs}, cold and warm cache | {'yes' if consistent else '**NO**'} | yes |")
@@ -419,6 +426,9 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
     L.append("## Notes\n")
     L.append("- CPU time is user + system time of the process and every worker it started (from `wait4`); "
              "on a shared machine it is the steadier figure. Files/s and lines/s are per wall-clock second.")
+    L.append("- Every xlalint row includes the project pass: each file is summarised, the facts are solved over "
+             "the summaries, and the modules whose facts about their neighbours changed are walked again "
+             "(see the README, \"One picture of the project\").")
     L.append("- The parse row reads, decodes and `libcst.parse_module`s each file in one process: the floor "
              "for any libcst-based linter. Process start-up and imports are in every row.")
     L.append(f"- TorchFix lints about 3 files/s, so it runs on every {every}th file and xlalint is timed on "

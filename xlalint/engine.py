@@ -172,11 +172,13 @@ def analyse_module(
     facts=None,
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    call_lines: Optional[dict] = None,
 ) -> dict:
     """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
 
-    ``facts``: the project's facts about the other modules (``project.Facts``), or None alone."""
+    ``facts``: the project's facts about the other modules (``project.Facts``), or None alone;
+    ``call_lines``: the lines of this module's calls (``project.declarations``), for messages."""
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -207,7 +209,7 @@ def analyse_module(
         col = deep - (text.rfind("\n", 0, deep) + 1) + 1
         return _file_result([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
     view = facts.view(module) if facts is not None else None
-    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view)
+    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, call_lines)
 
 
 def _file_result(findings: list[Finding], codes) -> dict:
@@ -218,7 +220,8 @@ def _row(f: Finding) -> list:
     return [f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix]
 
 
-def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view) -> dict:
+def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view,
+             call_lines: Optional[dict] = None) -> dict:
     """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
         tree = cst.parse_module(text)
@@ -245,7 +248,12 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
     except RecursionError:
         return {"file": [_row(_file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
     noqa = _noqa_map(text.splitlines()) if honor_noqa else None
-    result = model.export(Locator(tree), noqa)
+    if call_lines is None and view is not None:
+        from xlalint.semantics.project import declarations
+
+        decl = declarations(text, module, is_package)
+        call_lines = decl["calls"] if decl else {}
+    result = model.export(Locator(tree), noqa, call_lines)
     result["reads"] = dict(view.reads) if view is not None else {}
     return result
 

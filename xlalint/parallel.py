@@ -151,11 +151,19 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         files = connected_files(index, asked, lambda p: _read_text(p, settings))
         index = ProjectIndex(root, files)
     results: dict = {}
-    facts = Facts(index, {})
     _SOURCES.clear()
     _SOURCES.update(sources or {})
+    # every module's names first (CPython's parser): the first walks resolve names across modules
+    _DECLS.clear()
+    for p in files:
+        d = _declarations(p, index, settings, cache)
+        if d is not None:
+            _DECLS[p] = d
+    facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in _DECLS.values()})
     pending = files
-    for _ in range(MAX_ROUNDS):
+    for n in range(MAX_ROUNDS):
+        if os.environ.get("XLALINT_DEBUG_ROUNDS"):
+            print(f"xlalint: round {n}: {len(pending)} of {len(files)} modules", file=sys.stderr)
         _run_round(pending, index, facts, settings, jobs, cache, results)
         facts = Facts(index, {r["summary"]["module"]: r["summary"] for r in results.values() if "summary" in r})
         pending = [p for p in files if "reads" in results[p] and results[p]["reads"]
@@ -169,6 +177,30 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
 
 
 _SOURCES: dict = {}  # path -> text standing for the file on disk, for this run
+_DECLS: dict = {}  # path -> its declarations (project.declarations), for this run
+
+
+def _declarations(path: str, index, settings, cache: Optional[Cache]) -> Optional[dict]:
+    from xlalint.semantics.project import declarations
+
+    data, err = _read(path, settings)
+    if err is not None:
+        return None
+    key = None
+    if cache is not None:
+        key = _cache_key(data, path, index, settings) + "d"
+        hit = cache.load(key, count=False)
+        if hit:
+            return hit[0]
+    module, is_pkg = index.module_of(path)
+    try:
+        text = engine.decode_source(data)
+    except ValueError:
+        return None
+    d = declarations(text, module, is_pkg)
+    if d is not None and key is not None:
+        cache.store(key, [d])
+    return d
 
 
 def _read(path: str, settings):
@@ -252,8 +284,10 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
         return path, None, {"file": [engine._row(err)]}
     codes = settings.codes_for(path) if settings is not None else None
     module, is_pkg = index.module_of(path)
+    decl = _DECLS.get(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
-                                   honor_noqa=honor_noqa, max_tokens=_max_tokens(settings))
+                                   honor_noqa=honor_noqa, max_tokens=_max_tokens(settings),
+                                   call_lines=decl["calls"] if decl else {})
     return path, _cache_key(data, path, index, settings), result
 
 

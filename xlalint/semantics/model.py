@@ -65,7 +65,11 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
-        self._site_nodes: dict = {}  # id(ctx) -> (call node, top index) of calls into other modules
+        # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
+        # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
+        self._site_refs: dict = {}
+        self._site_ordinals: dict = {}  # id(call node) -> occurrence (stable when a function is walked again)
+        self._site_counts: dict = {}
         # walk state
         self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None)
         self.func = self.top
@@ -508,7 +512,7 @@ class SemanticModel(TensorInference):
         self._note_call(node, q)
 
     # ------------------------------------------------------------------ what this module exports
-    def export(self, locator, noqa=None) -> dict:
+    def export(self, locator, noqa=None, call_lines: Optional[dict] = None) -> dict:
         """(summary, candidates) as plain data: what other modules may ask about this one, and what
         the rules found here with the context that decides how often it runs.
 
@@ -517,6 +521,7 @@ class SemanticModel(TensorInference):
         mod = self.module_name
         ctx_ids: dict = {}
         ctxs: list = []
+        site_lines = call_lines or {}
         loop_ids = {id(lp): i for i, lp in enumerate(self.loops)}
 
         def callee_ref(callee: str) -> str:
@@ -530,9 +535,10 @@ class SemanticModel(TensorInference):
             i = ctx_ids.get(id(ctx))
             if i is None:
                 line = 0
-                site = self._site_nodes.get(id(ctx))
+                site = self._site_refs.get(id(ctx))
                 if site is not None:
-                    line = locator.span(site[0], site[1])[0]
+                    lines = site_lines.get(site[0], ())
+                    line = lines[site[1]] if site[1] < len(lines) else 0
                 f = ctx.func
                 i = ctx_ids[id(ctx)] = len(ctxs)
                 ctxs.append([f.key if f is not self.top else "", [loop_ids[id(lp)] for lp in ctx.loops if id(lp) in loop_ids],
@@ -638,7 +644,12 @@ class SemanticModel(TensorInference):
         if callee is not None:
             self.func.calls.append((callee, ctx))
             if callee[0] == "@" or ("." in callee and callee not in self.funcs):
-                self._site_nodes[id(ctx)] = (node, self.top_index)
+                text = dotted_name(node.func) or "?"
+                ordinal = self._site_ordinals.get(id(node))
+                if ordinal is None:
+                    ordinal = self._site_ordinals[id(node)] = self._site_counts.get(text, 0)
+                    self._site_counts[text] = ordinal + 1
+                self._site_refs[id(ctx)] = (text, ordinal)
             if self.loop_stack:
                 self.loop_stack[-1].calls.append(callee)
         if self.loop_stack:
@@ -1002,3 +1013,4 @@ def _suppressed(noqa: dict, lines: set, code: str) -> bool:
             if codes is None or any(code.startswith(c) for c in codes):
                 return True
     return False
+

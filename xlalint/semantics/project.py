@@ -286,6 +286,13 @@ class Facts:
         return True
 
 
+def _seed_kind(kind):
+    """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
+    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR) or K.instance_class(kind):
+        return kind
+    return None
+
+
 class FactsView:
     """One module's reader of the facts: answers and records every question it asks."""
 
@@ -316,7 +323,17 @@ class FactsView:
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
         if op == "sites":
-            return [[list(p), sorted(kw.items()), v] for p, kw, v in f.sites(arg)]
+            # only what can seed a parameter matters to the walk (a known kind, or "not a tensor", which
+            # vetoes a seed): sites that pass nothing known are left out, so they send nobody round again
+            out = []
+            for p, kw, v in f.sites(arg):
+                p = [_seed_kind(k) for k in p]
+                kw = sorted((n, _seed_kind(k)) for n, k in kw.items() if _seed_kind(k) is not None)
+                if any(k is not None for k in p) or kw:
+                    site = [p, kw, v]
+                    if site not in out:
+                        out.append(site)
+            return sorted(out, key=repr)
         raise KeyError(key)
 
     def _ask(self, key: str):
@@ -474,3 +491,91 @@ def connected_files(index: ProjectIndex, asked: Iterable[str], read) -> list:
         seen.add(p)
         todo.extend(edges.get(p, ()))
     return sorted(seen | set(asked))
+
+
+# --------------------------------------------------------------------------------------------------
+# Declarations: what other modules need to resolve names, from CPython's parser, before any walk
+# --------------------------------------------------------------------------------------------------
+def declarations(text: str, module: str, is_package: bool) -> Optional[dict]:
+    """A module's names (functions, classes with their methods and bases, imports) and the lines of its
+    calls, from ``ast`` (about a tenth of libcst's parse): with every module's declarations known
+    before the first walk, names resolve across modules from the start and only what the walks infer
+    (returns, attributes, arguments) can send a module round again. None if CPython cannot parse it."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    pkg = module.split(".") if module != "__main__" else []
+    if not is_package:
+        pkg = pkg[:-1]
+    imports: dict = {}
+    funcs: dict = {}
+    classes: dict = {}
+
+    def dotted(node) -> Optional[str]:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        return None
+
+    def qualify(name: Optional[str]) -> Optional[str]:
+        if not name:
+            return None
+        head, _, rest = name.partition(".")
+        if head in imports:
+            return imports[head] + ("." + rest if rest else "")
+        if name in classes:
+            return f"{module}.{name}"
+        return name
+
+    def body(stmts, prefix: str, in_class: bool) -> None:
+        for s in stmts:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = prefix + s.name
+                funcs[key] = [s.name, prefix[:-1] if in_class else None, False, False, False, False, False, None, []]
+            elif isinstance(s, ast.ClassDef):
+                key = prefix + s.name
+                classes[key] = [False, {}, [b for b in (qualify(dotted(x)) for x in s.bases) if b]]
+                body(s.body, key + ".", True)
+            elif isinstance(s, ast.Import) and not prefix:
+                for a in s.names:
+                    if a.asname:
+                        imports[a.asname] = a.name
+                    else:
+                        imports[a.name.split(".")[0]] = a.name.split(".")[0]
+            elif isinstance(s, ast.ImportFrom) and not prefix:
+                base = s.module
+                if s.level:
+                    up = s.level - 1
+                    if up > len(pkg):
+                        continue
+                    base = ".".join(pkg[: len(pkg) - up] + ([s.module] if s.module else [])) or None
+                if not base:
+                    continue
+                for a in s.names:
+                    if a.name != "*":
+                        imports[a.asname or a.name] = f"{base}.{a.name}"
+            elif isinstance(s, (ast.If, ast.Try)) and not prefix:  # `try: import x` / `if TYPE_CHECKING:`
+                body(s.body, prefix, in_class)
+                for h in getattr(s, "handlers", ()):
+                    body(h.body, prefix, in_class)
+                body(s.orelse, prefix, in_class)
+
+    body(tree.body, "", False)
+    calls: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func)
+            if name:
+                calls.setdefault(name, []).append((node.lineno, node.col_offset))
+    return {
+        "summary": {"module": module, "imports": imports, "funcs": funcs, "top_calls": [], "loops": [],
+                    "ctxs": [], "classes": classes, "sites": {}},
+        "calls": {k: [ln for ln, _ in sorted(v)] for k, v in calls.items()},
+    }

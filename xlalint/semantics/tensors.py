@@ -122,6 +122,8 @@ class TensorInference:
             ops = [c.operator for c in e.comparisons]
             if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
                 return K.NOT_TENSOR
+            if any(isinstance(x, cst.Name) and x.value == "None" for x in [e.left] + [c.comparator for c in e.comparisons]):
+                return K.NOT_TENSOR  # `t == None` is False, a Python bool (Tensor.__eq__ of None)
             ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
             if any(k in K.DEVICE_TENSORS for k in ks):
                 return K.BOOL_TENSOR
