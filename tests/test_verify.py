@@ -165,6 +165,9 @@ def test_program_that_raises_exits_2_with_its_traceback(result):
     text = render_text(rep)
     assert "the program raised an exception" in text and "boom at step 2" in text
     assert len(rep.steps) == 3  # what ran before the crash is still shown
+    # The header says what happened and where, in the user's frames
+    head = text.splitlines()[0]
+    assert "3 steps (the program raised an exception at " in head and "raises.py:11 in <module>" in head
 
 
 def test_program_that_never_reaches_a_step(result):
@@ -181,6 +184,11 @@ def test_program_that_hangs_is_stopped_at_the_timeout(result):
     # Where it hung, when torch_xla had started by then (on a very slow machine the import itself may be cut).
     assert "hangs.py" in (rep.traceback or "") or "starting torch_xla" in (rep.traceback or "")
     assert rep.elapsed < 12.0 + 10.0
+    head = render_text(rep).splitlines()[0]
+    assert "(stopped at --timeout 12s" in head and "raised" not in head
+    if rep.where:  # torch_xla had started: the loop's line, in the user's frames
+        assert "hangs.py:10 in <module>" in head
+        assert rep.where[-1]["line"] == 10 and not any("_child" in f["path"] for f in rep.where)
 
 
 def test_program_arguments_after_double_dash(result):

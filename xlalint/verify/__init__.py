@@ -73,8 +73,18 @@ def collect(
     without them, and a second time with them only when the first run saw steady-state recompiles; that
     run's root causes are merged into the report. ``True``/``False`` force one run with/without them.
     """
+    from xlalint.verify.runner import Interrupts
+
+    with Interrupts.catch():
+        return _collect(target, program_args, max_steps=max_steps, timeout=timeout,
+                        findings_provider=findings_provider, warmup=warmup, trace=trace, graph_dumps=graph_dumps)
+
+
+def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps):
+    import signal
+
     from xlalint.verify import analysis
-    from xlalint.verify.runner import run_child, split_target
+    from xlalint.verify.runner import Interrupts, run_child, split_target
 
     target_file, function = split_target(target)
     notes: list = []
@@ -90,6 +100,13 @@ def collect(
     )
     output = _tail(raw.stdout + raw.stderr)
     res = raw.result
+    if res is None and raw.interrupted:
+        return _error_report(
+            target, max_steps, warmup,
+            f"interrupted by {raw.interrupted} before the program reported anything; it was stopped",
+            output=output, elapsed=raw.elapsed, exit_code=128 + int(signal.Signals[raw.interrupted]),
+            stop_reason="interrupted",
+        )
     if res is None:
         why = (
             f"the program hung past --timeout {timeout:g}s and did not stop when asked; it was killed"
@@ -118,7 +135,9 @@ def collect(
     findings = [f for f in findings if os.path.realpath(f.path) in user]
     findings.sort(key=lambda f: (os.path.realpath(f.path), f.line, getattr(f, "column", 0), f.code))
     recompiles = analysis.find_recompiles(run_) if run_.n_steps else []
-    if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles):
+    if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles) and not (
+        Interrupts.signum or status in ("timeout", "interrupted")
+    ):
         last = max(s for rc in recompiles for s in rc.steps)
         raw2 = run_child(
             target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout, trace=trace,
@@ -136,13 +155,22 @@ def collect(
     verdicts = [analysis.judge(f, run_, recompiles) for f in findings]
     misses, quiet = analysis.find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
 
+    where = res.get("where") or []
+    inside = res.get("stopped_inside")
+    if status == "interrupted" or raw.interrupted or Interrupts.signum:
+        sig = raw.interrupted or Interrupts.name() or "a signal"
+        status = "interrupted"
+        notes.append(
+            f"interrupted by {sig} after {run_.n_steps} step{'s' if run_.n_steps != 1 else ''}: the program was "
+            "stopped and every process it started was ended; the verdicts below are on what was measured until then"
+        )
     error = tb = None
     if status == "error":
         error, tb = "the program raised an exception", res.get("traceback")
     elif status == "timeout" and run_.n_steps == 0:
-        error = f"timed out after {timeout:g}s before the first step barrier; the program was stopped here:"
+        error = f"timed out after {timeout:g}s before the first step barrier"
         tb = res.get("timeout_stack") or None
-    elif run_.n_steps == 0:
+    elif run_.n_steps == 0 and status != "interrupted":
         error = (
             "the program finished without reaching a step barrier (torch_xla.sync(), xm.mark_step(), "
             "xm.optimizer_step(barrier=True) or an MpDeviceLoader iteration): nothing per step to verify"
@@ -153,15 +181,23 @@ def collect(
         )
     if status in ("exit", "os_exit") and res.get("program_exit_code"):
         notes.append(f"the program exited with status {res.get('program_exit_code')}")
+    if res.get("partial"):
+        notes.append(
+            "the program did not return to Python within the grace period (it was inside torch_xla) and was "
+            "killed: this report is what the run had measured when it was asked to stop"
+        )
     if run_.n_steps and run_.n_steps <= warmup:
         notes.append(
             f"only {run_.n_steps} steps ran, all within the {warmup} warm-up steps: steady-state recompiles "
             "could not be measured"
         )
-    exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
+    if status == "interrupted":
+        exit_code = 128 + int(signal.Signals[raw.interrupted or Interrupts.name() or "SIGINT"])
+    else:
+        exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
     return VerifyReport(
         target=target,
-        status="error" if error else ("timeout" if status == "timeout" else "ok"),
+        status="error" if error else (status if status in ("timeout", "interrupted") else "ok"),
         exit_code=exit_code,
         stop_reason=status,
         steps=run_.step_rows,
@@ -178,6 +214,10 @@ def collect(
         traceback=tb,
         program_output=output,
         elapsed=round(raw.elapsed, 2),
+        where=where,
+        stopped_inside=inside,
+        interrupted=raw.interrupted or Interrupts.name(),
+        timeout=timeout,
     )
 
 
@@ -186,12 +226,13 @@ def _tail(text: str, n: int = 40) -> str:
     return "\n".join(lines[-n:])
 
 
-def _error_report(target, max_steps, warmup, error, tb=None, output="", elapsed=0.0) -> VerifyReport:
+def _error_report(target, max_steps, warmup, error, tb=None, output="", elapsed=0.0, exit_code=2,
+                  stop_reason="error") -> VerifyReport:
     return VerifyReport(
         target=target,
         status="error",
-        exit_code=2,
-        stop_reason="error",
+        exit_code=exit_code,
+        stop_reason=stop_reason,
         steps=[],
         warmup=warmup,
         max_steps=max_steps,
@@ -224,8 +265,11 @@ def run(
     report = collect(
         target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider
     )
-    out.write(render_json(report) if fmt == "json" else render_text(report))
-    out.flush()
+    try:
+        out.write(render_json(report) if fmt == "json" else render_text(report))
+        out.flush()
+    except (OSError, ValueError):  # SIGHUP: the terminal is gone; the program was still stopped
+        pass
     return report.exit_code
 
 

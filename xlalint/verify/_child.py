@@ -36,6 +36,94 @@ class StopVerify(BaseException):
 GATE_COUNTERS = ("UncachedCompile", "CachedCompile", "xla::_to_cpu", "xla::_to_copy")
 
 
+def _proc_table() -> dict:
+    """pid -> (ppid, sid) for every process we can see (Linux /proc); {} elsewhere."""
+    out = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for n in names:
+        if not n.isdigit():
+            continue
+        try:
+            with open(f"/proc/{n}/stat", "rb") as fh:
+                data = fh.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        rest = data[data.rfind(")") + 2:].split()  # after "pid (comm) "
+        try:
+            out[int(n)] = (int(rest[1]), int(rest[3]))  # state ppid pgrp session
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def kill_tree(root: int, sig: int = signal.SIGKILL, spare: int | None = None) -> list:
+    """Send ``sig`` to ``root``'s whole session and to every descendant of ``root`` (a process the program
+    started in a session of its own too). Descendants are found BEFORE anything is killed: once their parent
+    is gone they are re-parented and could not be found any more. Returns the pids signalled."""
+    table = _proc_table()
+    victims = {p for p, (_pp, sid) in table.items() if sid == root}
+    victims.add(root)
+    grew = True
+    while grew:
+        grew = False
+        for p, (pp, _sid) in table.items():
+            if pp in victims and p not in victims:
+                victims.add(p)
+                grew = True
+    victims.discard(spare)
+    for p in sorted(victims, key=lambda p: p != root):  # the program itself first: it stops spawning
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+    if spare != root:
+        try:
+            os.killpg(root, sig)
+        except OSError:
+            pass
+    return sorted(victims)
+
+
+def _start_watchdog(fd: int, child_pid: int) -> None:
+    """Fork a tiny process that waits for EOF on the watchdog pipe (xlalint holds the other end). EOF means
+    xlalint is gone, even by SIGKILL: the watchdog kills the program's whole session, itself last.
+    Forked before torch or any thread exists, it runs no Python code of the program's."""
+    pid = os.fork()
+    if pid:
+        os.close(fd)
+        return
+    try:
+        try:
+            os.setpgid(0, 0)  # its own group: a killpg of the program's group does not take it early
+        except OSError:
+            pass
+        while True:
+            try:
+                if not os.read(fd, 64):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        kill_tree(child_pid, spare=os.getpid())
+    finally:
+        os._exit(0)
+
+
+def _set_parent_death_signal() -> None:
+    """PR_SET_PDEATHSIG: the kernel kills this process when xlalint dies (Linux; a no-op elsewhere)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def _is_library_path(path: str, excluded: tuple) -> bool:
     parts = path.replace("\\", "/").split("/")
     if "site-packages" in parts or "dist-packages" in parts:
@@ -73,6 +161,41 @@ class Recorder:
         self.dump_glob = spec.get("dump_path")
         self.eval_mode = False  # set by the user's last model.eval()/model.train(False) call
         self.main_thread = threading.get_ident()
+        self.inside = None  # (what, perf_counter at entry) while the main thread is inside a torch_xla barrier
+        self.where: list = []  # the user's frames when the run was stopped (timeout, interrupt)
+        self.stopped_inside = None
+
+    def user_stack(self, frame) -> list:
+        """The user's frames of a stack, outermost first: [{"path", "line", "function"}]."""
+        out = []
+        while frame is not None:
+            code = frame.f_code
+            if self.is_user(code.co_filename):
+                out.append({"path": os.path.realpath(code.co_filename), "line": frame.f_lineno, "function": code.co_name})
+            frame = frame.f_back
+        out.reverse()
+        return out
+
+    def note_stop(self, reason: str) -> None:
+        """Called from the control thread: remember where the main thread is and what it is doing."""
+        self.stop_reason = reason
+        self.stop_requested = True
+        frame = sys._current_frames().get(self.main_thread)
+        self.where = self.user_stack(frame)
+        inside = self.inside
+        info = {}
+        if inside is not None:
+            info = {"what": inside[0], "seconds": round(time.perf_counter() - inside[1], 2)}
+        try:
+            uc = self._cv("UncachedCompile") or 0
+            ct = self._md("CompileTime")
+            done = ct[0] if ct else 0
+            if uc > done:
+                # UncachedCompile counts a compile when it starts, CompileTime when it ends.
+                info["compiling"] = True
+        except Exception:  # noqa: BLE001
+            pass
+        self.stopped_inside = info or None
 
     # -- user files -----------------------------------------------------------------------------------
     def is_user(self, filename: str) -> bool:
@@ -245,7 +368,11 @@ class Recorder:
             if rec.stop_requested and rec.step > rec.max_steps:
                 # The program swallowed StopVerify (or tracing is off): stop at the next barrier.
                 raise StopVerify(rec.stop_reason)
-            result = real(*args, **kwargs)
+            rec.inside = ("a step barrier (torch_xla.sync / xm.mark_step)", time.perf_counter())
+            try:
+                result = real(*args, **kwargs)
+            finally:
+                rec.inside = None
             rec.end_step()
             return result
 
@@ -285,9 +412,11 @@ class Recorder:
     # -- result -------------------------------------------------------------------------------------
     def result(self, status: str, **extra) -> dict:
         lines: dict = {}
-        for (f, ln, st), n in self.hits.items():
+        hits = dict(self.hits)  # copies: the control thread may write a partial result while the program runs
+        events = {k: [v[0], v[1], v[2], dict(v[3]), v[4]] for k, v in dict(self.events).items()}
+        for (f, ln, st), n in hits.items():
             lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["hits"][str(st)] = n
-        for (f, ln, st), ev in self.events.items():
+        for (f, ln, st), ev in events.items():
             lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["events"][str(st)] = {
                 "d2h": ev[0],
                 "uncached": ev[1],
@@ -305,7 +434,9 @@ class Recorder:
         files = sorted({f for f in lines if f != "<startup>"})
         return {
             "status": status,
-            "steps": self.steps,
+            "steps": list(self.steps),
+            "where": self.where,
+            "stopped_inside": self.stopped_inside,
             "tail": end,
             "start": getattr(self, "start_totals", None),
             "lines": lines,
@@ -313,6 +444,10 @@ class Recorder:
             "file_map": {f: os.path.realpath(f) for f in files},
             **extra,
         }
+
+
+def _format_where(where: list) -> list:
+    return [f'  File "{w["path"]}", line {w["line"]}, in {w["function"]}\n' for w in where]
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -348,30 +483,73 @@ def _seed_everything(seed: int) -> None:
 def main(spec_path: str) -> int:
     with open(spec_path) as fh:
         spec = json.load(fh)
+    if spec.get("watchdog_fd") is not None:
+        _start_watchdog(int(spec["watchdog_fd"]), os.getpid())
+    _set_parent_death_signal()
+    if spec.get("parent_pid") and os.getppid() != int(spec["parent_pid"]):
+        return 0  # xlalint died before the line above ran
     result_path = spec["result_path"]
     rec = Recorder(spec)
     written = [False]
+    lock = threading.Lock()
 
-    def write(status: str, **extra):
-        if written[0]:
-            return
-        written[0] = True
-        sys.settrace(None)
-        data = rec.result(status, **extra)
-        tmp = result_path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, result_path)
+    def write(status: str, final: bool = True, **extra):
+        with lock:
+            if written[0]:
+                return
+            if final:
+                written[0] = True
+                sys.settrace(None)
+            data = rec.result(status, **extra)
+            if not final:
+                data["partial"] = True
+            tmp = result_path + (".tmp" if final else ".partial")
+            with open(tmp, "w") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, result_path)
 
-    # A timeout: the parent sends SIGUSR1; stop the program where it is and say where that was.
-    def on_timeout(signum, frame):
-        rec.stop_reason = "timeout"
+    # A stop request (the timeout, or xlalint was interrupted) comes as a line on the command pipe. The
+    # control thread notes where the program is, writes what was measured so far at once (the main thread
+    # may be deep in an XLA compile, which releases the GIL but does not return to Python for minutes),
+    # then raises StopVerify in the main thread through SIGUSR1.
+    def control(fd: int):
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(fd, 256)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return  # xlalint closed it: the watchdog process takes care of the rest
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                reason = line.decode("ascii", "replace").strip() or "timeout"
+                rec.note_stop(reason)
+                try:
+                    write(reason, final=False, timeout_stack="".join(_format_where(rec.where)))
+                except Exception:  # noqa: BLE001
+                    pass
+                try:
+                    signal.pthread_kill(rec.main_thread, signal.SIGUSR1)
+                except (OSError, ValueError):
+                    pass
+
+    def on_stop(signum, frame):
+        reason = rec.stop_reason if rec.stop_reason in ("timeout", "interrupted") else "timeout"
         rec.stop_requested = True
-        rec.timeout_stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
-        raise StopVerify("timeout")
+        if not rec.where:
+            rec.where = rec.user_stack(frame)
+        rec.timeout_stack = "".join(_format_where(rec.where))
+        raise StopVerify(reason)
 
     rec.timeout_stack = ""
-    signal.signal(signal.SIGUSR1, on_timeout)
+    signal.signal(signal.SIGUSR1, on_stop)
+    if spec.get("command_fd") is not None:
+        threading.Thread(target=control, args=(int(spec["command_fd"]),), name="xlalint-verify-control",
+                         daemon=True).start()
 
     # os._exit in user code skips every finally: write the result first.
     real_exit = os._exit
@@ -400,8 +578,8 @@ def main(spec_path: str) -> int:
         torch_xla.device()  # bring the device up before timing the user's code
         _seed_everything(0)
         rec.start_totals = rec.totals()
-    except StopVerify:
-        write("timeout", timeout_stack="(still starting torch_xla)")
+    except StopVerify as exc:
+        write(str(exc.args[0]) if exc.args else "timeout", timeout_stack="(still starting torch_xla)")
         return 0
     except BaseException as exc:  # noqa: BLE001
         write("setup_error", traceback="".join(traceback.format_exception(exc)))
@@ -438,7 +616,7 @@ def main(spec_path: str) -> int:
             runpy.run_path(target, run_name="__main__")
     except StopVerify as exc:
         status = str(exc.args[0]) if exc.args else "max_steps"
-        if status == "timeout":
+        if status in ("timeout", "interrupted"):
             extra = {"timeout_stack": rec.timeout_stack}
     except SystemExit as exc:
         code = exc.code
@@ -449,6 +627,15 @@ def main(spec_path: str) -> int:
             status = "max_steps"
         else:
             status, extra = "error", {"traceback": _user_traceback(exc)}
+            tb = exc.__traceback__
+            frames = []
+            while tb is not None:
+                code = tb.tb_frame.f_code
+                if rec.is_user(code.co_filename):
+                    frames.append({"path": os.path.realpath(code.co_filename), "line": tb.tb_lineno,
+                                   "function": code.co_name})
+                tb = tb.tb_next
+            rec.where = frames
     finally:
         sys.settrace(None)
         threading.settrace(None)
@@ -463,5 +650,8 @@ if __name__ == "__main__":
     code = main(sys.argv[1])
     sys.stdout.flush()
     sys.stderr.flush()
+    # Whatever the program started (a process in a session of its own included) ends with it: once this
+    # process is gone they would be re-parented and nobody could find them any more.
+    kill_tree(os.getpid(), spare=os.getpid())
     # Non-daemon threads of the user's program (loaders, loggers) must not keep the child alive.
     os._exit(code)

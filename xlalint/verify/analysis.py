@@ -129,6 +129,10 @@ class VerifyReport:
     traceback: str | None = None
     program_output: str = ""
     elapsed: float = 0.0
+    where: list = field(default_factory=list)  # the user's frames where the program was stopped or raised
+    stopped_inside: dict | None = None  # {"what", "seconds", "compiling"} when stopped inside torch_xla
+    interrupted: str | None = None  # SIGINT | SIGTERM | SIGHUP
+    timeout: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -563,6 +567,8 @@ def _judge_transfer(finding, run, st, ran_steps, numbers):
 
 
 def _over_steps(steps: list, run: Run) -> str:
+    if run.n_steps == 0:
+        return "before any step barrier (none was reached)"
     in_loop = [s for s in steps if s < run.n_steps]
     if len(in_loop) == len(steps):
         return f"over {_plural(len(steps), 'step')}"

@@ -27,25 +27,57 @@ def sparkline(values: list) -> str:
     return "".join(_SPARK[min(len(_SPARK) - 1, round(v / top * (len(_SPARK) - 1)))] if v else " " for v in values)
 
 
-def render_text(report) -> str:
-    out = []
-    w = out.append
-    n = len(report.steps)
+def where_text(report) -> str:
+    """Where the program was when it stopped: its innermost user frame, the callers as a path, and what
+    torch_xla was doing ("inside a step barrier for 41.2 s, an XLA compile")."""
+    where = getattr(report, "where", None) or []
+    if not where:
+        return ""
+    inner = where[-1]
+    text = f"at {_rel(inner['path'])}:{inner['line']} in {inner['function']}"
+    callers = [f"{os.path.basename(f['path'])}:{f['line']}" for f in reversed(where[:-1])]
+    if callers:
+        text += " via " + " <- ".join(callers)
+    inside = getattr(report, "stopped_inside", None)
+    if inside:
+        what = inside.get("what")
+        if inside.get("compiling"):
+            text += f", in the middle of an XLA compile ({what or 'torch_xla'} running for {inside.get('seconds', '?')} s)" \
+                if what else ", in the middle of an XLA compile"
+        elif what:
+            text += f", inside {what} for {inside.get('seconds', '?')} s"
+    return text
+
+
+def stop_text(report) -> str:
+    timeout = getattr(report, "timeout", None)
     stop = {
         "max_steps": f"stopped after --max-steps {report.max_steps}",
         "finished": "the program finished",
         "exit": "the program called sys.exit",
         "os_exit": "the program called os._exit",
-        "timeout": "stopped at --timeout",
-        "error": "the program raised",
+        "timeout": f"stopped at --timeout {timeout:g}s" if timeout else "stopped at --timeout",
+        "error": "the program raised an exception",
+        "interrupted": f"interrupted by {getattr(report, 'interrupted', None) or 'a signal'}",
     }.get(report.stop_reason, report.stop_reason)
+    where = where_text(report)
+    if where and report.stop_reason in ("timeout", "interrupted", "error"):
+        stop += " " + where
+    return stop
+
+
+def render_text(report) -> str:
+    out = []
+    w = out.append
+    n = len(report.steps)
+    stop = stop_text(report)
     warm = sum(1 for r in report.steps if r.warmup)
     steps = f"{n} step{'s' if n != 1 else ''}"
     w(f"xlalint --verify {report.target}: {steps} ({stop}); warm-up: steps 0-{max(warm, 1) - 1}")
     if report.error:
         w("")
         w(f"error: {report.error}")
-        if report.traceback:
+        if report.traceback and not (report.stop_reason == "timeout" and getattr(report, "where", None)):
             w(report.traceback.rstrip())
         if report.program_output and not report.traceback:
             w("program output (last lines):")
