@@ -78,6 +78,11 @@ JOBS = {
     "test_steady_state_recompile_is_a_miss_with_its_root_cause_line": (prog("recompile_slice.py"), (), (), 5, 120.0),
     "test_finding_at_the_root_cause_line_is_confirmed": (
         prog("recompile_slice.py"), (), (("recompile_slice.py", 10, "XLA009"),), 5, 120.0),
+    "test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count": (
+        prog("project/train.py"), (), (), 12, 300.0),
+    "test_project_findings_at_the_callers_lines_explain_the_helpers_events": (
+        prog("project/train.py"), (),
+        (("train.py", 22, "XLA001"), ("train.py", 25, "XLA001"), ("losses.py", 6, "XLA003")), 12, 300.0),
 }
 
 
@@ -248,6 +253,43 @@ def test_finding_at_the_root_cause_line_is_confirmed(result):
     assert rep.misses == []
 
 
+def test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count(result):
+    """train.py's loop calls helpers in a package beside it: every event lands once, at the innermost line
+    of the project, with the callers as a path; a helper that runs every 4 (or 6) steps is a cost."""
+    rep, prov = result
+    assert sorted(os.path.relpath(p, PROGRAMS) for p in prov.seen[0]) == [
+        "project/helpers/losses.py", "project/helpers/metrics.py", "project/train.py"
+    ]
+    where = [(os.path.relpath(m.path, PROGRAMS), m.line) for m in rep.misses]
+    assert sorted(where) == [
+        ("project/helpers/losses.py", 6), ("project/helpers/metrics.py", 6), ("project/helpers/metrics.py", 7),
+        ("project/helpers/metrics.py", 14),
+    ], [m.message for m in rep.misses]
+    by = {(os.path.basename(m.path), m.line): m for m in rep.misses}
+    fmt = by[("metrics.py", 6)]
+    assert "3 host transfers that cut the graph" in fmt.message
+    assert "on 3 of 12 steps (every 4 steps) via train.py:22" in fmt.message
+    ev = by[("metrics.py", 14)]  # one read per eval batch, 3 batches, every 6 steps
+    assert "6 host transfers" in ev.message and "on 2 of 12 steps (every 6 steps) via train.py:25" in ev.message
+    mask = by[("losses.py", 6)]
+    assert "aten::nonzero" in mask.message and "via train.py:16" in mask.message
+    assert "its backward falls back again in train.py:17" in mask.message
+    assert "steady-state recompile" in mask.kind
+    assert mask.counters["fallbacks"] == {"aten::nonzero": 12}
+    misses_text = render_text(rep).split("Misses", 1)[1].split("\n\n", 1)[0]
+    assert misses_text.count("losses.py:6: ") == 1 and "train.py:16:" not in misses_text  # one event, one place
+
+
+def test_project_findings_at_the_callers_lines_explain_the_helpers_events(result):
+    rep, _ = result
+    assert rep.misses == [], [m.message for m in rep.misses]
+    log = verdict(rep, 22, "train.py")
+    assert log.status == CONFIRMED and log.numbers["transfers"] == 6  # 2 reads x 3 log steps, in the helper
+    assert "on 3 of 12 steps (every 4 steps)" in log.evidence
+    assert verdict(rep, 25, "train.py").status == CONFIRMED
+    assert verdict(rep, 6, "losses.py").status == CONFIRMED
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Pure logic (no child process)
 # ---------------------------------------------------------------------------------------------------------
@@ -324,3 +366,27 @@ def test_first_body_step_skips_an_mpdeviceloader_setup_step():
     }
     run = analysis.Run(result, [], warmup=2)
     assert run.first_body_step == 1 and run.steady == [3, 4, 5]
+
+
+def test_a_recompile_whose_root_cause_was_not_found_is_explained_by_nothing():
+    """An XLA005 finding elsewhere does not explain a recompile with no root cause: it is a miss that
+    says what was tried, and the XLA005 finding is not confirmed by it."""
+    steps = [{"uncached": 1 + s, "cached": 0, "d2h": 0, "aten": {}, "wall": 0.1, "dump_offset": 0} for s in range(6)]
+    body = {str(s): 1 for s in range(6)}
+    result = {
+        "steps": steps,
+        "lines": {"/p/t.py": {"3": {"hits": {"0": 1}, "events": {}},
+                              "9": {"hits": body, "events": {str(s): {"d2h": 0, "uncached": 1, "cached": 0,
+                                                                       "aten": {}, "eval_uncached": 0}
+                                                             for s in range(6)}}}},
+    }
+    run = analysis.Run(result, [], warmup=2)
+    recompiles = analysis.find_recompiles(run)
+    assert recompiles and not recompiles[0].root_causes
+    xla005 = finding("/p/t.py", 3, "XLA005")
+    misses, _ = analysis.find_misses(run, [xla005], recompiles)
+    assert recompiles[0].explained_by == []
+    [miss] = misses
+    assert miss.kind == "steady-state recompile" and "root cause not found: graph dumps were off" in miss.message
+    v = analysis.judge(xla005, run, recompiles)
+    assert v.status == NOT_CONFIRMED and "no input whose shape changed was found (tried: " in v.evidence

@@ -62,7 +62,7 @@ def collect(
     timeout: float = 300.0,
     findings_provider=None,
     warmup: int = DEFAULT_WARMUP,
-    trace: bool = True,
+    trace: bool | str = True,
     graph_dumps: str | bool = "auto",
 ) -> VerifyReport:
     """Run ``target`` under torch_xla in a child process and build the report. Never raises for the
@@ -95,7 +95,10 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         list(program_args),
         max_steps=max_steps,
         timeout=timeout,
-        trace=trace,
+        # IR debug locations name the innermost Python frame that created a node: under the event
+        # attribution's TorchFunctionMode that would be xlalint's own frame, so a run with graph dumps
+        # attributes with the line tracer (its timings are never the ones reported).
+        trace=("lines" if trace else False) if graph_dumps is True else trace,
         graph_dumps=graph_dumps is True,
     )
     output = _tail(raw.stdout + raw.stderr)
@@ -140,8 +143,8 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     ):
         last = max(s for rc in recompiles for s in rc.steps)
         raw2 = run_child(
-            target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout, trace=trace,
-            graph_dumps=True,
+            target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout,
+            trace="lines" if trace else False, graph_dumps=True,
         )
         if raw2.result is not None and raw2.result.get("steps"):
             run2 = analysis.Run(raw2.result, raw2.graphs, warmup=warmup)

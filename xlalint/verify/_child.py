@@ -16,6 +16,8 @@ How attribution works (see README of the package for the measurements):
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 import os
 import signal
@@ -153,11 +155,21 @@ class Recorder:
         self.stop_reason = None
         self.cur = None  # (filename, line) executing since the last event
         self.hits: dict = {}  # (file, line, step) -> count
-        self.events: dict = {}  # (file, line, step) -> [d2h, uncached, cached, {aten: n}]
+        self.events: dict = {}  # (file, line, step) -> [d2h, uncached, cached, {aten: n}, eval_uncached]
+        self.via: dict = {}  # the same, charged to each user caller on the event's stack
+        self.paths: dict = {}  # (file, line) -> {(caller (file, line), ...): n}
+        self.user_code: dict = {}  # code object -> is it the user's
+        self.attribution = spec.get("attribution", "events") if spec.get("trace", True) else "off"
+        self.probe_counts: list = []  # probe id -> runs since the last step barrier
+        self.probe_spans: list = []  # probe id -> (file, first line, last line)
+        self.probe_hits: dict = {}  # (probe id, step) -> runs
+        self.op = None  # the torch function the main thread is in (event attribution), and since when
+        self.op_t0 = 0.0
+        self.mode_code = None
         self.steps: list = []
         self.t_start = time.perf_counter()
         self.t_last_step = self.t_start
-        self.trace_enabled = bool(spec.get("trace", True))
+        self.trace_enabled = bool(spec.get("trace", True)) and spec.get("attribution", "events") == "lines"
         self.dump_glob = spec.get("dump_path")
         self.eval_mode = False  # set by the user's last model.eval()/model.train(False) call
         self.main_thread = threading.get_ident()
@@ -184,6 +196,9 @@ class Recorder:
         self.where = self.user_stack(frame)
         inside = self.inside
         info = {}
+        if inside is None and frame is not None and frame.f_code is self.mode_code and self.op is not None:
+            name = getattr(self.op, "__qualname__", None) or getattr(self.op, "__name__", None) or str(self.op)
+            inside = (f"torch_xla running {name}", self.op_t0)
         if inside is not None:
             info = {"what": inside[0], "seconds": round(time.perf_counter() - inside[1], 2)}
         try:
@@ -238,8 +253,9 @@ class Recorder:
         cv = self._cv
         return {n: cv(n) for n in self._names() if n.startswith("aten::") or n == "xla::_local_scalar_dense"}
 
-    def flush(self):
-        """Charge whatever moved since the last event to the line that was running (self.cur)."""
+    def flush(self, frame=None):
+        """Charge whatever moved since the last check: to the innermost user frame at or above ``frame``
+        (event attribution), or to the line that was running (self.cur, the line tracer)."""
         gate = self.read_gate()
         old = self.gate
         if gate == old:
@@ -259,18 +275,61 @@ class Recorder:
         self.aten = aten
         if not (dd or duc or dcc or fb):
             return
-        cur = self.cur or ("<startup>", 0)
-        key = (cur[0], cur[1], self.step)
-        ev = self.events.get(key)
+        if frame is not None:
+            cur, callers = self.locate(frame)
+        else:
+            cur, callers = (self.cur or ("<startup>", 0)), ()
+        step = self.step
+        eval_uc = duc if self.eval_mode else 0
+        self._add(self.events, (cur[0], cur[1], step), dd, duc, dcc, fb, eval_uc)
+        if callers:
+            # The same event, seen from each caller up the stack: a finding at a caller's line ("log(loss)"
+            # in train.py) is on this event's stack and explains it; the event itself is charged once, above.
+            for c in set(callers):
+                self._add(self.via, (c[0], c[1], step), dd, duc, dcc, fb, eval_uc)
+            per = self.paths.setdefault(cur, {})
+            if len(per) < 8 or callers in per:
+                per[callers] = per.get(callers, 0) + 1
+
+    @staticmethod
+    def _add(table, key, dd, duc, dcc, fb, eval_uc):
+        ev = table.get(key)
         if ev is None:
-            ev = self.events[key] = [0, 0, 0, {}, 0]
+            ev = table[key] = [0, 0, 0, {}, 0]
         ev[0] += dd
         ev[1] += duc
         ev[2] += dcc
-        if self.eval_mode:
-            ev[4] += duc
+        ev[4] += eval_uc
         for n, v in fb.items():
             ev[3][n] = ev[3].get(n, 0) + v
+
+    def locate(self, frame):
+        """(file, line) of the innermost user frame at or above ``frame``, and its user callers, innermost first."""
+        uc = self.user_code
+        is_user = self.is_user
+        f = frame
+        while f is not None:
+            code = f.f_code
+            u = uc.get(code)
+            if u is None:
+                u = uc[code] = is_user(code.co_filename)
+            if u:
+                break
+            f = f.f_back
+        if f is None:
+            return ("<startup>", 0), ()
+        cur = (f.f_code.co_filename, f.f_lineno)
+        callers = []
+        g = f.f_back
+        while g is not None:
+            code = g.f_code
+            u = uc.get(code)
+            if u is None:
+                u = uc[code] = is_user(code.co_filename)
+            if u:
+                callers.append((code.co_filename, g.f_lineno))
+            g = g.f_back
+        return cur, tuple(callers)
 
     def totals(self) -> dict:
         cv = self._cv
@@ -349,8 +408,10 @@ class Recorder:
             finally:
                 depth[0] -= 1
                 if depth[0] == 0:  # the outermost call (not the recursion into children)
-                    if rec.trace_enabled:
+                    if rec.attribution == "lines":
                         rec.flush()
+                    elif rec.attribution == "events":
+                        rec.flush(sys._getframe(1))
                     rec.eval_mode = not bool(mode)
 
         train.__doc__ = real_train.__doc__
@@ -368,11 +429,16 @@ class Recorder:
             if rec.stop_requested and rec.step > rec.max_steps:
                 # The program swallowed StopVerify (or tracing is off): stop at the next barrier.
                 raise StopVerify(rec.stop_reason)
+            events = rec.attribution == "events"
+            if events:
+                rec.flush(sys._getframe(1))
             rec.inside = ("a step barrier (torch_xla.sync / xm.mark_step)", time.perf_counter())
             try:
                 result = real(*args, **kwargs)
             finally:
                 rec.inside = None
+            if events:
+                rec.flush(sys._getframe(1))  # the step's compile and execution: charged to the barrier's caller
             rec.end_step()
             return result
 
@@ -393,10 +459,21 @@ class Recorder:
             pass
         return total
 
+    def fold_probes(self, step: int) -> None:
+        counts = self.probe_counts
+        ph = self.probe_hits
+        for i, n in enumerate(counts):
+            if n:
+                counts[i] = 0
+                key = (i, step)
+                ph[key] = ph.get(key, 0) + n
+
     def end_step(self):
         if self.trace_enabled:
             self.flush()
         now = time.perf_counter()
+        if self.probe_counts:
+            self.fold_probes(self.step)
         tot = self.totals()
         tot["wall"] = now - self.t_last_step
         tot["dump_offset"] = self.dump_size()
@@ -413,17 +490,38 @@ class Recorder:
     def result(self, status: str, **extra) -> dict:
         lines: dict = {}
         hits = dict(self.hits)  # copies: the control thread may write a partial result while the program runs
+        # Probes: runs since the last barrier belong to the step after it (the tail), like the tracer's lines.
+        probe_hits = dict(self.probe_hits)
+        for i, n in enumerate(list(self.probe_counts)):
+            if n:
+                probe_hits[(i, self.step)] = probe_hits.get((i, self.step), 0) + n
+        spans = list(self.probe_spans)
+        for (i, st), n in probe_hits.items():
+            f, a, b = spans[i]
+            for ln in range(a, b + 1):
+                key = (f, ln, st)
+                hits[key] = max(hits.get(key, 0), n)
         events = {k: [v[0], v[1], v[2], dict(v[3]), v[4]] for k, v in dict(self.events).items()}
+        via = {k: [v[0], v[1], v[2], dict(v[3]), v[4]] for k, v in dict(self.via).items()}
+
+        def entry(f, ln):
+            return lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})
+
         for (f, ln, st), n in hits.items():
-            lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["hits"][str(st)] = n
-        for (f, ln, st), ev in events.items():
-            lines.setdefault(f, {}).setdefault(str(ln), {"hits": {}, "events": {}})["events"][str(st)] = {
-                "d2h": ev[0],
-                "uncached": ev[1],
-                "cached": ev[2],
-                "aten": ev[3],
-                "eval_uncached": ev[4],
-            }
+            entry(f, ln)["hits"][str(st)] = n
+        for table, name in ((events, "events"), (via, "via")):
+            for (f, ln, st), ev in table.items():
+                entry(f, ln).setdefault(name, {})[str(st)] = {
+                    "d2h": ev[0],
+                    "uncached": ev[1],
+                    "cached": ev[2],
+                    "aten": ev[3],
+                    "eval_uncached": ev[4],
+                }
+        for (f, ln), per in dict(self.paths).items():
+            entry(f, ln)["paths"] = [
+                {"callers": [[os.path.realpath(c[0]), c[1]] for c in callers], "n": n} for callers, n in per.items()
+            ]
         end = {}
         try:
             end = self.totals()
@@ -448,6 +546,122 @@ class Recorder:
 
 def _format_where(where: list) -> list:
     return [f'  File "{w["path"]}", line {w["line"]}, in {w["function"]}\n' for w in where]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Event attribution: which user lines ran (probes compiled into the user's modules) and where each counter
+# moved (a TorchFunctionMode that checks the counters after every torch call of the main thread, and the
+# step-barrier and train/eval hooks). No tracer: library code runs at full speed.
+# ---------------------------------------------------------------------------------------------------------
+PROBE = "__xlalint_hit__"
+_DOC_PARENTS = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _span(st) -> tuple:
+    """The lines of a statement a probe stands for: a simple statement's lines, a compound statement's header."""
+    start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
+    body = getattr(st, "body", None)
+    if isinstance(body, list) and body:
+        end = max(st.lineno, body[0].lineno - 1)
+    else:
+        end = getattr(st, "end_lineno", None) or st.lineno
+    return start, end
+
+
+def _add_probes(node, rec, path: str) -> None:
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        val = getattr(node, name, None)
+        if not isinstance(val, list) or not val:
+            continue
+        if name in ("handlers", "cases"):
+            for h in val:
+                _add_probes(h, rec, path)
+            continue
+        if not isinstance(val[0], ast.stmt):
+            continue
+        new = []
+        for i, st in enumerate(val):
+            _add_probes(st, rec, path)
+            docstring = (
+                i == 0 and name == "body" and isinstance(node, _DOC_PARENTS) and isinstance(st, ast.Expr)
+                and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str)
+            )
+            future = isinstance(st, ast.ImportFrom) and st.module == "__future__"
+            if not (docstring or future):
+                a, b = _span(st)
+                pid = len(rec.probe_spans)
+                rec.probe_spans.append((path, a, b))
+                rec.probe_counts.append(0)
+                loc = dict(lineno=st.lineno, col_offset=st.col_offset, end_lineno=st.lineno, end_col_offset=st.col_offset)
+                call = ast.Call(ast.Name(PROBE, ast.Load(), **loc), [ast.Constant(pid, **loc)], [], **loc)
+                new.append(ast.Expr(call, **loc))
+            new.append(st)
+        setattr(node, name, new)
+
+
+def instrumented_code(source, path: str, rec):
+    """The module's code with a probe before every statement (one list increment when it runs)."""
+    tree = ast.parse(source, filename=path)
+    _add_probes(tree, rec, path)
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
+def install_probes(rec) -> None:
+    """The probe function (a builtin, so every instrumented module finds it) and an import hook that
+    instruments the user's modules (files of the project: any module under the project root)."""
+    import importlib.machinery
+
+    counts = rec.probe_counts
+
+    def hit(i):
+        counts[i] += 1
+
+    setattr(builtins, PROBE, hit)
+
+    class Loader(importlib.machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            return instrumented_code(self.get_data(path), path, rec)
+
+    class Finder:
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+            if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+                return None
+            if not spec.origin or not rec.is_user(spec.origin):
+                return None
+            spec.loader = Loader(fullname, spec.origin)
+            return spec
+
+        @staticmethod
+        def invalidate_caches():
+            pass
+
+    sys.meta_path.insert(0, Finder)
+    rec.loader_class = Loader
+
+
+def make_event_mode(rec):
+    """A TorchFunctionMode (thread-local: the main thread's torch calls only) that checks the gate counters
+    after every torch function and, when they moved, charges the difference to the innermost user frame."""
+    from torch.overrides import TorchFunctionMode
+
+    read_gate = rec.read_gate
+    getframe = sys._getframe
+    clock = time.perf_counter
+
+    class _Attribute(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            rec.op = func
+            rec.op_t0 = clock()
+            result = func(*args, **kwargs) if kwargs else func(*args)
+            if read_gate() != rec.gate:
+                rec.flush(getframe(1))
+            return result
+
+    rec.mode_code = _Attribute.__torch_function__.__code__
+    return _Attribute()
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -587,17 +801,25 @@ def main(spec_path: str) -> int:
 
     os._exit = _exit
     status, extra = "finished", {}
+    events = rec.attribution == "events"
+    mode = None
+    if events:
+        install_probes(rec)
+        mode = make_event_mode(rec)
     rec.t_start = rec.t_last_step = time.perf_counter()
     if rec.trace_enabled:
         tracer = rec.make_global_tracer()
         threading.settrace(tracer)
         sys.settrace(tracer)
     try:
+        if mode is not None:
+            mode.__enter__()
         if func:
             import importlib.util
 
             modname = "__xlalint_verify_target__"
-            sp = importlib.util.spec_from_file_location(modname, target)
+            loader = rec.loader_class(modname, target) if events else None
+            sp = importlib.util.spec_from_file_location(modname, target, loader=loader)
             mod = importlib.util.module_from_spec(sp)
             sys.modules[modname] = mod
             sp.loader.exec_module(mod)
@@ -610,6 +832,16 @@ def main(spec_path: str) -> int:
                 }
             else:
                 fn()
+        elif events:
+            import types
+
+            with open(target, "rb") as fh:
+                code = instrumented_code(fh.read(), target, rec)
+            main_mod = types.ModuleType("__main__")
+            main_mod.__dict__.update(__file__=target, __cached__=None, __loader__=None, __package__=None,
+                                     __spec__=None, __builtins__=builtins)
+            sys.modules["__main__"] = main_mod
+            exec(code, main_mod.__dict__)
         else:
             import runpy
 
@@ -640,8 +872,15 @@ def main(spec_path: str) -> int:
         sys.settrace(None)
         threading.settrace(None)
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        if mode is not None:
+            try:
+                mode.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001  (the program left the mode stack unbalanced)
+                pass
     if rec.trace_enabled:
         rec.flush()
+    elif events:
+        rec.flush(None)
     write(status, **extra)
     return 0
 

@@ -94,6 +94,22 @@ def split_target(target: str) -> tuple:
     return target, None
 
 
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(target_file: str) -> str | None:
+    """The user's project: the nearest directory at or above the program with a pyproject.toml, setup.py,
+    setup.cfg or .git. None when there is none."""
+    cur = os.path.dirname(os.path.realpath(target_file))
+    while True:
+        if any(os.path.exists(os.path.join(cur, m)) for m in PROJECT_MARKERS):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
 def child_env(dump_path: str | None) -> dict:
     env = dict(os.environ)
     env.setdefault("PJRT_DEVICE", "CPU")  # whatever the user set, else the CPU device
@@ -111,7 +127,7 @@ def run_child(
     *,
     max_steps: int = 20,
     timeout: float = 300.0,
-    trace: bool = True,
+    trace: bool | str = True,
     graph_dumps: bool = True,
     python: str | None = None,
     user_roots: list | None = None,
@@ -121,7 +137,10 @@ def run_child(
     with tempfile.TemporaryDirectory(prefix="xlalint-verify-") as tmp:
         result_path = os.path.join(tmp, "result.json")
         dump_path = os.path.join(tmp, "graphs.txt") if graph_dumps else None
-        roots = user_roots or [os.path.dirname(target_file), os.getcwd()]
+        # The user's code: any module under the project root (else the program's directory and the working
+        # directory); site-packages, the standard library and xlalint itself never are.
+        root = project_root(target_file)
+        roots = user_roots or ([root] if root else [os.path.dirname(target_file), os.getcwd()])
         spec = {
             "target_file": target_file,
             "function": function,
@@ -130,7 +149,8 @@ def run_child(
             "result_path": result_path,
             "dump_path": dump_path,
             "user_roots": roots,
-            "trace": trace,
+            "trace": bool(trace),
+            "attribution": "lines" if trace == "lines" else "events",
         }
         spec_path = os.path.join(tmp, "spec.json")
         out_path = os.path.join(tmp, "stdout.txt")
