@@ -78,6 +78,12 @@ JOBS = {
     "test_steady_state_recompile_is_a_miss_with_its_root_cause_line": (prog("recompile_slice.py"), (), (), 5, 120.0),
     "test_finding_at_the_root_cause_line_is_confirmed": (
         prog("recompile_slice.py"), (), (("recompile_slice.py", 10, "XLA009"),), 5, 120.0),
+    "test_missing_step_barrier_is_found_early_and_named": (
+        prog("char_gpt.py"), ("--device=xla",), (("char_gpt.py", 97, "XLA010"), ("char_gpt.py", 108, "XLA001")),
+        8, 300.0),
+    "test_with_the_barrier_the_same_script_runs_steps": (
+        prog("char_gpt.py"), ("--device=xla", "--barrier", "--max-iters", "6"), (("char_gpt.py", 97, "XLA010"),),
+        8, 300.0),
     "test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count": (
         prog("project/train.py"), (), (), 12, 300.0),
     "test_project_findings_at_the_callers_lines_explain_the_helpers_events": (
@@ -288,6 +294,38 @@ def test_project_findings_at_the_callers_lines_explain_the_helpers_events(result
     assert "on 3 of 12 steps (every 4 steps)" in log.evidence
     assert verdict(rep, 25, "train.py").status == CONFIRMED
     assert verdict(rep, 6, "losses.py").status == CONFIRMED
+
+
+def test_missing_step_barrier_is_found_early_and_named(result):
+    """nanoGPT's mistake: a loop written for GPU, run with --device=xla, never reaches a barrier. The run
+    stops after 3 iterations whose pending graph grew, names the loop, and keeps every measurement."""
+    rep, _ = result
+    assert rep.stop_reason == "no_barrier" and rep.status == "no-barrier" and rep.error is None
+    nb = rep.no_barrier
+    assert (os.path.basename(nb["loop"]["path"]), nb["loop"]["line"]) == ("char_gpt.py", 97)
+    sizes = [r["ir_nodes"] for r in nb["iterations"]]
+    assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
+    assert "torch_xla.sync()" in nb["fix"]
+    v = verdict(rep, 97)
+    assert v.status == CONFIRMED and "without reaching a step barrier" in v.evidence
+    assert "optimizer.step() at char_gpt.py:103" in v.evidence
+    read = verdict(rep, 108)  # the per-iteration loss read: each compiled a new, larger graph
+    assert read.status == CONFIRMED and "with no step barrier reached" in read.evidence
+    assert "extra graph execution" not in read.evidence and "after the last step" not in read.evidence
+    assert rep.misses == []  # the XLA010 finding explains it
+    text = render_text(rep)
+    head = text.splitlines()[0]
+    assert "0 steps (stopped early: the training loop never reaches a step barrier" in head and "raised" not in head
+    assert "Missing step barrier at " in text and "char_gpt.py:97" in text
+    assert rep.exit_code == 1
+
+
+def test_with_the_barrier_the_same_script_runs_steps(result):
+    rep, _ = result
+    assert rep.no_barrier is None and rep.stop_reason == "finished" and len(rep.steps) == 6
+    v = verdict(rep, 97)
+    assert v.status == NOT_CONFIRMED and "reached a step barrier on 6 steps" in v.evidence
+    assert not [m for m in rep.misses if m.kind == "missing step barrier"]
 
 
 # ---------------------------------------------------------------------------------------------------------

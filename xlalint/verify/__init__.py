@@ -167,13 +167,20 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             f"interrupted by {sig} after {run_.n_steps} step{'s' if run_.n_steps != 1 else ''}: the program was "
             "stopped and every process it started was ended; the verdicts below are on what was measured until then"
         )
+    nb = analysis.no_barrier_info(run_) if status == "no_barrier" else None
+    if nb and not any(v.finding.code == "XLA010" and v.status == CONFIRMED for v in verdicts):
+        loop = nb.get("loop") or {"path": nb["step_line"][0], "line": nb["step_line"][1]}
+        misses.append(analysis.Miss(
+            loop["path"], loop["line"], "missing step barrier", nb["message"] + "; fix: " + nb["fix"],
+            0, 0, {"iterations": nb["iterations"]},
+        ))
     error = tb = None
     if status == "error":
         error, tb = "the program raised an exception", res.get("traceback")
     elif status == "timeout" and run_.n_steps == 0:
         error = f"timed out after {timeout:g}s before the first step barrier"
         tb = res.get("timeout_stack") or None
-    elif run_.n_steps == 0 and status != "interrupted":
+    elif run_.n_steps == 0 and status not in ("interrupted", "no_barrier"):
         error = (
             "the program finished without reaching a step barrier (torch_xla.sync(), xm.mark_step(), "
             "xm.optimizer_step(barrier=True) or an MpDeviceLoader iteration): nothing per step to verify"
@@ -200,7 +207,9 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
     return VerifyReport(
         target=target,
-        status="error" if error else (status if status in ("timeout", "interrupted") else "ok"),
+        status="error" if error else (
+            status if status in ("timeout", "interrupted") else ("no-barrier" if nb else "ok")
+        ),
         exit_code=exit_code,
         stop_reason=status,
         steps=run_.step_rows,
@@ -221,6 +230,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         stopped_inside=inside,
         interrupted=raw.interrupted or Interrupts.name(),
         timeout=timeout,
+        no_barrier=nb,
     )
 
 

@@ -173,6 +173,9 @@ class Recorder:
         self.dump_glob = spec.get("dump_path")
         self.eval_mode = False  # set by the user's last model.eval()/model.train(False) call
         self.main_thread = threading.get_ident()
+        self.no_barrier = None
+        self.since_barrier = {}
+        self.iter_base = {}
         self.inside = None  # (what, perf_counter at entry) while the main thread is inside a torch_xla barrier
         self.where: list = []  # the user's frames when the run was stopped (timeout, interrupt)
         self.stopped_inside = None
@@ -393,6 +396,88 @@ class Recorder:
             self.hits[key] = self.hits.get(key, 0) + 1
         return self.thread_tracer
 
+    # -- a missing step barrier ------------------------------------------------------------------------
+    #: Optimizer steps of one optimizer with no barrier in between, each with a larger pending graph, after
+    #: which the run is stopped and the missing barrier named (nanoGPT: iterations of 3.3, 4.7, 12.8, 20 s...).
+    NO_BARRIER_ITERATIONS = 3
+
+    def install_optimizer_hook(self):
+        """Each ``optimizer.step()`` of a training loop: with no step barrier since the previous one of the
+        same optimizer, measure the pending graph of its first parameter (IR nodes) and what the iteration
+        cost; when it grew for NO_BARRIER_ITERATIONS iterations in a row, stop: the barrier is missing."""
+        import torch_xla
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        X = torch_xla._XLAC
+        rec = self
+        self.since_barrier: dict = {}  # id(optimizer) -> [iteration rows]
+
+        def ir_nodes(opt):
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    try:
+                        text = X._get_xla_tensors_text([p])
+                    except Exception:  # noqa: BLE001
+                        return None
+                    return sum(1 for ln in text.splitlines() if ln.lstrip().startswith("%"))
+            return None
+
+        def hook(opt, args, kwargs):
+            rows = rec.since_barrier.setdefault(id(opt), [])
+            if len(rows) >= rec.NO_BARRIER_ITERATIONS or rec.stop_requested:
+                return
+            now = time.perf_counter()
+            ct = rec._md("CompileTime")
+            row = {
+                "ir_nodes": ir_nodes(opt),
+                "uncached": rec._cv("UncachedCompile") or 0,
+                "cached": rec._cv("CachedCompile") or 0,
+                "d2h": rec.read_d2h(),
+                "compile_ns": ct[1] if ct else 0,
+                "t": now,
+            }
+            rows.append(row)
+            sizes = [r["ir_nodes"] for r in rows]
+            if len(rows) < rec.NO_BARRIER_ITERATIONS or None in sizes:
+                return
+            if all(b > a for a, b in zip(sizes, sizes[1:])):
+                cur, callers = rec.locate(sys._getframe(1))
+                frames = [cur] + list(callers)
+                rec.no_barrier = {
+                    "step_line": [os.path.realpath(cur[0]), cur[1]],
+                    "callers": [[os.path.realpath(f), ln] for f, ln in callers],
+                    "iterations": [
+                        {
+                            "ir_nodes": r["ir_nodes"],
+                            "uncached": r["uncached"] - (rows[i - 1]["uncached"] if i else rec.iter_base["uncached"]),
+                            "cached": r["cached"] - (rows[i - 1]["cached"] if i else rec.iter_base["cached"]),
+                            "transfers": r["d2h"] - (rows[i - 1]["d2h"] if i else rec.iter_base["d2h"]),
+                            "compile_s": round((r["compile_ns"] - (rows[i - 1]["compile_ns"] if i
+                                                                   else rec.iter_base["compile_ns"])) / 1e9, 3),
+                            "wall_s": round(r["t"] - (rows[i - 1]["t"] if i else rec.iter_base["t"]), 3),
+                        }
+                        for i, r in enumerate(rows)
+                    ],
+                }
+                rec.where = [{"path": os.path.realpath(f), "line": ln, "function": ""} for f, ln in reversed(frames)]
+                rec.stop_requested = True
+                rec.stop_reason = "no_barrier"
+                raise StopVerify("no_barrier")
+
+        register_optimizer_step_post_hook(hook)
+
+    def reset_iterations(self):
+        """A step barrier (or the start): iterations are counted from here."""
+        self.since_barrier = {}
+        ct = self._md("CompileTime")
+        self.iter_base = {
+            "uncached": self._cv("UncachedCompile") or 0,
+            "cached": self._cv("CachedCompile") or 0,
+            "d2h": self.read_d2h(),
+            "compile_ns": ct[1] if ct else 0,
+            "t": time.perf_counter(),
+        }
+
     def install_mode_hook(self):
         """Know whether the model is in eval mode when a graph compiles (XLA004's evidence)."""
         import torch.nn as nn
@@ -478,6 +563,8 @@ class Recorder:
         tot["wall"] = now - self.t_last_step
         tot["dump_offset"] = self.dump_size()
         self.steps.append(tot)
+        if self.since_barrier:
+            self.reset_iterations()
         self.t_last_step = time.perf_counter()  # do not charge our own bookkeeping to the next step
         self.step += 1
         if self.step >= self.max_steps and not self.stop_requested:
@@ -534,6 +621,7 @@ class Recorder:
             "status": status,
             "steps": list(self.steps),
             "where": self.where,
+            "no_barrier": self.no_barrier,
             "stopped_inside": self.stopped_inside,
             "tail": end,
             "start": getattr(self, "start_totals", None),
@@ -789,6 +877,7 @@ def main(spec_path: str) -> int:
         rec.setup_counters()
         rec.install_step_hook()
         rec.install_mode_hook()
+        rec.install_optimizer_hook()
         torch_xla.device()  # bring the device up before timing the user's code
         _seed_everything(0)
         rec.start_totals = rec.totals()
@@ -807,6 +896,7 @@ def main(spec_path: str) -> int:
         install_probes(rec)
         mode = make_event_mode(rec)
     rec.t_start = rec.t_last_step = time.perf_counter()
+    rec.reset_iterations()
     if rec.trace_enabled:
         tracer = rec.make_global_tracer()
         threading.settrace(tracer)
@@ -850,6 +940,8 @@ def main(spec_path: str) -> int:
         status = str(exc.args[0]) if exc.args else "max_steps"
         if status in ("timeout", "interrupted"):
             extra = {"timeout_stack": rec.timeout_stack}
+        elif status == "no_barrier" and rec.no_barrier is None:
+            status = "max_steps"
     except SystemExit as exc:
         code = exc.code
         status, extra = "exit", {"program_exit_code": code if isinstance(code, int) else (0 if code is None else 1)}

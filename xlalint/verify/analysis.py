@@ -134,6 +134,7 @@ class VerifyReport:
     stopped_inside: dict | None = None  # {"what", "seconds", "compiling"} when stopped inside torch_xla
     interrupted: str | None = None  # SIGINT | SIGTERM | SIGHUP
     timeout: float | None = None
+    no_barrier: dict | None = None  # the loop that never reaches a step barrier, and the growth measured
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -515,7 +516,64 @@ def _cut_lines(run: Run, step: int) -> list:
 # ---------------------------------------------------------------------------------------------------------
 # Verdicts
 # ---------------------------------------------------------------------------------------------------------
+FIX_NO_BARRIER = (
+    "call torch_xla.sync() (xm.mark_step()) once per iteration, after optimizer.step(), or iterate the "
+    "loader through MpDeviceLoader; the fixes of other findings that defer work to a step "
+    "(xm.add_step_closure) only work once the loop has a barrier"
+)
+
+
+def enclosing_loop(path: str, line: int):
+    """(first, last) line of the innermost for/while loop whose body holds ``line``, or None."""
+    tree = _AST_CACHE.get(path)
+    if tree is None:
+        enclosing_condition_lines(path, line)  # parses and caches
+        tree = _AST_CACHE.get(path)
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            end = getattr(node, "end_lineno", node.lineno) or node.lineno
+            if node.lineno < line <= end and (best is None or node.lineno > best[0]):
+                best = (node.lineno, end)
+    return best
+
+
+def no_barrier_info(run: Run) -> dict | None:
+    """What the child measured when a training loop never reached a step barrier: the loop's line (around
+    the optimizer.step() call, or around one of its callers), the growth per iteration, and the fix."""
+    nb = run.result.get("no_barrier")
+    if not nb:
+        return None
+    if "loop" in nb:
+        return nb
+    frames = [tuple(nb["step_line"])] + [tuple(c) for c in nb.get("callers", [])]
+    loop = None
+    for p, ln in frames:
+        span = enclosing_loop(p, ln)
+        if span:
+            loop = {"path": p, "line": span[0], "end_line": span[1]}
+            break
+    its = nb["iterations"]
+    nodes = " -> ".join(f"{r['ir_nodes']:,}" for r in its)
+    compiles = ", ".join(str(r["uncached"]) for r in its)
+    secs = ", ".join(f"{r['compile_s']:g}" for r in its)
+    walls = ", ".join(f"{r['wall_s']:g}" for r in its)
+    step_at = f"{os.path.basename(nb['step_line'][0])}:{nb['step_line'][1]}"
+    where = f"the loop at {os.path.basename(loop['path'])}:{loop['line']}" if loop else "the training loop"
+    nb["loop"] = loop
+    nb["message"] = (
+        f"{where} ran {len(its)} training iterations (optimizer.step() at {step_at}) without reaching a step "
+        f"barrier, and the pending graph grew every iteration: {nodes} IR nodes (first parameter's graph); "
+        f"uncached compiles per iteration {compiles}, compile time {secs} s, wall time {walls} s; "
+        f"stopped after {len(its)} iterations"
+    )
+    nb["fix"] = FIX_NO_BARRIER
+    return nb
+
+
 def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
+    if finding.code == "XLA010":
+        return _judge_missing_barrier(finding, run)
     # A finding answers for the events at its lines and for those further down the stack it is the caller of.
     st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line), via=True)
     code = finding.code
@@ -567,6 +625,27 @@ def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
     return FindingVerdict(finding, NOT_CONFIRMED, _not_confirmed(st, run, where_ran), numbers)
 
 
+def _judge_missing_barrier(finding, run: Run) -> FindingVerdict:
+    nb = no_barrier_info(run)
+    st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line))
+    numbers = {"runs": sum(st.runs.values()), "steps": run.n_steps}
+    loop = nb.get("loop") if nb else None
+    if loop and _norm(finding.path) == _norm(loop["path"]) and loop["line"] <= finding.line <= loop["end_line"]:
+        numbers["iterations"] = nb["iterations"]
+        return FindingVerdict(finding, CONFIRMED, nb["message"], numbers)
+    if run.n_steps:
+        return FindingVerdict(
+            finding, NOT_CONFIRMED, f"the program reached a step barrier on {_plural(run.n_steps, 'step')}", numbers
+        )
+    if not numbers["runs"]:
+        return FindingVerdict(finding, NOT_REACHED, "this line never ran in this run", numbers)
+    return FindingVerdict(
+        finding, NOT_CONFIRMED,
+        "no step barrier was reached, but no growing graph was measured here (xlalint measures it at "
+        "optimizer.step())", numbers,
+    )
+
+
 def _not_confirmed(st: LineStats, run: Run, where_ran: str) -> str:
     moved = []
     t = [s for s, v in st.transfers.items() if v]
@@ -593,7 +672,13 @@ def _judge_transfer(finding, run, st, ran_steps, numbers):
     t = sum(st.transfers.get(s, 0) for s in buckets)
     cuts = sum(st.cuts(s) for s in buckets)
     over = _over_steps(with_transfer, run)
-    if cuts:
+    uc = sum(st.uncached.get(s, 0) for s in buckets)
+    if run.n_steps == 0 and uc:
+        ev = (
+            f"{_plural(t, 'host transfer')} at this line with no step barrier reached: "
+            f"{uc} of its {_plural(cuts, 'graph cut')} compiled a new graph (the pending graph keeps growing)"
+        )
+    elif cuts:
         ev = (
             f"{_plural(t, 'host transfer')} and {_plural(cuts, 'extra graph execution')} "
             f"{over} at this line"
@@ -695,6 +780,18 @@ def _judge_steady_recompiles(finding, run, recompiles, numbers, where_ran):
 
 
 def _judge_eval_switch(finding, run, st, ran_steps, numbers, where_ran):
+    if run.n_steps == 0:
+        n_eval = sum(
+            ev.get("eval_uncached", 0) for per in run.lines.values() for d in per.values() for ev in d["events"].values()
+        )
+        numbers["eval_compiles"] = n_eval
+        if n_eval:
+            return FindingVerdict(
+                finding, CONFIRMED,
+                f"{_plural(n_eval, 'graph')} compiled while the model was in eval mode; no step barrier was "
+                "reached, so the cost per switch could not be measured", numbers,
+            )
+        return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}; no graph compiled in eval mode", numbers)
     if not ran_steps:
         return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}, never inside a step", numbers)
     # Uncached compiles charged while the model was in eval mode (the child follows model.train/eval).

@@ -59,6 +59,7 @@ def stop_text(report) -> str:
         "timeout": f"stopped at --timeout {timeout:g}s" if timeout else "stopped at --timeout",
         "error": "the program raised an exception",
         "interrupted": f"interrupted by {getattr(report, 'interrupted', None) or 'a signal'}",
+        "no_barrier": "stopped early: the training loop never reaches a step barrier",
     }.get(report.stop_reason, report.stop_reason)
     where = where_text(report)
     if where and report.stop_reason in ("timeout", "interrupted", "error"):
@@ -82,6 +83,18 @@ def render_text(report) -> str:
         if report.program_output and not report.traceback:
             w("program output (last lines):")
             w(report.program_output)
+    nb = getattr(report, "no_barrier", None)
+    if nb:
+        w("")
+        loop = nb.get("loop")
+        at = f"{_rel(loop['path'])}:{loop['line']}" if loop else "the training loop"
+        w(f"Missing step barrier at {at}:")
+        w(f"  {nb['message']}")
+        w("  iteration  IR nodes  uncached  cached  transfers  compile s   wall s")
+        for i, r in enumerate(nb["iterations"], 1):
+            w(f"  {i:>9} {r['ir_nodes']:>9} {r['uncached']:>9} {r['cached']:>7} {r['transfers']:>10}"
+              f" {r['compile_s']:>10.3f} {r['wall_s']:>8.3f}")
+        w(f"  fix: {nb['fix']}")
     if report.findings:
         w("")
         w("Findings:")
@@ -92,6 +105,9 @@ def render_text(report) -> str:
         w("")
         w("Misses (no rule flagged these lines):")
         for m in report.misses:
+            if m.kind == "missing step barrier" and nb:
+                w(f"  {_rel(m.path)}:{m.line}: {m.kind}: see above")
+                continue
             w(f"  {_rel(m.path)}:{m.line}: {m.kind}: {m.message}")
     real = [rc for rc in report.recompiles if rc.kind == "recompile"]
     fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]
