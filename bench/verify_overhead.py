@@ -31,7 +31,7 @@ def measure_once(steps: int, trace) -> list:
                      timeout=900, trace=trace, graph_dumps=False, findings_provider=lambda paths: [])
     if report.status != "ok":
         raise SystemExit(f"the program did not run: {report.error}\n{report.traceback or ''}")
-    return [s.wall_ms for s in report.steps if not s.warmup]
+    return [(s.wall_ms, s.cpu_ms) for s in report.steps if not s.warmup]
 
 
 def main(argv=None) -> int:
@@ -48,9 +48,11 @@ def main(argv=None) -> int:
             samples[name] += measure_once(args.steps, trace)
     rows = {}
     for name, _ in MODES:
-        xs = sorted(samples[name])
-        rows[name] = (statistics.median(xs), xs[len(xs) // 10], len(xs))
-        print(f"{name:>6}: median {rows[name][0]:.1f} ms/step, p10 {rows[name][1]:.1f} ms over {rows[name][2]} steps")
+        xs = sorted(w for w, _ in samples[name])
+        cs = sorted(c for _, c in samples[name])
+        rows[name] = (statistics.median(xs), xs[len(xs) // 10], len(xs), statistics.median(cs))
+        print(f"{name:>6}: median {rows[name][0]:.1f} ms/step, p10 {rows[name][1]:.1f} ms, "
+              f"CPU median {rows[name][3]:.1f} ms over {rows[name][2]} steps")
     off = rows["off"]
 
     def pct(row, i):
@@ -66,11 +68,14 @@ Program: `bench/programs/mlp_step.py` (12 blocks of LayerNorm + Linear + ReLU, A
 interleaved, steps after warm-up only. Every row runs in `--verify`'s child process; only the
 attribution differs (graph dumps off).
 
-| attribution | median ms/step | vs off | 10th percentile ms/step | vs off | steps |
-|---|---:|---:|---:|---:|---:|
-| off | {off[0]:.1f} | | {off[1]:.1f} | | {off[2]} |
-| line tracer (`sys.settrace`, the previous design) | {rows['lines'][0]:.1f} | {pct(rows['lines'], 0)} | {rows['lines'][1]:.1f} | {pct(rows['lines'], 1)} | {rows['lines'][2]} |
-| **events** (the default: probes + TorchFunctionMode) | {rows['events'][0]:.1f} | **{pct(rows['events'], 0)}** | {rows['events'][1]:.1f} | {pct(rows['events'], 1)} | {rows['events'][2]} |
+| attribution | median wall ms/step | vs off | 10th percentile wall | vs off | median CPU ms/step | vs off | steps |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| off | {off[0]:.1f} | | {off[1]:.1f} | | {off[3]:.1f} | | {off[2]} |
+| line tracer (`sys.settrace`, the previous design) | {rows['lines'][0]:.1f} | {pct(rows['lines'], 0)} | {rows['lines'][1]:.1f} | {pct(rows['lines'], 1)} | {rows['lines'][3]:.1f} | {pct(rows['lines'], 3)} | {rows['lines'][2]} |
+| **events** (the default: probes + TorchFunctionMode) | {rows['events'][0]:.1f} | **{pct(rows['events'], 0)}** | {rows['events'][1]:.1f} | {pct(rows['events'], 1)} | {rows['events'][3]:.1f} | **{pct(rows['events'], 3)}** | {rows['events'][2]} |
+
+CPU time is the process's (all threads) per step: on a shared machine it is the steadier figure, since
+the wall time also counts the time other jobs held the cores.
 
 The line tracer pays a Python call for every call event of library code (~38,000 per step here:
 Python 3.11 cannot trace only some files). Event attribution pays per torch call of the main thread

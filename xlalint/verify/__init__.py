@@ -272,12 +272,21 @@ def run(
     fmt: str = "text",
     out=None,
     findings_provider=None,
+    html: str | None = None,
 ) -> int:
-    """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code."""
+    """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code.
+    ``html``: also write the report as one self-contained page to this path."""
     out = out or sys.stdout
     report = collect(
         target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider
     )
+    if html:
+        from xlalint.verify.html import write_html
+
+        try:
+            write_html(report, html)
+        except OSError as exc:
+            report.notes.append(f"could not write the HTML report {html}: {exc.strerror or exc}")
     try:
         out.write(render_json(report) if fmt == "json" else render_text(report))
         out.flush()
@@ -302,5 +311,7 @@ def main(argv: list | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=20, help="stop after this many step barriers (default 20)")
     p.add_argument("--timeout", type=float, default=300.0, help="stop the program after S seconds (default 300)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
     args = p.parse_args(argv)
-    return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format)
+    return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format,
+               html=args.html)

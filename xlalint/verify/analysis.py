@@ -42,6 +42,7 @@ class StepRow:
     fallbacks: int  # aten::* CPU fallbacks (scalar reads excluded)
     wall_ms: float
     warmup: bool
+    cpu_ms: float = 0.0  # CPU time of the whole process (all threads) during the step
 
 
 @dataclass
@@ -243,6 +244,7 @@ class Run:
                     scalar_reads=sr,
                     fallbacks=fb,
                     wall_ms=round(cur.get("wall", 0.0) * 1000.0, 2),
+                    cpu_ms=round(cur.get("cpu", 0.0) * 1000.0, 2),
                     warmup=i < self.steady_from,
                 )
             )
