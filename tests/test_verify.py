@@ -68,6 +68,7 @@ JOBS = {
     "test_program_that_raises_exits_2_with_its_traceback": (prog("raises.py"), (), (), 5, 120.0),
     "test_program_that_never_reaches_a_step": (prog("no_step.py"), (), (), 5, 120.0),
     "test_program_that_hangs_is_stopped_at_the_timeout": (prog("hangs.py"), (), (), 5, 12.0),
+    "test_timeout_in_the_middle_of_a_compile_is_a_timeout": (prog("compile_forever.py"), (), (), 5, 40.0),
     "test_program_arguments_after_double_dash": (
         prog("with_args.py"), ("--steps", "4", "--read-loss"), (("with_args.py", 17, "XLA001"),), 5, 120.0),
     "test_function_target": (
@@ -200,6 +201,18 @@ def test_program_that_hangs_is_stopped_at_the_timeout(result):
     if rep.where:  # torch_xla had started: the loop's line, in the user's frames
         assert "hangs.py:10 in <module>" in head
         assert rep.where[-1]["line"] == 10 and not any("_child" in f["path"] for f in rep.where)
+
+
+def test_timeout_in_the_middle_of_a_compile_is_a_timeout(result):
+    """The compile releases the GIL but never returns to Python before the grace period ends: the control
+    thread's partial result is the report; the header names the timeout, the line and the compile."""
+    rep, _ = result
+    assert rep.stop_reason == "timeout" and "timed out after 40s" in rep.error
+    head = render_text(rep).splitlines()[0]
+    assert "(stopped at --timeout 40s at " in head and "compile_forever.py:11 in <module>" in head, head
+    assert "raised" not in head
+    assert rep.stopped_inside and rep.stopped_inside.get("compiling"), rep.stopped_inside
+    assert "in the middle of an XLA compile (inside `TensorBase.__float__` for " in head
 
 
 def test_program_arguments_after_double_dash(result):

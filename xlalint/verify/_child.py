@@ -202,7 +202,7 @@ class Recorder:
         info = {}
         if inside is None and frame is not None and frame.f_code is self.mode_code and self.op is not None:
             name = getattr(self.op, "__qualname__", None) or getattr(self.op, "__name__", None) or str(self.op)
-            inside = (f"torch_xla running {name}", self.op_t0)
+            inside = (f"`{name}`", self.op_t0)
         if inside is not None:
             info = {"what": inside[0], "seconds": round(time.perf_counter() - inside[1], 2)}
         try:

@@ -42,8 +42,8 @@ def where_text(report) -> str:
     if inside:
         what = inside.get("what")
         if inside.get("compiling"):
-            text += f", in the middle of an XLA compile ({what or 'torch_xla'} running for {inside.get('seconds', '?')} s)" \
-                if what else ", in the middle of an XLA compile"
+            text += (f", in the middle of an XLA compile (inside {what} for {inside.get('seconds', '?')} s)"
+                     if what else ", in the middle of an XLA compile")
         elif what:
             text += f", inside {what} for {inside.get('seconds', '?')} s"
     return text
