@@ -185,6 +185,11 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             "the program finished without reaching a step barrier (torch_xla.sync(), xm.mark_step(), "
             "xm.optimizer_step(barrier=True) or an MpDeviceLoader iteration): nothing per step to verify"
         )
+        tail, start = res.get("tail") or {}, res.get("start") or {}
+        if tail:
+            uc = (tail.get("uncached") or 0) - (start.get("uncached") or 0)
+            d2h = (tail.get("d2h") or 0) - (start.get("d2h") or 0)
+            error += f"; in all, {uc} graph{'s' if uc != 1 else ''} compiled and {d2h} host transfer{'s' if d2h != 1 else ''}"
     if status == "timeout" and run_.n_steps:
         notes.append(
             f"stopped at --timeout {timeout:g}s after {run_.n_steps} steps (raise --timeout for more steps)"
