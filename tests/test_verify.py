@@ -68,6 +68,7 @@ JOBS = {
     "test_program_that_raises_exits_2_with_its_traceback": (prog("raises.py"), (), (), 5, 120.0),
     "test_program_that_never_reaches_a_step": (prog("no_step.py"), (), (), 5, 120.0),
     "test_program_that_hangs_is_stopped_at_the_timeout": (prog("hangs.py"), (), (), 5, 12.0),
+    "test_timeout_in_the_middle_of_a_compile_is_a_timeout": (prog("compile_forever.py"), (), (), 5, 40.0),
     "test_program_arguments_after_double_dash": (
         prog("with_args.py"), ("--steps", "4", "--read-loss"), (("with_args.py", 17, "XLA001"),), 5, 120.0),
     "test_function_target": (
@@ -78,6 +79,17 @@ JOBS = {
     "test_steady_state_recompile_is_a_miss_with_its_root_cause_line": (prog("recompile_slice.py"), (), (), 5, 120.0),
     "test_finding_at_the_root_cause_line_is_confirmed": (
         prog("recompile_slice.py"), (), (("recompile_slice.py", 10, "XLA009"),), 5, 120.0),
+    "test_missing_step_barrier_is_found_early_and_named": (
+        prog("char_gpt.py"), ("--device=xla",), (("char_gpt.py", 97, "XLA010"), ("char_gpt.py", 108, "XLA001")),
+        8, 300.0),
+    "test_with_the_barrier_the_same_script_runs_steps": (
+        prog("char_gpt.py"), ("--device=xla", "--barrier", "--max-iters", "6"), (("char_gpt.py", 97, "XLA010"),),
+        8, 300.0),
+    "test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count": (
+        prog("project/train.py"), (), (), 12, 300.0),
+    "test_project_findings_at_the_callers_lines_explain_the_helpers_events": (
+        prog("project/train.py"), (),
+        (("train.py", 22, "XLA001"), ("train.py", 25, "XLA001"), ("losses.py", 6, "XLA003")), 12, 300.0),
 }
 
 
@@ -165,6 +177,9 @@ def test_program_that_raises_exits_2_with_its_traceback(result):
     text = render_text(rep)
     assert "the program raised an exception" in text and "boom at step 2" in text
     assert len(rep.steps) == 3  # what ran before the crash is still shown
+    # The header says what happened and where, in the user's frames
+    head = text.splitlines()[0]
+    assert "3 steps (the program raised an exception at " in head and "raises.py:11 in <module>" in head
 
 
 def test_program_that_never_reaches_a_step(result):
@@ -181,6 +196,23 @@ def test_program_that_hangs_is_stopped_at_the_timeout(result):
     # Where it hung, when torch_xla had started by then (on a very slow machine the import itself may be cut).
     assert "hangs.py" in (rep.traceback or "") or "starting torch_xla" in (rep.traceback or "")
     assert rep.elapsed < 12.0 + 10.0
+    head = render_text(rep).splitlines()[0]
+    assert "(stopped at --timeout 12s" in head and "raised" not in head
+    if rep.where:  # torch_xla had started: the loop's line, in the user's frames
+        assert "hangs.py:10 in <module>" in head
+        assert rep.where[-1]["line"] == 10 and not any("_child" in f["path"] for f in rep.where)
+
+
+def test_timeout_in_the_middle_of_a_compile_is_a_timeout(result):
+    """The compile releases the GIL but never returns to Python before the grace period ends: the control
+    thread's partial result is the report; the header names the timeout, the line and the compile."""
+    rep, _ = result
+    assert rep.stop_reason == "timeout" and "timed out after 40s" in rep.error
+    head = render_text(rep).splitlines()[0]
+    assert "(stopped at --timeout 40s at " in head and "compile_forever.py:11 in <module>" in head, head
+    assert "raised" not in head
+    assert rep.stopped_inside and rep.stopped_inside.get("compiling"), rep.stopped_inside
+    assert "in the middle of an XLA compile (inside `TensorBase.__float__` for " in head
 
 
 def test_program_arguments_after_double_dash(result):
@@ -238,6 +270,75 @@ def test_finding_at_the_root_cause_line_is_confirmed(result):
     assert v.status == CONFIRMED
     assert "UncachedCompile rose on 3 of 3 steps after warm-up" in v.evidence and "xla::select" in v.evidence
     assert rep.misses == []
+
+
+def test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count(result):
+    """train.py's loop calls helpers in a package beside it: every event lands once, at the innermost line
+    of the project, with the callers as a path; a helper that runs every 4 (or 6) steps is a cost."""
+    rep, prov = result
+    assert sorted(os.path.relpath(p, PROGRAMS) for p in prov.seen[0]) == [
+        "project/helpers/losses.py", "project/helpers/metrics.py", "project/train.py"
+    ]
+    where = [(os.path.relpath(m.path, PROGRAMS), m.line) for m in rep.misses]
+    assert sorted(where) == [
+        ("project/helpers/losses.py", 6), ("project/helpers/metrics.py", 6), ("project/helpers/metrics.py", 7),
+        ("project/helpers/metrics.py", 14),
+    ], [m.message for m in rep.misses]
+    by = {(os.path.basename(m.path), m.line): m for m in rep.misses}
+    fmt = by[("metrics.py", 6)]
+    assert "3 host transfers that cut the graph" in fmt.message
+    assert "on 3 of 12 steps (every 4 steps) via train.py:22" in fmt.message
+    ev = by[("metrics.py", 14)]  # one read per eval batch, 3 batches, every 6 steps
+    assert "6 host transfers" in ev.message and "on 2 of 12 steps (every 6 steps) via train.py:25" in ev.message
+    mask = by[("losses.py", 6)]
+    assert "aten::nonzero" in mask.message and "via train.py:16" in mask.message
+    assert "its backward falls back again in train.py:17" in mask.message
+    assert "steady-state recompile" in mask.kind
+    assert mask.counters["fallbacks"] == {"aten::nonzero": 12}
+    misses_text = render_text(rep).split("Misses", 1)[1].split("\n\n", 1)[0]
+    assert misses_text.count("losses.py:6: ") == 1 and "train.py:16:" not in misses_text  # one event, one place
+
+
+def test_project_findings_at_the_callers_lines_explain_the_helpers_events(result):
+    rep, _ = result
+    assert rep.misses == [], [m.message for m in rep.misses]
+    log = verdict(rep, 22, "train.py")
+    assert log.status == CONFIRMED and log.numbers["transfers"] == 6  # 2 reads x 3 log steps, in the helper
+    assert "on 3 of 12 steps (every 4 steps)" in log.evidence
+    assert verdict(rep, 25, "train.py").status == CONFIRMED
+    assert verdict(rep, 6, "losses.py").status == CONFIRMED
+
+
+def test_missing_step_barrier_is_found_early_and_named(result):
+    """nanoGPT's mistake: a loop written for GPU, run with --device=xla, never reaches a barrier. The run
+    stops after 3 iterations whose pending graph grew, names the loop, and keeps every measurement."""
+    rep, _ = result
+    assert rep.stop_reason == "no_barrier" and rep.status == "no-barrier" and rep.error is None
+    nb = rep.no_barrier
+    assert (os.path.basename(nb["loop"]["path"]), nb["loop"]["line"]) == ("char_gpt.py", 97)
+    sizes = [r["ir_nodes"] for r in nb["iterations"]]
+    assert len(sizes) == 3 and sizes[0] < sizes[1] < sizes[2]
+    assert "torch_xla.sync()" in nb["fix"]
+    v = verdict(rep, 97)
+    assert v.status == CONFIRMED and "without reaching a step barrier" in v.evidence
+    assert "optimizer.step() at char_gpt.py:103" in v.evidence
+    read = verdict(rep, 108)  # the per-iteration loss read: each compiled a new, larger graph
+    assert read.status == CONFIRMED and "with no step barrier reached" in read.evidence
+    assert "extra graph execution" not in read.evidence and "after the last step" not in read.evidence
+    assert rep.misses == []  # the XLA010 finding explains it
+    text = render_text(rep)
+    head = text.splitlines()[0]
+    assert "0 steps (stopped early: the training loop never reaches a step barrier" in head and "raised" not in head
+    assert "Missing step barrier at " in text and "char_gpt.py:97" in text
+    assert rep.exit_code == 1
+
+
+def test_with_the_barrier_the_same_script_runs_steps(result):
+    rep, _ = result
+    assert rep.no_barrier is None and rep.stop_reason == "finished" and len(rep.steps) == 6
+    v = verdict(rep, 97)
+    assert v.status == NOT_CONFIRMED and "reached a step barrier on 6 steps" in v.evidence
+    assert not [m for m in rep.misses if m.kind == "missing step barrier"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -316,3 +417,27 @@ def test_first_body_step_skips_an_mpdeviceloader_setup_step():
     }
     run = analysis.Run(result, [], warmup=2)
     assert run.first_body_step == 1 and run.steady == [3, 4, 5]
+
+
+def test_a_recompile_whose_root_cause_was_not_found_is_explained_by_nothing():
+    """An XLA005 finding elsewhere does not explain a recompile with no root cause: it is a miss that
+    says what was tried, and the XLA005 finding is not confirmed by it."""
+    steps = [{"uncached": 1 + s, "cached": 0, "d2h": 0, "aten": {}, "wall": 0.1, "dump_offset": 0} for s in range(6)]
+    body = {str(s): 1 for s in range(6)}
+    result = {
+        "steps": steps,
+        "lines": {"/p/t.py": {"3": {"hits": {"0": 1}, "events": {}},
+                              "9": {"hits": body, "events": {str(s): {"d2h": 0, "uncached": 1, "cached": 0,
+                                                                       "aten": {}, "eval_uncached": 0}
+                                                             for s in range(6)}}}},
+    }
+    run = analysis.Run(result, [], warmup=2)
+    recompiles = analysis.find_recompiles(run)
+    assert recompiles and not recompiles[0].root_causes
+    xla005 = finding("/p/t.py", 3, "XLA005")
+    misses, _ = analysis.find_misses(run, [xla005], recompiles)
+    assert recompiles[0].explained_by == []
+    [miss] = misses
+    assert miss.kind == "steady-state recompile" and "root cause not found: graph dumps were off" in miss.message
+    v = analysis.judge(xla005, run, recompiles)
+    assert v.status == NOT_CONFIRMED and "no input whose shape changed was found (tried: " in v.evidence

@@ -67,7 +67,9 @@ def reports():
 def test_static_and_dynamic_agree(reports, path):
     rel = path.relative_to(ROOT)
     report = reports[path]
-    assert report.status == "ok", f"{rel} did not run: {report.error}\n{report.traceback or ''}"
+    # A fixture marked XLA010 has no step barrier: --verify stops it early and names the loop.
+    expected = "no-barrier" if any(c == "XLA010" for _, c in _marks(path)) else "ok"
+    assert report.status == expected, f"{rel} did not run: {report.status} {report.error}\n{report.traceback or ''}"
     known = KNOWN_DIFFERENCES.get(path.name, {})
     problems = []
     verdicts = {}

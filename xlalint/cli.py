@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--verify", metavar="TARGET", help="run TARGET (train.py or file.py::function) on an XLA device and confirm each finding with live counters; program arguments go after --")
     ver.add_argument("--max-steps", type=int, default=20, metavar="N", help="with --verify: stop after N steps (default 20)")
     ver.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help="with --verify: stop the program after this long (default 300)")
+    ver.add_argument("--html", metavar="FILE", help="with --verify: also write the report as one self-contained HTML page")
     return p
 
 
@@ -134,7 +135,7 @@ def _run(args, program_args: list) -> int:
             raise ConfigError(f"--verify is unavailable: {e}") from None
         fmt = args.format if args.format in ("text", "json") else "text"
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
-                          timeout=args.timeout, fmt=fmt, out=out)
+                          timeout=args.timeout, fmt=fmt, out=out, html=args.html)
 
     paths = args.paths or ["."]
     stdin_name = args.stdin_filename or "-"

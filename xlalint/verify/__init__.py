@@ -62,7 +62,7 @@ def collect(
     timeout: float = 300.0,
     findings_provider=None,
     warmup: int = DEFAULT_WARMUP,
-    trace: bool = True,
+    trace: bool | str = True,
     graph_dumps: str | bool = "auto",
 ) -> VerifyReport:
     """Run ``target`` under torch_xla in a child process and build the report. Never raises for the
@@ -73,8 +73,18 @@ def collect(
     without them, and a second time with them only when the first run saw steady-state recompiles; that
     run's root causes are merged into the report. ``True``/``False`` force one run with/without them.
     """
+    from xlalint.verify.runner import Interrupts
+
+    with Interrupts.catch():
+        return _collect(target, program_args, max_steps=max_steps, timeout=timeout,
+                        findings_provider=findings_provider, warmup=warmup, trace=trace, graph_dumps=graph_dumps)
+
+
+def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps):
+    import signal
+
     from xlalint.verify import analysis
-    from xlalint.verify.runner import run_child, split_target
+    from xlalint.verify.runner import Interrupts, run_child, split_target
 
     target_file, function = split_target(target)
     notes: list = []
@@ -85,11 +95,21 @@ def collect(
         list(program_args),
         max_steps=max_steps,
         timeout=timeout,
-        trace=trace,
+        # IR debug locations name the innermost Python frame that created a node: under the event
+        # attribution's TorchFunctionMode that would be xlalint's own frame, so a run with graph dumps
+        # attributes with the line tracer (its timings are never the ones reported).
+        trace=("lines" if trace else False) if graph_dumps is True else trace,
         graph_dumps=graph_dumps is True,
     )
     output = _tail(raw.stdout + raw.stderr)
     res = raw.result
+    if res is None and raw.interrupted:
+        return _error_report(
+            target, max_steps, warmup,
+            f"interrupted by {raw.interrupted} before the program reported anything; it was stopped",
+            output=output, elapsed=raw.elapsed, exit_code=128 + int(signal.Signals[raw.interrupted]),
+            stop_reason="interrupted",
+        )
     if res is None:
         why = (
             f"the program hung past --timeout {timeout:g}s and did not stop when asked; it was killed"
@@ -118,11 +138,13 @@ def collect(
     findings = [f for f in findings if os.path.realpath(f.path) in user]
     findings.sort(key=lambda f: (os.path.realpath(f.path), f.line, getattr(f, "column", 0), f.code))
     recompiles = analysis.find_recompiles(run_) if run_.n_steps else []
-    if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles):
+    if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles) and not (
+        Interrupts.signum or status in ("timeout", "interrupted")
+    ):
         last = max(s for rc in recompiles for s in rc.steps)
         raw2 = run_child(
-            target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout, trace=trace,
-            graph_dumps=True,
+            target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout,
+            trace="lines" if trace else False, graph_dumps=True,
         )
         if raw2.result is not None and raw2.result.get("steps"):
             run2 = analysis.Run(raw2.result, raw2.graphs, warmup=warmup)
@@ -136,32 +158,63 @@ def collect(
     verdicts = [analysis.judge(f, run_, recompiles) for f in findings]
     misses, quiet = analysis.find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
 
+    where = res.get("where") or []
+    inside = res.get("stopped_inside")
+    if status == "interrupted" or raw.interrupted or Interrupts.signum:
+        sig = raw.interrupted or Interrupts.name() or "a signal"
+        status = "interrupted"
+        notes.append(
+            f"interrupted by {sig} after {run_.n_steps} step{'s' if run_.n_steps != 1 else ''}: the program was "
+            "stopped and every process it started was ended; the verdicts below are on what was measured until then"
+        )
+    nb = analysis.no_barrier_info(run_) if status == "no_barrier" else None
+    if nb and not any(v.finding.code == "XLA010" and v.status == CONFIRMED for v in verdicts):
+        loop = nb.get("loop") or {"path": nb["step_line"][0], "line": nb["step_line"][1]}
+        misses.append(analysis.Miss(
+            loop["path"], loop["line"], "missing step barrier", nb["message"] + "; fix: " + nb["fix"],
+            0, 0, {"iterations": nb["iterations"]},
+        ))
     error = tb = None
     if status == "error":
         error, tb = "the program raised an exception", res.get("traceback")
     elif status == "timeout" and run_.n_steps == 0:
-        error = f"timed out after {timeout:g}s before the first step barrier; the program was stopped here:"
+        error = f"timed out after {timeout:g}s before the first step barrier"
         tb = res.get("timeout_stack") or None
-    elif run_.n_steps == 0:
+    elif run_.n_steps == 0 and status not in ("interrupted", "no_barrier"):
         error = (
             "the program finished without reaching a step barrier (torch_xla.sync(), xm.mark_step(), "
             "xm.optimizer_step(barrier=True) or an MpDeviceLoader iteration): nothing per step to verify"
         )
+        tail, start = res.get("tail") or {}, res.get("start") or {}
+        if tail:
+            uc = (tail.get("uncached") or 0) - (start.get("uncached") or 0)
+            d2h = (tail.get("d2h") or 0) - (start.get("d2h") or 0)
+            error += f"; in all, {uc} graph{'s' if uc != 1 else ''} compiled and {d2h} host transfer{'s' if d2h != 1 else ''}"
     if status == "timeout" and run_.n_steps:
         notes.append(
             f"stopped at --timeout {timeout:g}s after {run_.n_steps} steps (raise --timeout for more steps)"
         )
     if status in ("exit", "os_exit") and res.get("program_exit_code"):
         notes.append(f"the program exited with status {res.get('program_exit_code')}")
+    if res.get("partial"):
+        notes.append(
+            "the program did not return to Python within the grace period (it was inside torch_xla) and was "
+            "killed: this report is what the run had measured when it was asked to stop"
+        )
     if run_.n_steps and run_.n_steps <= warmup:
         notes.append(
             f"only {run_.n_steps} steps ran, all within the {warmup} warm-up steps: steady-state recompiles "
             "could not be measured"
         )
-    exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
+    if status == "interrupted":
+        exit_code = 128 + int(signal.Signals[raw.interrupted or Interrupts.name() or "SIGINT"])
+    else:
+        exit_code = 2 if error else (1 if any(v.status == CONFIRMED for v in verdicts) or misses else 0)
     return VerifyReport(
         target=target,
-        status="error" if error else ("timeout" if status == "timeout" else "ok"),
+        status="error" if error else (
+            status if status in ("timeout", "interrupted") else ("no-barrier" if nb else "ok")
+        ),
         exit_code=exit_code,
         stop_reason=status,
         steps=run_.step_rows,
@@ -178,6 +231,11 @@ def collect(
         traceback=tb,
         program_output=output,
         elapsed=round(raw.elapsed, 2),
+        where=where,
+        stopped_inside=inside,
+        interrupted=raw.interrupted or Interrupts.name(),
+        timeout=timeout,
+        no_barrier=nb,
     )
 
 
@@ -186,12 +244,13 @@ def _tail(text: str, n: int = 40) -> str:
     return "\n".join(lines[-n:])
 
 
-def _error_report(target, max_steps, warmup, error, tb=None, output="", elapsed=0.0) -> VerifyReport:
+def _error_report(target, max_steps, warmup, error, tb=None, output="", elapsed=0.0, exit_code=2,
+                  stop_reason="error") -> VerifyReport:
     return VerifyReport(
         target=target,
         status="error",
-        exit_code=2,
-        stop_reason="error",
+        exit_code=exit_code,
+        stop_reason=stop_reason,
         steps=[],
         warmup=warmup,
         max_steps=max_steps,
@@ -218,14 +277,26 @@ def run(
     fmt: str = "text",
     out=None,
     findings_provider=None,
+    html: str | None = None,
 ) -> int:
-    """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code."""
+    """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code.
+    ``html``: also write the report as one self-contained page to this path."""
     out = out or sys.stdout
     report = collect(
         target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider
     )
-    out.write(render_json(report) if fmt == "json" else render_text(report))
-    out.flush()
+    if html:
+        from xlalint.verify.html import write_html
+
+        try:
+            write_html(report, html)
+        except OSError as exc:
+            report.notes.append(f"could not write the HTML report {html}: {exc.strerror or exc}")
+    try:
+        out.write(render_json(report) if fmt == "json" else render_text(report))
+        out.flush()
+    except (OSError, ValueError):  # SIGHUP: the terminal is gone; the program was still stopped
+        pass
     return report.exit_code
 
 
@@ -245,5 +316,7 @@ def main(argv: list | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=20, help="stop after this many step barriers (default 20)")
     p.add_argument("--timeout", type=float, default=300.0, help="stop the program after S seconds (default 300)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
     args = p.parse_args(argv)
-    return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format)
+    return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format,
+               html=args.html)

@@ -42,6 +42,7 @@ class StepRow:
     fallbacks: int  # aten::* CPU fallbacks (scalar reads excluded)
     wall_ms: float
     warmup: bool
+    cpu_ms: float = 0.0  # CPU time of the whole process (all threads) during the step
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Recompile:
     note: str  # how the root cause was found, or why it could not be
     kind: str = "recompile"  # "recompile" | "new code path" (a first compile, not a miss)
     explained_by: list = field(default_factory=list)  # finding codes at the cut/root-cause lines
+    cut_stack: list = field(default_factory=list)  # the user frames of the cut, innermost first
 
 
 @dataclass
@@ -129,6 +131,11 @@ class VerifyReport:
     traceback: str | None = None
     program_output: str = ""
     elapsed: float = 0.0
+    where: list = field(default_factory=list)  # the user's frames where the program was stopped or raised
+    stopped_inside: dict | None = None  # {"what", "seconds", "compiling"} when stopped inside torch_xla
+    interrupted: str | None = None  # SIGINT | SIGTERM | SIGHUP
+    timeout: float | None = None
+    no_barrier: dict | None = None  # the loop that never reaches a step barrier, and the growth measured
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -177,6 +184,12 @@ class Run:
                 dst[int(ln)] = {
                     "hits": {int(k): v for k, v in d.get("hits", {}).items()},
                     "events": {int(k): v for k, v in d.get("events", {}).items()},
+                    # the same events seen from a caller's line up the stack (event attribution only)
+                    "via": {int(k): v for k, v in d.get("via", {}).items()},
+                    "paths": [
+                        {"callers": [(_norm(p), int(n)) for p, n in e["callers"]], "n": e["n"]}
+                        for e in d.get("paths", [])
+                    ],
                 }
         self.user_files = [f for f in self.lines if f != "<startup>"]
         self.first_body_step = self._first_body_step()
@@ -231,15 +244,25 @@ class Run:
                     scalar_reads=sr,
                     fallbacks=fb,
                     wall_ms=round(cur.get("wall", 0.0) * 1000.0, 2),
+                    cpu_ms=round(cur.get("cpu", 0.0) * 1000.0, 2),
                     warmup=i < self.steady_from,
                 )
             )
             prev = cur
         return rows
 
-    def stats(self, path: str, line: int, end_line: int | None = None) -> LineStats:
+    def callers(self, path: str, line: int) -> list:
+        """The user callers of the events charged to a line, most frequent path first: [[(path, line), ...]]."""
+        d = self.lines.get(_norm(path), {}).get(line)
+        if not d:
+            return []
+        return [e["callers"] for e in sorted(d["paths"], key=lambda e: -e["n"])]
+
+    def stats(self, path: str, line: int, end_line: int | None = None, via: bool = False) -> LineStats:
         """Counters charged to lines line..end_line of path. A line that ran counts once per run even when
-        a statement spans several lines (the most runs of any line of the range)."""
+        a statement spans several lines (the most runs of any line of the range). ``via``: also the events
+        charged further down the stack whose callers include these lines (what a finding at a caller's line
+        is answerable for)."""
         end_line = max(line, end_line or line)
         st = LineStats(path=_norm(path), line=line, end_line=end_line)
         per_line = self.lines.get(st.path, {})
@@ -249,7 +272,10 @@ class Run:
                 continue
             for s, n in d["hits"].items():
                 st.runs[s] = max(st.runs.get(s, 0), n)
-            for s, ev in d["events"].items():
+            evs = list(d["events"].items())
+            if via:
+                evs += list(d.get("via", {}).items())
+            for s, ev in evs:
                 st.transfers[s] = st.transfers.get(s, 0) + ev["d2h"]
                 st.uncached[s] = st.uncached.get(s, 0) + ev["uncached"]
                 st.cached[s] = st.cached.get(s, 0) + ev["cached"]
@@ -275,6 +301,30 @@ def _most(k: int, n: int) -> bool:
     return k > 0 and 2 * k > n
 
 
+def period(steps: list) -> str:
+    """" (every 4 steps)" when the steps are evenly spaced more than one apart, else ""."""
+    steps = sorted(steps)
+    if len(steps) < 2:
+        return ""
+    gaps = {b - a for a, b in zip(steps, steps[1:])}
+    if len(gaps) == 1:
+        k = gaps.pop()
+        if k > 1:
+            return f" (every {k} steps)"
+    return ""
+
+
+def via_text(run, path: str, line: int) -> str:
+    """" via train.py:35" (the user callers of the events at this line; the most frequent path)."""
+    paths = run.callers(path, line)
+    if not paths or not paths[0]:
+        return ""
+    text = " via " + " <- ".join(f"{os.path.basename(p)}:{ln}" for p, ln in paths[0])
+    if len(paths) > 1:
+        text += f" (and {len(paths) - 1} other call path{'s' if len(paths) > 2 else ''})"
+    return text
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Recompiles and their root cause
 # ---------------------------------------------------------------------------------------------------------
@@ -294,7 +344,7 @@ def find_recompiles(run: Run) -> list:
     groups: dict = {}
 
     def group(key, note, kind):
-        return groups.setdefault(key, {"steps": [], "count": 0, "causes": {}, "note": note, "kind": kind})
+        return groups.setdefault(key, {"steps": [], "count": 0, "causes": {}, "note": note, "kind": kind, "stack": []})
 
     for s in run.steady:
         row = run.step_rows[s]
@@ -336,6 +386,8 @@ def find_recompiles(run: Run) -> list:
                 cut = [site] if site else cut_lines[:1]
                 key = (tuple(cut), tuple((c["path"], c["line"], c["kind"]) for c in causes), kind)
                 grp = group(key, note, kind)
+                if not grp["stack"]:
+                    grp["stack"] = list(graphs_mod.user_frames(g, is_user))
                 if s not in grp["steps"]:
                     grp["steps"].append(s)
                 grp["count"] += 1
@@ -374,6 +426,7 @@ def find_recompiles(run: Run) -> list:
                 root_causes=causes,
                 note=grp["note"],
                 kind=grp["kind"],
+                cut_stack=grp["stack"],
             )
         )
     return out
@@ -465,8 +518,66 @@ def _cut_lines(run: Run, step: int) -> list:
 # ---------------------------------------------------------------------------------------------------------
 # Verdicts
 # ---------------------------------------------------------------------------------------------------------
+FIX_NO_BARRIER = (
+    "call torch_xla.sync() (xm.mark_step()) once per iteration, after optimizer.step(), or iterate the "
+    "loader through MpDeviceLoader; the fixes of other findings that defer work to a step "
+    "(xm.add_step_closure) only work once the loop has a barrier"
+)
+
+
+def enclosing_loop(path: str, line: int):
+    """(first, last) line of the innermost for/while loop whose body holds ``line``, or None."""
+    tree = _AST_CACHE.get(path)
+    if tree is None:
+        enclosing_condition_lines(path, line)  # parses and caches
+        tree = _AST_CACHE.get(path)
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            end = getattr(node, "end_lineno", node.lineno) or node.lineno
+            if node.lineno < line <= end and (best is None or node.lineno > best[0]):
+                best = (node.lineno, end)
+    return best
+
+
+def no_barrier_info(run: Run) -> dict | None:
+    """What the child measured when a training loop never reached a step barrier: the loop's line (around
+    the optimizer.step() call, or around one of its callers), the growth per iteration, and the fix."""
+    nb = run.result.get("no_barrier")
+    if not nb:
+        return None
+    if "loop" in nb:
+        return nb
+    frames = [tuple(nb["step_line"])] + [tuple(c) for c in nb.get("callers", [])]
+    loop = None
+    for p, ln in frames:
+        span = enclosing_loop(p, ln)
+        if span:
+            loop = {"path": p, "line": span[0], "end_line": span[1]}
+            break
+    its = nb["iterations"]
+    nodes = " -> ".join(f"{r['ir_nodes']:,}" for r in its)
+    compiles = ", ".join(str(r["uncached"]) for r in its)
+    secs = ", ".join(f"{r['compile_s']:g}" for r in its)
+    walls = ", ".join(f"{r['wall_s']:g}" for r in its)
+    step_at = f"{os.path.basename(nb['step_line'][0])}:{nb['step_line'][1]}"
+    where = f"the loop at {os.path.basename(loop['path'])}:{loop['line']}" if loop else "the training loop"
+    nb["loop"] = loop
+    nb["message"] = (
+        f"{where} ran {len(its)} training iterations (optimizer.step() at {step_at}) without reaching a step "
+        f"barrier, and the pending graph grew every iteration: {nodes} IR nodes (first parameter's graph); "
+        f"uncached compiles per iteration {compiles}, compile time {secs} s, wall time {walls} s; "
+        f"stopped after {len(its)} iterations"
+    )
+    nb["fix"] = FIX_NO_BARRIER
+    return nb
+
+
 def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
-    st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line))
+    if finding.code == "XLA010":
+        return _judge_missing_barrier(finding, run)
+    # A finding answers for the events at its lines and for those further down the stack it is the caller of.
+    st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line), via=True)
     code = finding.code
     ran_steps = sorted(s for s, n in st.runs.items() if n > 0 and s < run.n_steps)
     total_runs = sum(st.runs.values())
@@ -516,6 +627,27 @@ def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
     return FindingVerdict(finding, NOT_CONFIRMED, _not_confirmed(st, run, where_ran), numbers)
 
 
+def _judge_missing_barrier(finding, run: Run) -> FindingVerdict:
+    nb = no_barrier_info(run)
+    st = run.stats(finding.path, finding.line, getattr(finding, "end_line", finding.line))
+    numbers = {"runs": sum(st.runs.values()), "steps": run.n_steps}
+    loop = nb.get("loop") if nb else None
+    if loop and _norm(finding.path) == _norm(loop["path"]) and loop["line"] <= finding.line <= loop["end_line"]:
+        numbers["iterations"] = nb["iterations"]
+        return FindingVerdict(finding, CONFIRMED, nb["message"], numbers)
+    if run.n_steps:
+        return FindingVerdict(
+            finding, NOT_CONFIRMED, f"the program reached a step barrier on {_plural(run.n_steps, 'step')}", numbers
+        )
+    if not numbers["runs"]:
+        return FindingVerdict(finding, NOT_REACHED, "this line never ran in this run", numbers)
+    return FindingVerdict(
+        finding, NOT_CONFIRMED,
+        "no step barrier was reached, but no growing graph was measured here (xlalint measures it at "
+        "optimizer.step())", numbers,
+    )
+
+
 def _not_confirmed(st: LineStats, run: Run, where_ran: str) -> str:
     moved = []
     t = [s for s, v in st.transfers.items() if v]
@@ -542,7 +674,13 @@ def _judge_transfer(finding, run, st, ran_steps, numbers):
     t = sum(st.transfers.get(s, 0) for s in buckets)
     cuts = sum(st.cuts(s) for s in buckets)
     over = _over_steps(with_transfer, run)
-    if cuts:
+    uc = sum(st.uncached.get(s, 0) for s in buckets)
+    if run.n_steps == 0 and uc:
+        ev = (
+            f"{_plural(t, 'host transfer')} at this line with no step barrier reached: "
+            f"{uc} of its {_plural(cuts, 'graph cut')} compiled a new graph (the pending graph keeps growing)"
+        )
+    elif cuts:
         ev = (
             f"{_plural(t, 'host transfer')} and {_plural(cuts, 'extra graph execution')} "
             f"{over} at this line"
@@ -563,8 +701,12 @@ def _judge_transfer(finding, run, st, ran_steps, numbers):
 
 
 def _over_steps(steps: list, run: Run) -> str:
+    if run.n_steps == 0:
+        return "before any step barrier (none was reached)"
     in_loop = [s for s in steps if s < run.n_steps]
     if len(in_loop) == len(steps):
+        if len(steps) < run.n_steps:
+            return f"on {len(steps)} of {run.n_steps} steps{period(steps)}"
         return f"over {_plural(len(steps), 'step')}"
     if not in_loop:
         return "after the last step"
@@ -624,18 +766,34 @@ def _judge_steady_recompiles(finding, run, recompiles, numbers, where_ran):
     shapes = [c["description"] for c in causes if c["kind"] == "input-shape"]
     others = [c["description"] for c in causes if c["kind"] != "input-shape"]
     ev = f"UncachedCompile rose on {len(rising)} of {len(steady)} steps after warm-up"
-    # Confirmed when compiles keep rising, or when any steady recompile came from an input whose shape changed
-    # (a partial last batch recompiles once per epoch: rare in a short run, but real).
-    if not (_most(len(rising), len(steady)) or (rising and shapes)):
-        return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}; {ev} (compilation settled)", numbers)
+    # Confirmed when a steady-state recompile came from an input whose shape changed (what XLA005 is about;
+    # a partial last batch recompiles once per epoch: rare in a short run, but real). Compiles that keep
+    # rising for another reason, or for a reason that was not found, do not confirm it.
     if shapes:
-        ev += "; " + shapes[0]
-    elif others:
-        ev += "; " + others[0]
-    return FindingVerdict(finding, CONFIRMED, ev, numbers)
+        return FindingVerdict(finding, CONFIRMED, ev + "; " + shapes[0], numbers)
+    if not _most(len(rising), len(steady)):
+        return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}; {ev} (compilation settled)", numbers)
+    if others:
+        why = "their root cause is elsewhere: " + others[0]
+    else:
+        notes = sorted({rc.note for rc in recompiles if rc.kind == "recompile"}) or ["no graph dumps were taken"]
+        why = "no input whose shape changed was found (tried: " + "; ".join(notes) + ")"
+    return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}; {ev}, but {why}", numbers)
 
 
 def _judge_eval_switch(finding, run, st, ran_steps, numbers, where_ran):
+    if run.n_steps == 0:
+        n_eval = sum(
+            ev.get("eval_uncached", 0) for per in run.lines.values() for d in per.values() for ev in d["events"].values()
+        )
+        numbers["eval_compiles"] = n_eval
+        if n_eval:
+            return FindingVerdict(
+                finding, CONFIRMED,
+                f"{_plural(n_eval, 'graph')} compiled while the model was in eval mode; no step barrier was "
+                "reached, so the cost per switch could not be measured", numbers,
+            )
+        return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}; no graph compiled in eval mode", numbers)
     if not ran_steps:
         return FindingVerdict(finding, NOT_CONFIRMED, f"the line {where_ran}, never inside a step", numbers)
     # Uncached compiles charged while the model was in eval mode (the child follows model.train/eval).
@@ -692,54 +850,113 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
     flagged_ops: set = set()
     for f in findings:
         flagged_ops.update(run.stats(f.path, f.line, getattr(f, "end_line", f.line)).fallback_ops())
+    # The backward of an op that fell back (a boolean-mask index in a helper) falls back again inside
+    # `loss.backward()`: one cause, charged once, at the forward line; the backward line is named there.
+    forward_ops: dict = {}  # op -> lines (not backward calls) where it fell back
+    backward_lines = set()
+    for path, per_line in run.lines.items():
+        for ln, d in per_line.items():
+            if not any(k not in SCALAR_READ_COUNTERS for ev in d["events"].values() for k in ev["aten"]):
+                continue
+            if _is_backward_call(path, ln):
+                backward_lines.add((path, ln))
+                continue
+            for ev in d["events"].values():
+                for k in ev["aten"]:
+                    forward_ops.setdefault(k, set()).add((path, ln))
+    steady_from = run.steady_from
     for path, per_line in run.lines.items():
         if path == "<startup>":
             continue
         for ln in sorted(per_line):
+            if not per_line[ln]["events"]:
+                continue
             st = run.stats(path, ln)
             steps = range(n)
-            cut_t = [s for s in steps if st.transfers.get(s, 0) and st.cuts(s)]
-            fb = [s for s in steps if st.fallbacks.get(s)]
-            plain_t = [s for s in steps if st.transfers.get(s, 0) and not st.cuts(s)]
+            # A line is judged on the steps where it ran: a helper that runs every 4 steps and reads the
+            # loss each time costs on every step where it runs. Warm-up steps do not count; what happened on
+            # a single step after warm-up is listed, not counted.
+            ran = [s for s in steps if st.runs.get(s) and s >= steady_from]
+            cut_t = [s for s in ran if st.transfers.get(s, 0) and st.cuts(s)]
+            fb = [s for s in ran if st.fallbacks.get(s)]
+            plain_t = [s for s in ran if st.transfers.get(s, 0) and not st.cuts(s)]
             covered = _covered(findings, path, ln)
+            if not covered:
+                # A finding at a caller's line on the events' stack explains them (the helper's read is the
+                # cost of the flagged call in train.py).
+                for callers in run.callers(path, ln):
+                    covered = [f for p, c in callers for f in _covered(findings, p, c)]
+                    if covered:
+                        break
             counters = {
                 "transfers": sum(st.transfers.get(s, 0) for s in steps),
                 "graph_cuts": sum(st.cuts(s) for s in steps),
                 "scalar_reads": sum(st.scalar_reads.get(s, 0) for s in steps),
                 "fallbacks": {k: v for k, v in st.fallback_ops().items()},
+                "steps": sorted(set(cut_t) | set(fb) | set(plain_t)),
             }
-            if not covered and fb and set(counters["fallbacks"]) <= flagged_ops:
+            if covered:
                 continue
-            if not covered and _most(len(fb), n):
+            if fb and set(counters["fallbacks"]) <= flagged_ops:
+                continue
+            if (path, ln) in backward_lines and counters["fallbacks"] and all(
+                k in forward_ops for k in counters["fallbacks"]
+            ):
+                continue  # named at the forward line's miss
+            via = via_text(run, path, ln)
+
+            def on(k_steps):
+                return f"on {len(k_steps)} of {n} steps{period(k_steps)}"
+
+            if len(fb) >= 2 and _most(len(fb), len(ran)):
                 ops = ", ".join(f"{k} x{v}" for k, v in sorted(counters["fallbacks"].items()))
+                again = sorted(
+                    f"{os.path.basename(p)}:{b}" for p, b in backward_lines
+                    if any((path, ln) in forward_ops.get(k, ()) for k in counters["fallbacks"])
+                )
+                if again:
+                    ops += "; its backward falls back again in " + ", ".join(again)
                 misses.append(
                     Miss(
                         path, ln, "cpu fallback",
-                        f"CPU fallback on {len(fb)} of {n} steps ({ops}); "
+                        f"CPU fallback {on(fb)} ({ops}); "
                         f"{_plural(counters['transfers'], 'host transfer')} and "
-                        f"{_plural(counters['graph_cuts'], 'graph cut')} at this line; no rule flags it",
+                        f"{_plural(counters['graph_cuts'], 'graph cut')} at this line{via}; no rule flags it",
                         len(fb), n, counters,
                     )
                 )
-            elif not covered and _most(len(cut_t), n):
+            elif len(cut_t) >= 2 and _most(len(cut_t), len(ran)):
                 misses.append(
                     Miss(
                         path, ln, "graph-cut transfer",
                         f"{_plural(counters['transfers'], 'host transfer')} that cut the graph "
-                        f"({_plural(counters['graph_cuts'], 'extra graph execution')}) on {len(cut_t)} of {n} steps; "
+                        f"({_plural(counters['graph_cuts'], 'extra graph execution')}) {on(cut_t)}{via}; "
                         "no rule flags it",
                         len(cut_t), n, counters,
                     )
                 )
-            elif not covered and _most(len(plain_t), n):
+            elif len(plain_t) >= 2 and _most(len(plain_t), len(ran)):
                 quiet.append(
                     Miss(
                         path, ln, "transfer without graph cut",
-                        f"{_plural(counters['transfers'], 'host transfer')} on {len(plain_t)} of {n} steps with no "
-                        "graph cut (a read after the step's sync: costs a copy, not a split)",
+                        f"{_plural(counters['transfers'], 'host transfer')} {on(plain_t)} with no "
+                        f"graph cut (a read after the step's sync: costs a copy, not a split){via}",
                         len(plain_t), n, counters,
                     )
                 )
+            elif len(cut_t) == 1 or len(fb) == 1:
+                s1 = (cut_t or fb)[0]
+                quiet.append(
+                    Miss(
+                        path, ln, "once after warm-up",
+                        f"{_plural(counters['transfers'], 'host transfer')}, "
+                        f"{_plural(counters['graph_cuts'], 'graph cut')}"
+                        + (f", CPU fallbacks {counters['fallbacks']}" if counters["fallbacks"] else "")
+                        + f" on one step after warm-up (step {s1}){via}: listed, not counted",
+                        1, n, counters,
+                    )
+                )
+    by_root: dict = {}  # one miss per root-cause line, whatever the cut sites
     for rc in recompiles:
         if rc.kind != "recompile":
             continue
@@ -753,36 +970,68 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
             if c["kind"] == "structure" and c["path"] in run.user_files
             for ln in enclosing_condition_lines(c["path"], c["line"])
         ]
+        lines += list(rc.cut_stack)  # a finding anywhere on the cut's stack (the caller of a helper's read)
         codes = sorted({f.code for p, ln in lines for f in _covered(findings, p, ln)})
-        if any(c["kind"] == "input-shape" for c in rc.root_causes) or not rc.root_causes:
-            # Inputs of varying shape are what XLA005 (bucketing) is about, wherever its finding sits.
+        if any(c["kind"] == "input-shape" for c in rc.root_causes):
+            # Inputs of varying shape are what XLA005 (bucketing) is about, wherever its finding sits. Only
+            # then: a recompile whose root cause was not found is explained by nothing.
             codes += sorted({f.code for f in findings if f.code == "XLA005"} - set(codes))
         rc.explained_by = codes
         if codes:
-            continue
-        if len(rc.steps) < 2:
-            # Once, never again (e.g. the first log step after the optimizer state settled): one compile is
-            # not a pattern worth a miss. It stays in the report's recompiles.
             continue
         user_causes = [c for c in rc.root_causes if c["path"] in run.user_files]
         at = user_causes[0] if user_causes else None
         path, line = (at["path"], at["line"]) if at else (rc.cut_path or "", rc.cut_line or 0)
         shown = user_causes or rc.root_causes
         why = "; ".join(c["description"] for c in shown[:2]) or rc.note
-        cut = f" (graph cut at {os.path.basename(rc.cut_path)}:{rc.cut_line})" if rc.cut_path else ""
+        if not rc.root_causes:
+            why = rc.note if rc.note.startswith("root cause not found") else "root cause not found: " + rc.note
+        g = by_root.setdefault((path, line), {"steps": set(), "count": 0, "cuts": [], "why": why})
+        g["steps"].update(rc.steps)
+        g["count"] += rc.count
+        if rc.cut_path:
+            cut = f"{os.path.basename(rc.cut_path)}:{rc.cut_line}"
+            if cut not in g["cuts"]:
+                g["cuts"].append(cut)
+    for (path, line), g in by_root.items():
+        steps = sorted(g["steps"])
+        if len(steps) < 2:
+            # Once, never again (e.g. the first log step after the optimizer state settled): one compile is
+            # not a pattern worth a miss. It stays in the report's recompiles.
+            continue
+        cut = f" (graph cut at {', '.join(g['cuts'])})" if g["cuts"] else ""
         misses.append(
             Miss(
                 path, line, "steady-state recompile",
-                f"UncachedCompile rose {_plural(rc.count, 'time')} on {len(rc.steps)} of {len(run.steady)} steps "
-                f"after warm-up{cut}: {why}",
-                len(rc.steps), len(run.steady),
-                {"uncached_compiles": rc.count, "steps": rc.steps},
+                f"UncachedCompile rose {_plural(g['count'], 'time')} on {len(steps)} of {len(run.steady)} steps "
+                f"after warm-up{cut}: {g['why']}",
+                len(steps), len(run.steady),
+                {"uncached_compiles": g["count"], "steps": steps},
             )
         )
+    # One line, one miss: a boolean-mask index both falls back and recompiles.
+    merged: dict = {}
+    for m in misses:
+        key = (_norm(m.path) if m.path else "", m.line)
+        if key in merged:
+            first = merged[key]
+            first.kind += " + " + m.kind
+            first.message += "; and " + m.message
+            first.counters = {**m.counters, **first.counters, "also": m.counters}
+            first.steps = max(first.steps, m.steps)
+        else:
+            merged[key] = m
+    misses = list(merged.values())
     return misses, quiet
 
 
 _AST_CACHE: dict = {}
+
+
+def _is_backward_call(path: str, line: int) -> bool:
+    import linecache
+
+    return ".backward(" in linecache.getline(path, line)
 
 
 def enclosing_condition_lines(path: str, line: int) -> list:

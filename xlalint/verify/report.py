@@ -27,29 +27,74 @@ def sparkline(values: list) -> str:
     return "".join(_SPARK[min(len(_SPARK) - 1, round(v / top * (len(_SPARK) - 1)))] if v else " " for v in values)
 
 
-def render_text(report) -> str:
-    out = []
-    w = out.append
-    n = len(report.steps)
+def where_text(report) -> str:
+    """Where the program was when it stopped: its innermost user frame, the callers as a path, and what
+    torch_xla was doing ("inside a step barrier for 41.2 s, an XLA compile")."""
+    where = getattr(report, "where", None) or []
+    if not where:
+        return ""
+    inner = where[-1]
+    text = f"at {_rel(inner['path'])}:{inner['line']} in {inner['function']}"
+    callers = [f"{os.path.basename(f['path'])}:{f['line']}" for f in reversed(where[:-1])]
+    if callers:
+        text += " via " + " <- ".join(callers)
+    inside = getattr(report, "stopped_inside", None)
+    if inside:
+        what = inside.get("what")
+        if inside.get("compiling"):
+            text += (f", in the middle of an XLA compile (inside {what} for {inside.get('seconds', '?')} s)"
+                     if what else ", in the middle of an XLA compile")
+        elif what:
+            text += f", inside {what} for {inside.get('seconds', '?')} s"
+    return text
+
+
+def stop_text(report) -> str:
+    timeout = getattr(report, "timeout", None)
     stop = {
         "max_steps": f"stopped after --max-steps {report.max_steps}",
         "finished": "the program finished",
         "exit": "the program called sys.exit",
         "os_exit": "the program called os._exit",
-        "timeout": "stopped at --timeout",
-        "error": "the program raised",
+        "timeout": f"stopped at --timeout {timeout:g}s" if timeout else "stopped at --timeout",
+        "error": "the program raised an exception",
+        "interrupted": f"interrupted by {getattr(report, 'interrupted', None) or 'a signal'}",
+        "no_barrier": "stopped early: the training loop never reaches a step barrier",
     }.get(report.stop_reason, report.stop_reason)
+    where = where_text(report)
+    if where and report.stop_reason in ("timeout", "interrupted", "error"):
+        stop += " " + where
+    return stop
+
+
+def render_text(report) -> str:
+    out = []
+    w = out.append
+    n = len(report.steps)
+    stop = stop_text(report)
     warm = sum(1 for r in report.steps if r.warmup)
     steps = f"{n} step{'s' if n != 1 else ''}"
     w(f"xlalint --verify {report.target}: {steps} ({stop}); warm-up: steps 0-{max(warm, 1) - 1}")
     if report.error:
         w("")
         w(f"error: {report.error}")
-        if report.traceback:
+        if report.traceback and not (report.stop_reason == "timeout" and getattr(report, "where", None)):
             w(report.traceback.rstrip())
         if report.program_output and not report.traceback:
             w("program output (last lines):")
             w(report.program_output)
+    nb = getattr(report, "no_barrier", None)
+    if nb:
+        w("")
+        loop = nb.get("loop")
+        at = f"{_rel(loop['path'])}:{loop['line']}" if loop else "the training loop"
+        w(f"Missing step barrier at {at}:")
+        w(f"  {nb['message']}")
+        w("  iteration  IR nodes  uncached  cached  transfers  compile s   wall s")
+        for i, r in enumerate(nb["iterations"], 1):
+            w(f"  {i:>9} {r['ir_nodes']:>9} {r['uncached']:>9} {r['cached']:>7} {r['transfers']:>10}"
+              f" {r['compile_s']:>10.3f} {r['wall_s']:>8.3f}")
+        w(f"  fix: {nb['fix']}")
     if report.findings:
         w("")
         w("Findings:")
@@ -60,6 +105,9 @@ def render_text(report) -> str:
         w("")
         w("Misses (no rule flagged these lines):")
         for m in report.misses:
+            if m.kind == "missing step barrier" and nb:
+                w(f"  {_rel(m.path)}:{m.line}: {m.kind}: see above")
+                continue
             w(f"  {_rel(m.path)}:{m.line}: {m.kind}: {m.message}")
     real = [rc for rc in report.recompiles if rc.kind == "recompile"]
     fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]

@@ -1,0 +1,74 @@
+"""``--verify --html``: the page renders in a real browser (headless Chromium) with the run's numbers.
+
+Needs torch_xla and Chromium (Debian package `chromium`); under CI=true a missing one fails the test
+instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROGRAM = os.path.join(HERE, "verify_programs", "item_per_step.py")
+CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def _need(ok: bool, what: str):
+    if not ok:
+        if CI:
+            pytest.fail(f"{what} is not installed, and CI=true")
+        pytest.skip(f"{what} is not installed")
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _dump_dom(browser: str, page: str, profile: str) -> str:
+    proc = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--dump-dom", "file://" + page],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_html_report_renders_in_a_browser_with_the_runs_numbers(tmp_path):
+    _need(importlib.util.find_spec("torch_xla") is not None, "torch_xla")
+    browser = _chromium()
+    _need(browser is not None, "chromium")
+    page = str(tmp_path / "report.html")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")]), PJRT_DEVICE="CPU")
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlalint", "--verify", PROGRAM, "--max-steps", "5", "--html", page],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the .item() is confirmed
+    source = open(page, encoding="utf-8").read()
+    assert "http://" not in source.replace("http://www.w3.org/2000/svg", "") and "https://" not in source
+    dom = _dump_dom(browser, page, str(tmp_path / "profile"))
+    assert 'data-rendered="ok"' in dom  # the inline script ran
+    # four charts, one bar per step, with the run's numbers: 1 host transfer on each of the 5 steps
+    for series in ("uncached", "transfers", "fallbacks", "wall_ms"):
+        assert f'data-series="{series}"' in dom
+    transfers = dom.split('data-series="transfers"', 1)[1].split('data-series="fallbacks"', 1)[0]
+    bars = re.findall(r'<rect[^>]*data-step="(\d+)"[^>]*data-value="([\d.]+)"', transfers)
+    assert [(int(s), float(v)) for s, v in bars] == [(i, 1.0) for i in range(5)]
+    assert "total 5 over 5 steps" in transfers
+    # the findings with their verdicts beside their source lines
+    assert "item_per_step.py:14" in dom and "total += loss.item()" in dom
+    assert "CONFIRMED</span>" in dom and "5 host transfers and 5 extra graph executions over 5 steps" in dom

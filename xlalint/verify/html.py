@@ -1,0 +1,173 @@
+"""``--verify --html report.html``: one self-contained page (no network, no external file).
+
+The per-step plot is drawn in the browser from the report's JSON embedded in the page (an inline
+``<script type="application/json">``) by a small inline script; everything else (findings with their
+verdicts beside their source lines, misses, recompiles and their root causes) is plain HTML, readable even
+with scripts off.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import linecache
+import os
+
+from xlalint.verify.report import _rel, stop_text
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2329;max-width:1200px}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:26px 0 8px;border-bottom:1px solid #ddd}
+.sub{color:#555} code,pre,.src{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+table{border-collapse:collapse;width:100%} td,th{padding:4px 8px;border-bottom:1px solid #eee;vertical-align:top;text-align:left}
+th{background:#f6f8fa} .num{text-align:right;font-variant-numeric:tabular-nums}
+.v{font-weight:600;white-space:nowrap;padding:1px 6px;border-radius:4px}
+.CONFIRMED{background:#fde2e1;color:#9a1c14} .NOT_CONFIRMED{background:#e6f4ea;color:#1e6b34} .NOT_REACHED{background:#eee;color:#555}
+.src{background:#f6f8fa;padding:2px 6px;border-radius:3px;white-space:pre;display:block;overflow-x:auto}
+.charts{display:grid;grid-template-columns:repeat(2,1fr);gap:14px} .chart{border:1px solid #eee;padding:6px}
+.chart h3{font-size:13px;margin:0 0 4px;font-weight:600} .warm{fill:#c9d1d9} .steady{fill:#4a78b5}
+.miss{background:#fff8e1} .err{background:#fde2e1;padding:8px;border-radius:4px}
+"""
+
+_SCRIPT = r"""
+(function () {
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  var steps = data.steps || [];
+  var series = [
+    ['uncached', 'Uncached compiles per step'], ['transfers', 'Host transfers per step'],
+    ['fallbacks', 'CPU fallbacks per step'], ['wall_ms', 'Wall time per step (ms)']
+  ];
+  var host = document.getElementById('charts');
+  var NS = 'http://www.w3.org/2000/svg';
+  series.forEach(function (s) {
+    var key = s[0], box = document.createElement('div');
+    box.className = 'chart'; box.setAttribute('data-series', key);
+    var h = document.createElement('h3'); h.textContent = s[1]; box.appendChild(h);
+    var W = 540, H = 130, pad = 28, n = Math.max(steps.length, 1);
+    var top = Math.max.apply(null, steps.map(function (r) { return r[key]; }).concat([1]));
+    var svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('width', W); svg.setAttribute('height', H); svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    var bw = (W - pad - 4) / n;
+    steps.forEach(function (r, i) {
+      var v = r[key], bh = (H - 2 * pad) * v / top;
+      var rect = document.createElementNS(NS, 'rect');
+      rect.setAttribute('x', pad + i * bw + 1); rect.setAttribute('width', Math.max(bw - 2, 1));
+      rect.setAttribute('y', H - pad - bh); rect.setAttribute('height', Math.max(bh, v ? 1 : 0));
+      rect.setAttribute('class', r.warmup ? 'warm' : 'steady');
+      rect.setAttribute('data-step', r.index); rect.setAttribute('data-value', v);
+      var t = document.createElementNS(NS, 'title'); t.textContent = 'step ' + r.index + ': ' + v; rect.appendChild(t);
+      svg.appendChild(rect);
+      if (n <= 40) {
+        var lab = document.createElementNS(NS, 'text');
+        lab.setAttribute('x', pad + i * bw + bw / 2); lab.setAttribute('y', H - pad + 12);
+        lab.setAttribute('font-size', '9'); lab.setAttribute('text-anchor', 'middle'); lab.textContent = r.index;
+        svg.appendChild(lab);
+      }
+    });
+    var ax = document.createElementNS(NS, 'text');
+    ax.setAttribute('x', 2); ax.setAttribute('y', pad - 6); ax.setAttribute('font-size', '10');
+    ax.textContent = 'max ' + (Math.round(top * 10) / 10); svg.appendChild(ax);
+    box.appendChild(svg);
+    var total = steps.reduce(function (a, r) { return a + r[key]; }, 0);
+    var p = document.createElement('div'); p.className = 'sub';
+    p.textContent = 'total ' + (Math.round(total * 10) / 10) + ' over ' + steps.length + ' steps (grey: warm-up)';
+    box.appendChild(p);
+    host.appendChild(box);
+  });
+  if (!steps.length) { host.textContent = 'No step barrier was reached: nothing per step to plot.'; }
+  document.body.setAttribute('data-rendered', 'ok');
+})();
+"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _source(path: str, line: int) -> str:
+    text = linecache.getline(path, line).rstrip("\n") if path and line else ""
+    return f'<span class="src">{line:>5}  {_e(text)}</span>' if text else ""
+
+
+def render_html(report) -> str:
+    data = report.to_dict()
+    out = []
+    w = out.append
+    n = len(report.steps)
+    w("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>")
+    w(f"<title>xlalint --verify {_e(report.target)}</title><style>{_CSS}</style></head><body>")
+    w(f"<h1>xlalint --verify <code>{_e(report.target)}</code></h1>")
+    w(f'<div class=sub id=summary>{n} step{"s" if n != 1 else ""} ({_e(stop_text(report))}); '
+      f"exit {report.exit_code}; ran {report.elapsed:g} s</div>")
+    if report.error:
+        w(f"<p class=err>error: {_e(report.error)}</p>")
+        if report.traceback:
+            w(f"<pre>{_e(report.traceback)}</pre>")
+    nb = getattr(report, "no_barrier", None)
+    if nb:
+        w("<h2>Missing step barrier</h2>")
+        w(f"<p>{_e(nb['message'])}</p><table id=iterations><tr><th>iteration<th class=num>IR nodes"
+          "<th class=num>uncached<th class=num>transfers<th class=num>compile s<th class=num>wall s</tr>")
+        for i, r in enumerate(nb["iterations"], 1):
+            w(f"<tr><td>{i}<td class=num>{r['ir_nodes']}<td class=num>{r['uncached']}<td class=num>"
+              f"{r['transfers']}<td class=num>{r['compile_s']:g}<td class=num>{r['wall_s']:g}</tr>")
+        w(f"</table><p>Fix: {_e(nb['fix'])}</p>")
+    w("<h2>Per step</h2><div class=charts id=charts></div>")
+    if report.steps:
+        w("<details><summary>table</summary><table id=steps><tr><th>step<th class=num>uncached<th class=num>cached"
+          "<th class=num>transfers<th class=num>fallbacks<th class=num>wall ms<th></tr>")
+        for r in report.steps:
+            w(f"<tr><td>{r.index}<td class=num>{r.uncached}<td class=num>{r.cached}<td class=num>{r.transfers}"
+              f"<td class=num>{r.fallbacks}<td class=num>{r.wall_ms:.1f}<td>{'warm-up' if r.warmup else ''}</tr>")
+        w("</table></details>")
+    w(f"<h2>Findings ({len(report.findings)})</h2>")
+    if report.findings:
+        w("<table id=findings><tr><th>where<th>rule<th>verdict<th>evidence</tr>")
+        for v in report.findings:
+            f = v.finding
+            cls = v.status.replace(" ", "_")
+            w(f"<tr><td><code>{_e(_rel(f.path))}:{f.line}</code>{_source(f.path, f.line)}"
+              f"<td><code>{_e(f.code)}</code> {_e(getattr(f, 'name', ''))}"
+              f"<td><span class='v {cls}'>{_e(v.status)}</span><td>{_e(v.evidence)}</tr>")
+        w("</table>")
+    else:
+        w("<p class=sub>none</p>")
+    w(f"<h2>Misses ({len(report.misses)})</h2>")
+    if report.misses:
+        w("<table id=misses><tr><th>where<th>kind<th>what was measured</tr>")
+        for m in report.misses:
+            w(f"<tr class=miss><td><code>{_e(_rel(m.path))}:{m.line}</code>{_source(m.path, m.line)}"
+              f"<td>{_e(m.kind)}<td>{_e(m.message)}</tr>")
+        w("</table>")
+    else:
+        w("<p class=sub>none</p>")
+    if report.recompiles:
+        w(f"<h2>Compiles after warm-up ({len(report.recompiles)})</h2><table id=recompiles>"
+          "<tr><th>kind<th>steps<th>graph cut at<th>root cause<th>explained by</tr>")
+        for rc in report.recompiles:
+            cut = f"{_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "unknown"
+            causes = "".join(
+                f"<div><code>{_e(_rel(c['path']))}:{c['line']}</code> {_e(c['description'])}</div>"
+                for c in rc.root_causes if c.get("user")
+            ) or _e(rc.note)
+            w(f"<tr><td>{_e(rc.kind)}<td>{_e(', '.join(map(str, rc.steps)))}<td><code>{_e(cut)}</code>"
+              f"<td>{causes}<td>{_e(', '.join(rc.explained_by) or '-')}</tr>")
+        w("</table>")
+    if report.transfers_without_cut:
+        w("<h2>Listed, not counted</h2><ul>")
+        for m in report.transfers_without_cut:
+            w(f"<li><code>{_e(_rel(m.path))}:{m.line}</code> {_e(m.message)}</li>")
+        w("</ul>")
+    if report.notes:
+        w("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes) + "</ul>")
+    payload = json.dumps(data, default=str).replace("</", "<\\/")
+    w(f'<script type="application/json" id="report-data">{payload}</script>')
+    w(f"<script>{_SCRIPT}</script></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write_html(report, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(render_html(report))
+    os.replace(tmp, path)
