@@ -29,6 +29,7 @@ run: $(VENV)/.installed
 	@$(BIN)/xlalint --isolated examples/fast_train.py
 
 test: $(VENV)/.installed-test
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || echo "chromium missing: tests/test_verify_html.py will skip (fail under CI=true)"
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test
