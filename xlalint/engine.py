@@ -149,12 +149,18 @@ def lint_source(
     *,
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    notebook: Optional[bool] = None,
 ) -> list[Finding]:
     """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding.
 
     ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
-    applies its own (flake8).
+    applies its own (flake8). ``notebook``: the contents are a Jupyter notebook's JSON (default: when
+    ``path`` ends with ``.ipynb``); its code cells are linted as one program (xlalint/notebook.py).
     """
+    if notebook or (notebook is None and path.lower().endswith(".ipynb")):
+        from xlalint.notebook import lint_notebook
+
+        return lint_notebook(data, path, enabled, honor_noqa=honor_noqa, max_tokens=max_tokens)
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -319,6 +325,10 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
         return None, _file_finding("XLA901", path, f"cannot read the file: {e.strerror or e}")
     if not stat.S_ISREG(st.st_mode):
         return None, _file_finding("XLA901", path, "not a regular file")
+    if path.lower().endswith(".ipynb"):  # outputs (images) are not code: the cap is on the code
+        from xlalint.notebook import MAX_NOTEBOOK_BYTES
+
+        max_size = max(max_size, MAX_NOTEBOOK_BYTES)
     if st.st_size > max_size:
         return None, too_large(path, st.st_size, max_size)
     try:
@@ -341,7 +351,7 @@ def lint_file(path: str, settings=None) -> list[Finding]:
 
 
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:
-    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py``."""
+    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py`` and ``*.ipynb``."""
     seen_dirs = set()
     for p in paths:
         if os.path.isdir(p):
@@ -376,7 +386,7 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
             is_dir = False
         if is_dir:
             yield from _walk_dir(path, settings, seen_dirs, warn)
-        elif entry.name.endswith((".py", ".pyi")) and not entry.name.endswith(".pyi"):
+        elif entry.name.endswith((".py", ".ipynb")):
             yield path
 
 

@@ -31,7 +31,7 @@ def default_jobs() -> int:
 
 
 def _row(f: Finding) -> tuple:
-    return (f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix)
+    return (f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix, f.cell)
 
 
 def _lint_one(path: str, settings, want_key: bool) -> tuple:
