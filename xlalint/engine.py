@@ -150,12 +150,15 @@ def lint_source(
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     notebook: Optional[bool] = None,
+    parse=None,
 ) -> list[Finding]:
     """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding.
 
     ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
     applies its own (flake8). ``notebook``: the contents are a Jupyter notebook's JSON (default: when
     ``path`` ends with ``.ipynb``); its code cells are linted as one program (xlalint/notebook.py).
+    ``parse``: a replacement for ``libcst.parse_module`` that returns the same tree (the language
+    server's incremental parse, xlalint/incremental.py).
     """
     if notebook or (notebook is None and path.lower().endswith(".ipynb")):
         from xlalint.notebook import lint_notebook
@@ -190,13 +193,13 @@ def lint_source(
         line = text.count("\n", 0, deep) + 1
         col = deep - (text.rfind("\n", 0, deep) + 1) + 1
         return _only_enabled([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
-    return _on_big_stack(_analyse, text, raw, path, codes, honor_noqa)
+    return _on_big_stack(_analyse, text, raw, path, codes, honor_noqa, parse)
 
 
-def _analyse(text: str, raw: bytes, path: str, codes: frozenset, honor_noqa: bool) -> list[Finding]:
+def _analyse(text: str, raw: bytes, path: str, codes: frozenset, honor_noqa: bool, parse=None) -> list[Finding]:
     """Parse once, walk once with every enabled rule, resolve, locate what is reported."""
     try:
-        module = cst.parse_module(text)
+        module = (parse or cst.parse_module)(text)
     except cst.ParserSyntaxError as e:
         msg = e.message.splitlines()[0] if e.message else "invalid syntax"
         line, col = e.raw_line, e.raw_column + 1

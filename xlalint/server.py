@@ -44,10 +44,23 @@ log = logging.getLogger("xlalint.server")
 
 
 # ---------------------------------------------------------------------------------------- the lint
+# The incremental parsers of the documents linted last (one tree each in memory).
+_PARSERS: dict = {}
+MAX_PARSERS = 16
+
+
 def lint_document(path: str, text: str, settings: Settings) -> list:
     """Lint one open document. Every lint the server does goes through here (swap in the project-wide
-    analysis in this one place); ``path`` is the file's path on disk, ``text`` the editor's buffer."""
-    return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens)
+    analysis in this one place); ``path`` is the file's path on disk, ``text`` the editor's buffer.
+    The parse is incremental (xlalint/incremental.py): after an edit only the edited top-level
+    statement is parsed again."""
+    from xlalint.incremental import IncrementalParser
+
+    parser = _PARSERS.pop(path, None) or IncrementalParser()
+    _PARSERS[path] = parser  # the most recently linted last
+    while len(_PARSERS) > MAX_PARSERS:
+        del _PARSERS[next(iter(_PARSERS))]
+    return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens, parse=parser)
 
 
 class SettingsCache:
@@ -149,9 +162,16 @@ class XlaLintServer(LanguageServer):
         self.pending: dict = {}  # uri -> the debounce task
         self.findings: dict = {}  # uri -> (version, [Finding])
         self.timings: list = []  # (uri, seconds) of the last lints: for the bench and the log
+        self.lint_lock: Optional[asyncio.Lock] = None
 
     # ------------------------------------------------------------------ linting a document
     async def lint_now(self, uri: str) -> None:
+        if self.lint_lock is None:
+            self.lint_lock = asyncio.Lock()
+        async with self.lint_lock:  # one lint at a time: they share the CPU, and the newest text wins
+            await self._lint_now(uri)
+
+    async def _lint_now(self, uri: str) -> None:
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version, doc.source
         path = uri_to_path(uri)
