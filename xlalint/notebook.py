@@ -61,35 +61,15 @@ class NotebookProgram:
     cells: list  # every code cell, in order (skipped ones too)
     language: str = "python"
 
+    def table(self) -> list:
+        """The cells as plain data (it travels in cached analyses): [number, first line, lines] each."""
+        return [[c.number, c.first_line, c.n_lines] for c in self.cells if not c.skipped]
+
     def locate(self, line: int) -> tuple:
-        """The program's ``line`` -> (cell number, line in the cell), or (None, line) before any cell.
-        A marker line (a syntax error running on from the cell above) maps to that cell's last line."""
-        code = [c for c in self.cells if not c.skipped]
-        found = None
-        for i, c in enumerate(code):
-            if c.first_line - 1 > line:
-                break
-            found = i
-        if found is None:
-            return None, line
-        c = code[found]
-        if line < c.first_line:  # on the marker
-            if found == 0:
-                return c.number, 1
-            c = code[found - 1]
-            return c.number, max(c.n_lines, 1)
-        return c.number, min(line - c.first_line + 1, max(c.n_lines, 1))
+        return locate(self.table(), line)
 
     def map_finding(self, f):
-        """A finding on the program -> the same finding on its cell (``cell`` set, lines in the cell)."""
-        cell, line = self.locate(f.line)
-        if cell is None:
-            return f
-        end_cell, end_line = self.locate(f.end_line)
-        end_col = f.end_column
-        if end_cell != cell:  # cannot happen for a node; keep the end on the start line
-            end_line, end_col = line, f.column + 1
-        return replace(f, line=line, end_line=end_line, end_column=end_col, cell=cell)
+        return map_findings([f], self.table())[0]
 
     def cell_sources(self, fixed_text: str) -> dict:
         """Map an edited program (``--fix``) back to its cells: ``{cell number: new source}`` for the
@@ -134,6 +114,41 @@ class NotebookProgram:
             if new != cell.source:
                 out[number] = new
         return out
+
+
+def locate(table: list, line: int) -> tuple:
+    """A line of the program -> (cell number, line in the cell), or (None, line) before any cell.
+    A marker line (a syntax error running on from the cell above) maps to that cell's last line."""
+    found = None
+    for i, (_, first, _) in enumerate(table):
+        if first - 1 > line:
+            break
+        found = i
+    if found is None:
+        return None, line
+    number, first, n = table[found]
+    if line < first:  # on the marker
+        if found == 0:
+            return number, 1
+        number, _, n = table[found - 1]
+        return number, max(n, 1)
+    return number, min(line - first + 1, max(n, 1))
+
+
+def map_findings(findings: list, table: list) -> list:
+    """Findings on the program -> the same findings on their cells (``cell`` set, lines in the cell)."""
+    out = []
+    for f in findings:
+        cell, line = locate(table, f.line)
+        if cell is None:
+            out.append(f)
+            continue
+        end_cell, end_line = locate(table, f.end_line)
+        end_col = f.end_column
+        if end_cell != cell:  # cannot happen for a node; keep the end on the start line
+            end_line, end_col = line, f.column + 1
+        out.append(replace(f, line=line, end_line=end_line, end_column=end_col, cell=cell))
+    return out
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -248,19 +263,34 @@ def program_for(data) -> NotebookProgram:
 
 
 # ---------------------------------------------------------------------------------------- linting
-def lint_notebook(data, path: str, enabled=None, *, honor_noqa: bool = True, max_tokens=64_000) -> list:
-    """Lint a notebook's bytes: findings with ``cell`` set and lines counted in their cell."""
+def is_program(data) -> bool:
+    """``data`` is a program made by ``build_program`` (``--fix`` lints it again under the notebook's
+    path), not a notebook's JSON."""
+    head = data[:16] if isinstance(data, (str, bytes)) else ""
+    return head.startswith(b"# %% [cell " if isinstance(head, bytes) else "# %% [cell ")
+
+
+def analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
+    """``engine.analyse_module`` for a notebook: its program analysed as a module, and ``"cells"`` for
+    ``engine.decide`` to report the findings by cell. An unreadable notebook is one XLA900."""
     from xlalint import engine
 
     try:
         program = program_for(data)
     except NotebookError as e:
-        return [engine._file_finding("XLA900", path, str(e))]  # XLA9xx are always reported
+        return {"file": [engine._row(engine._file_finding("XLA900", path, str(e)))]}  # XLA9xx always reported
     if program.language != "python" or not program.text:
-        return []
-    findings = engine.lint_source(program.text, path, enabled, honor_noqa=honor_noqa, max_tokens=max_tokens,
-                                  notebook=False)
-    return sorted(program.map_finding(f) for f in findings)
+        return {"file": []}
+    result = engine.analyse_module(program.text, path, enabled, notebook=False, **kwargs)
+    result["cells"] = program.table()
+    return result
+
+
+def lint_notebook(data, path: str, enabled=None, **kwargs) -> list:
+    """The findings of one notebook on its own (``engine.lint_source`` does the same for a .ipynb path)."""
+    from xlalint import engine
+
+    return engine.lint_source(data, path, enabled, notebook=True, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------- writing
