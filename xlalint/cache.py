@@ -155,24 +155,27 @@ class Cache:
         if self.writable:
             self._write(key, _encode(rows))
 
-    def load(self, key: str) -> Optional[list]:
-        """The stored analyses of a file's contents (one per set of facts it read), or None."""
+    def load(self, key: str, count: bool = True) -> Optional[list]:
+        """The stored analyses of a file's contents (one per set of facts it read), or None.
+        ``count=False``: a look before a write, not a lookup (no hit or miss counted)."""
+        value = None
         try:
             with open(self._path(key), "rb") as fh:
-                blob = fh.read()
+                value = _decode_value(fh.read())
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                value = None
+                if count:
+                    self._corrupt(f"cache entry {self._path(key)} is corrupt")
         except (FileNotFoundError, NotADirectoryError):
-            self.misses += 1
-            return None
+            pass
         except OSError as e:
-            self._corrupt(f"cannot read cache entry {self._path(key)}: {e.strerror or e}")
-            self.misses += 1
-            return None
-        value = _decode_value(blob)
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            self._corrupt(f"cache entry {self._path(key)} is corrupt")
-            self.misses += 1
-            return None
-        self.hits += 1
+            if count:
+                self._corrupt(f"cannot read cache entry {self._path(key)}: {e.strerror or e}")
+        if count:
+            if value is None:
+                self.misses += 1
+            else:
+                self.hits += 1
         return value
 
     def store(self, key: str, value: list) -> None:

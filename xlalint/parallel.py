@@ -90,7 +90,7 @@ def _chunks(paths: list, jobs: int) -> list:
 # Rounds of "walk the modules whose facts changed": each walk records the facts it read about other
 # modules; after a round the facts are solved again from every summary, and a module whose reads no
 # longer hold is walked again. Facts only grow more precise, so this settles in a few rounds.
-MAX_ROUNDS = 4
+MAX_ROUNDS = 8
 
 
 def lint_files(
@@ -128,8 +128,12 @@ def project_files(root: str, asked: list, settings) -> list:
 
 
 def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Optional[Cache] = None,
-                 warn=None, files: Optional[list] = None) -> list[Finding]:
-    from xlalint.semantics.project import Facts, ProjectIndex
+                 warn=None, files: Optional[list] = None, sources: Optional[dict] = None,
+                 honor_noqa: bool = True) -> list[Finding]:
+    """The findings of the ``asked`` files of the project at ``root``. ``sources``: path -> text that
+    stands for the file on disk (an editor's buffer, flake8's lines); ``honor_noqa=False`` keeps what
+    ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8)."""
+    from xlalint.semantics.project import Facts, ProjectIndex, connected_files
 
     files = files if files is not None else project_files(root, asked, settings)
     # one name per file: the asked paths as the user wrote them, the others as discovery gives them
@@ -138,8 +142,13 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         by_abs[os.path.normpath(os.path.abspath(p))] = p
     files = sorted(by_abs.values())
     index = ProjectIndex(root, files)
+    if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
+        files = connected_files(index, asked, lambda p: _read_text(p, settings))
+        index = ProjectIndex(root, files)
     results: dict = {}
     facts = Facts(index, {})
+    _SOURCES.clear()
+    _SOURCES.update(sources or {})
     pending = files
     for _ in range(MAX_ROUNDS):
         _run_round(pending, index, facts, settings, jobs, cache, results)
@@ -148,7 +157,20 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
                    and not facts.agrees(results[p]["summary"]["module"], results[p]["reads"])]
         if not pending:
             break
+    if not honor_noqa:
+        for p in asked:
+            results[p] = _analyse_one(p, index, facts, settings, honor_noqa=False)[2]
     return engine.decide(results, asked, root, index)
+
+
+_SOURCES: dict = {}  # path -> text standing for the file on disk, for this run
+
+
+def _read(path: str, settings):
+    text = _SOURCES.get(path)
+    if text is not None:
+        return text.encode("utf-8", "surrogatepass"), None
+    return engine.read_file(path, _max_size(settings))
 
 
 def _run_round(paths: list, index, facts, settings, jobs: int, cache: Optional[Cache], results: dict) -> None:
@@ -181,6 +203,11 @@ def _run_round(paths: list, index, facts, settings, jobs: int, cache: Optional[C
         pool.join()
 
 
+def _read_text(path: str, settings) -> Optional[str]:
+    data, err = _read(path, settings)
+    return data.decode("utf-8", "replace") if err is None else None
+
+
 def _cache_key(data: bytes, path: str, index, settings) -> str:
     codes = settings.codes_for(path) if settings is not None else _all_codes()
     module, is_pkg = index.module_of(path)
@@ -191,7 +218,7 @@ def _cached(path: str, index, facts, settings, cache: Optional[Cache]):
     """A stored result of this file's contents whose reads agree with the facts, or None."""
     if cache is None:
         return None
-    data, err = engine.read_file(path, _max_size(settings))
+    data, err = _read(path, settings)
     if err is not None:
         return None
     variants = cache.load(_cache_key(data, path, index, settings))
@@ -205,7 +232,7 @@ def _cached(path: str, index, facts, settings, cache: Optional[Cache]):
 def _store(results: dict, cache: Optional[Cache], path: str, key: Optional[str], result: dict) -> None:
     results[path] = result
     if cache is not None and key is not None:
-        old = cache.load(key) or []
+        old = cache.load(key, count=False) or []
         variants = [result] + [v for v in old if v.get("reads") != result.get("reads")]
         cache.store(key, variants[:MAX_VARIANTS])
 
@@ -213,15 +240,15 @@ def _store(results: dict, cache: Optional[Cache], path: str, key: Optional[str],
 MAX_VARIANTS = 4  # results of one file's contents under different facts about its neighbours
 
 
-def _analyse_one(path: str, index, facts, settings) -> tuple:
+def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> tuple:
     """(path, cache key or None, result) for one file: read once, parse once."""
-    data, err = engine.read_file(path, _max_size(settings))
+    data, err = _read(path, settings)
     if err is not None:
         return path, None, {"file": [engine._row(err)]}
     codes = settings.codes_for(path) if settings is not None else None
     module, is_pkg = index.module_of(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
-                                   max_tokens=_max_tokens(settings))
+                                   honor_noqa=honor_noqa, max_tokens=_max_tokens(settings))
     return path, _cache_key(data, path, index, settings), result
 
 

@@ -20,6 +20,7 @@ between processes, and no syntax tree outlives its module's walk.
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterable, Optional
 
 from xlalint.semantics import kinds as K
@@ -390,3 +391,73 @@ class Program:
             t = [x for x in self.facts.callee_targets(local, mod) if x in self.funcs]
             self._targets[callee] = t
         return t
+
+
+# --------------------------------------------------------------------------------------------------
+# Which modules matter to the files asked: the ones connected to them by imports
+# --------------------------------------------------------------------------------------------------
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^#\n;]+)"
+    r"|import[ \t]+(?P<mods>[^#\n;]+))",
+    re.MULTILINE,
+)
+
+
+def imported_names(text: str, module: str, is_package: bool) -> set:
+    """Dotted names a module's text imports (a cheap scan, no parse: over-inclusion is harmless)."""
+    out = set()
+    pkg_parts = module.split(".") if module != "__main__" else []
+    if not is_package:
+        pkg_parts = pkg_parts[:-1]
+    for m in _IMPORT.finditer(text):
+        if m.group("mods"):
+            for part in m.group("mods").split(","):
+                name = part.strip().split(" as ")[0].strip()
+                if name:
+                    out.add(name)
+            continue
+        base = m.group("from")
+        dots = len(base) - len(base.lstrip("."))
+        rest = base[dots:]
+        if dots:
+            up = pkg_parts[: len(pkg_parts) - (dots - 1)] if dots - 1 <= len(pkg_parts) else []
+            base = ".".join(up + ([rest] if rest else []))
+        if not base:
+            continue
+        out.add(base)
+        for part in m.group("names").strip("()").replace("\n", " ").split(","):
+            name = part.strip().split(" as ")[0].strip()
+            if name and name != "*":
+                out.add(f"{base}.{name}")
+    return out
+
+
+def connected_files(index: ProjectIndex, asked: Iterable[str], read) -> list:
+    """The files connected to ``asked`` through imports, either way (what they import, what imports
+    them, and so on): the part of the project whose facts can reach the asked files."""
+    edges: dict = {p: set() for p in index.by_path}
+    for path, mod in index.by_path.items():
+        text = read(path)
+        if text is None:
+            continue
+        for name in imported_names(text, mod, mod in index.packages):
+            hit = index.split(name, mod)
+            if hit is not None:
+                target = index.by_module[hit[0]]
+                if target != path:
+                    edges[path].add(target)
+                    edges.setdefault(target, set()).add(path)
+    # a package's __init__ runs before its modules: importing pkg.mod imports pkg
+    for mod, path in index.by_module.items():
+        parent = mod.rpartition(".")[0]
+        if parent in index.by_module:
+            edges[path].add(index.by_module[parent])
+            edges[index.by_module[parent]].add(path)
+    seen, todo = set(), [p for p in asked if p in edges]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        todo.extend(edges.get(p, ()))
+    return sorted(seen | set(asked))
