@@ -160,6 +160,17 @@ def test_cli_discovers_notebooks_and_reports_cells(tmp_path: Path):
     assert "in 2 files checked" in r.stdout
 
 
+def test_a_notebook_is_a_module_of_its_project(tmp_path: Path):
+    """A helper module's finding depends on its caller: a step loop in a notebook cell."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def read(t):\n    return t.item()\n")
+    write_nb(tmp_path, ["import torch\nfrom helpers import read", "for x in loader:\n    loss = model(x).sum()\n    read(loss)\n"])
+    r = run_xlalint("--no-cache", "helpers.py", cwd=tmp_path)
+    assert r.stdout.startswith("helpers.py:2:12: XLA001 "), r.stdout + r.stderr
+    r = run_xlalint("--no-cache", ".", cwd=tmp_path)
+    assert [ln.split(": ")[0] for ln in r.stdout.splitlines()[:-1]] == ["helpers.py:2:12"], r.stdout
+
+
 def test_cli_json_has_the_cell(tmp_path: Path):
     write_nb(tmp_path, ["import torch", LOOP])
     r = run_xlalint("--isolated", "--no-cache", "--format", "json", "nb.ipynb", cwd=tmp_path)

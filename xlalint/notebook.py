@@ -262,6 +262,14 @@ def program_for(data) -> NotebookProgram:
     return build_program(read_notebook(data))
 
 
+def program_text(data) -> Optional[str]:
+    """The program of a notebook's bytes, or None when they are not a notebook."""
+    try:
+        return program_for(data).text
+    except NotebookError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------- linting
 def is_program(data) -> bool:
     """``data`` is a program made by ``build_program`` (``--fix`` lints it again under the notebook's

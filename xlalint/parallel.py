@@ -205,6 +205,10 @@ def _run_round(paths: list, index, facts, settings, jobs: int, cache: Optional[C
 
 def _read_text(path: str, settings) -> Optional[str]:
     data, err = _read(path, settings)
+    if err is None and path.lower().endswith(".ipynb"):  # a notebook's imports are in its code cells
+        from xlalint.notebook import program_text
+
+        return program_text(data)
     return data.decode("utf-8", "replace") if err is None else None
 
 
