@@ -40,6 +40,37 @@ async def _start(lsp_client: LanguageClient, root: Path):
         capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri()))
 
 
+# The same server, with findings that carry an automatic fix the way `--fix` findings do (``edits``,
+# 1-based, end exclusive): `.item()` -> `.detach()`. The real edits come from the rules (xlalint/fix.py).
+FIXING = (
+    "import sys, dataclasses, xlalint.server as s\n"
+    "from xlalint.findings import Finding\n"
+    "@dataclasses.dataclass(frozen=True)\n"
+    "class Fixable(Finding):\n"
+    "    edits: tuple = ()\n"
+    "    applicability: str = 'safe'\n"
+    "    fix_title: str = ''\n"
+    "real = s.lint_document\n"
+    "def lint(path, text, settings):\n"
+    "    out = []\n"
+    "    for f in real(path, text, settings):\n"
+    "        if f.code == 'XLA001':\n"
+    "            e = ((f.line, f.end_column - 7, f.line, f.end_column, '.detach()'),)\n"
+    "            f = Fixable(**{k.name: getattr(f, k.name) for k in dataclasses.fields(Finding)}, edits=e, fix_title='Keep it on the device')\n"
+    "        out.append(f)\n"
+    "    return out\n"
+    "s.lint_document = lint\n"
+    "sys.exit(s.main([]))\n"
+)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", FIXING], server_env=ENV))
+async def fixing(lsp_client: LanguageClient, tmp_path_factory):
+    await _start(lsp_client, tmp_path_factory.getbasetemp())
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "xlalint", "server"], server_env=ENV))
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     await _start(lsp_client, tmp_path_factory.getbasetemp())
@@ -172,3 +203,21 @@ async def test_a_crash_in_one_request_never_ends_the_session(crashing: LanguageC
         range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
         context=types.CodeActionContext(diagnostics=[])))
     assert actions is not None and len(actions) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_finding_with_a_fix_gets_a_fix_action(fixing: LanguageClient, tmp_path: Path):
+    client = fixing
+    uri = _open(client, tmp_path / "train.py", HOST_READ)
+    diags = await _diagnostics(client, uri)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=diags[0].range,
+        context=types.CodeActionContext(diagnostics=diags)))
+    assert [(a.title, a.is_preferred) for a in actions] == [
+        ("Keep it on the device", True), ("Suppress XLA001 on this line (# noqa: XLA001)", None)]
+    (edit,) = actions[0].edit.changes[uri]
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.character, edit.new_text) == (3, 12, 19, ".detach()")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    assert await _diagnostics(client, uri) == []

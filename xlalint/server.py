@@ -278,12 +278,16 @@ def build_server() -> "XlaLintServer":
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
     )
     def code_action(ls: XlaLintServer, params: types.CodeActionParams):
-        doc = ls.workspace.get_text_document(params.text_document.uri)
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
         lines = doc.source.splitlines()
         actions = []
         for d in params.context.diagnostics:
             if d.source != SOURCE or not isinstance(d.code, str) or not d.code.startswith("XLA"):
                 continue
+            fix = fix_action(ls.current_findings(uri), d, lines, uri)
+            if fix is not None:
+                actions.append(fix)
             edit = noqa_edit(lines, d.range.start.line, d.code)
             if edit is None:
                 continue
@@ -328,6 +332,41 @@ def hover_for(codes: list):
     if not parts:
         return None
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(parts)))
+
+
+def fix_action(findings: list, d, lines: list, uri: str):
+    """The finding's automatic fix (``--fix``: ``Finding.edits``, 1-based, end exclusive) as a code
+    action, when the finding under diagnostic ``d`` has one; unsafe fixes are offered, not preferred."""
+    for f in findings:
+        if f.cell is not None or f.code != d.code:
+            continue
+        start = to_diagnostic(f, lines).range.start
+        if (start.line, start.character) != (d.range.start.line, d.range.start.character):
+            continue
+        edits = getattr(f, "edits", None) or ()
+        if not edits:
+            return None
+        text_edits = []
+        for (line, col, end_line, end_col, content) in edits:
+            a = _position(lines, line, col)
+            b = _position(lines, end_line, end_col)
+            text_edits.append(types.TextEdit(range=types.Range(start=a, end=b), new_text=content))
+        safe = getattr(f, "applicability", "safe") == "safe"
+        title = getattr(f, "fix_title", "") or f"Fix {f.code}"
+        return types.CodeAction(
+            title=title if safe else f"{title} (unsafe: read it)",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[d],
+            is_preferred=safe,
+            edit=types.WorkspaceEdit(changes={uri: text_edits}),
+        )
+    return None
+
+
+def _position(lines: list, line: int, col: int):
+    row = max(line - 1, 0)
+    text = lines[row] if row < len(lines) else ""
+    return types.Position(line=row, character=_utf16(text, max(col - 1, 0)))
 
 
 def noqa_edit(lines: list, row: int, code: str):
