@@ -104,3 +104,24 @@ def test_a_half_typed_file_falls_back_to_the_full_parse_and_its_error():
 def test_crlf_and_tabs_fall_back_or_agree():
     for text in ("import torch\r\nx = 1\r\n", "def f():\n\treturn 1\n\ndef g():\n    return 2\n"):
         assert IncrementalParser()(text).code == text
+
+
+def test_a_session_of_edits_gives_the_findings_of_a_full_lint_each_time():
+    """Chunks, joined statements and their positions are reused across lints: lines added above a
+    finding must still move it, a removed statement must drop its findings."""
+    text = (ROOT / "examples" / "slow_train.py").read_text()
+    parser = IncrementalParser()
+    edits = [
+        lambda t: t.replace("import torch\n", "import torch\n# one\n# two\n", 1),
+        lambda t: t.replace("def ", "\n\ndef ", 1),
+        lambda t: t.replace(".item()", ".detach()", 1),
+        lambda t: t.replace("\n\ndef ", "\ndef ", 1),
+        lambda t: t + "\nfor x in loader:\n    print(model(x).sum())\n",
+        lambda t: t.replace("# one\n", "", 1),
+        lambda t: t.replace("\nfor x in loader:\n    print(model(x).sum())\n", ""),
+    ]
+    for i, edit in enumerate(edits):
+        text = edit(text)
+        got = lint_source(text, "slow_train.py", parse=parser)
+        assert got == lint_source(text, "slow_train.py"), i
+    assert parser.fallbacks == 0

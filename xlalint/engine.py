@@ -262,7 +262,7 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
     except RecursionError:
         return {"file": [_row(_file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
     noqa = _noqa_map(text.splitlines()) if honor_noqa else None
-    result = model.export(Locator(tree), noqa)
+    result = model.export(Locator(tree, getattr(parse, "locate_cache", None)), noqa)
     result["reads"] = dict(view.reads) if view is not None else {}
     return result
 

@@ -42,9 +42,14 @@ class IncrementalParser:
     def __init__(self) -> None:
         self._chunks: dict = {}
         self._used: dict = {}
+        # a chunk's first statement with the comments and blank lines carried before it: the same node
+        # for as long as both are unchanged, so positions cached by node (locate_cache) still apply
+        self._joined: dict = {}
+        self._joined_used: dict = {}
         self.parsed = 0  # chunks parsed (cache misses), for tests and the bench
         self.fallbacks = 0
         self._lock = threading.Lock()
+        self.locate_cache: dict = {}  # for engine's Locator: statement node -> (positions, line count)
 
     def _chunk(self, text: str) -> cst.Module:
         hit = self._chunks.get(text)
@@ -62,15 +67,20 @@ class IncrementalParser:
         if "\r" in text:
             return self._full(text)
         self._used = {}
+        self._joined_used = {}
         try:
             module = self._join(split(text))
         except (cst.ParserSyntaxError, _Disagree):
             return self._full(text)  # keeps the chunks of the last good parse: typing goes on from there
         self._chunks = self._used
+        self._joined = self._joined_used
+        keep = set(module.body)  # positions of the statements still in the file (xlalint/locate.py)
+        self.locate_cache = {k: v for k, v in self.locate_cache.items() if k == "config" or k in keep}
         return module
 
     def _full(self, text: str) -> cst.Module:
         self.fallbacks += 1
+        self.locate_cache = {}
         return cst.parse_module(text)
 
     def _join(self, chunks: list) -> cst.Module:
@@ -94,7 +104,12 @@ class IncrementalParser:
             if not body and i == 0:
                 header, lines = lines, []
             if lines:
-                stmts[0] = stmts[0].with_changes(leading_lines=[*lines, *stmts[0].leading_lines])
+                key = (stmts[0], *lines)  # libcst nodes hash and compare by identity
+                joined = self._joined.get(key)
+                if joined is None:
+                    joined = stmts[0].with_changes(leading_lines=[*lines, *stmts[0].leading_lines])
+                self._joined_used[key] = joined
+                stmts[0] = joined
             body.extend(stmts)
             carry = list(m.footer)
         last = modules[-1]
