@@ -113,9 +113,9 @@ def test_a_session_of_edits_gives_the_findings_of_a_full_lint_each_time():
     parser = IncrementalParser()
     edits = [
         lambda t: t.replace("import torch\n", "import torch\n# one\n# two\n", 1),
-        lambda t: t.replace("def ", "\n\ndef ", 1),
+        lambda t: t.replace("\ndef ", "\n\n\ndef ", 1),
         lambda t: t.replace(".item()", ".detach()", 1),
-        lambda t: t.replace("\n\ndef ", "\ndef ", 1),
+        lambda t: t.replace("\n\n\ndef ", "\ndef ", 1),
         lambda t: t + "\nfor x in loader:\n    print(model(x).sum())\n",
         lambda t: t.replace("# one\n", "", 1),
         lambda t: t.replace("\nfor x in loader:\n    print(model(x).sum())\n", ""),
