@@ -416,18 +416,6 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
         return None, _file_finding("XLA901", path, f"cannot read the file: {e.strerror or e}")
 
 
-def lint_file(path: str, settings=None) -> list[Finding]:
-    from xlalint.config import DEFAULT_MAX_FILE_SIZE
-
-    max_size = settings.max_file_size if settings is not None else DEFAULT_MAX_FILE_SIZE
-    enabled = settings.codes_for(path) if settings is not None else None
-    data, err = read_file(path, max_size)
-    if err is not None:
-        return [err]
-    max_tokens = settings.max_tokens if settings is not None else DEFAULT_MAX_TOKENS
-    return lint_source(data, path, enabled, max_tokens=max_tokens)
-
-
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:
     """Files to lint under ``paths``: explicit files always; directories walked for ``*.py`` and ``*.ipynb``."""
     seen_dirs = set()
@@ -469,10 +457,7 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
 
 
 def lint_paths(paths: list[str], settings=None, warn=None) -> list[Finding]:
-    """Lint files and directories; the findings sorted by path, line, column."""
-    out = []
-    for path in iter_python_files(paths, settings, warn):
-        out.extend(lint_file(path, settings))
-    return sorted(out)
+    """Lint files and directories, each file as part of its project; the findings sorted."""
+    from xlalint import parallel
 
-
+    return parallel.lint_files(list(iter_python_files(paths, settings, warn)), settings, jobs=1, cache=None, warn=warn)

@@ -119,7 +119,12 @@ def lint_files(
 def project_files(root: str, asked: list, settings) -> list:
     """The modules of the project at ``root``: its Python files (as discovery finds them, so excludes
     apply) and the files asked for."""
-    files = list(engine.iter_python_files([root], settings))
+    top = [root]
+    if os.path.basename(root) in ("site-packages", "dist-packages"):
+        # installed packages: each asked file's own top-level package, not everything installed beside it
+        top = sorted({os.path.join(root, os.path.relpath(os.path.abspath(p), root).split(os.sep)[0]) for p in asked})
+        top = [t for t in top if os.path.isdir(t)]
+    files = list(engine.iter_python_files(top, settings))
     norm = {os.path.normpath(os.path.abspath(f)) for f in files}
     for p in asked:
         if os.path.normpath(os.path.abspath(p)) not in norm:

@@ -32,9 +32,14 @@ MAX_RESOLVE_DEPTH = 8
 
 def find_root(path: str) -> str:
     """The project root of ``path``: the nearest directory above it with a root marker, else the
-    directory itself (a lone script, or a tree with no marker)."""
+    directory itself (a lone script, or a tree with no marker). Inside an installed package it is the
+    ``site-packages`` directory, whatever lies above it (a virtual environment inside a project)."""
     p = os.path.abspath(path)
     start = p if os.path.isdir(p) else os.path.dirname(p)
+    parts = start.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):  # an installed package: its modules are named from here
+        if parts[i] in ("site-packages", "dist-packages"):
+            return os.sep.join(parts[: i + 1]) or os.sep
     d = start
     while True:
         if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
@@ -126,6 +131,7 @@ class Facts:
         self._resolved: dict = {}
         self._sites: Optional[dict] = None
         self._subclasses: Optional[dict] = None
+        self._answers: dict = {}  # the answer to each question, as a FactsView records it
 
     # ---------------------------------------------------------------- name resolution
     def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
@@ -289,6 +295,13 @@ class FactsView:
         self.reads: dict = {}
 
     def answer(self, key: str):
+        memo = self.facts._answers
+        k = (self.module, key) if key[0] == "r" else key  # only name resolution depends on the importer
+        if k not in memo:
+            memo[k] = self._answer(key)
+        return memo[k]
+
+    def _answer(self, key: str):
         op, _, arg = key.partition("|")
         f = self.facts
         if op == "r":
@@ -303,7 +316,7 @@ class FactsView:
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
         if op == "sites":
-            return [[list(p), sorted(kw.items()), v] for p, kw, v in f.sites(arg) if True]
+            return [[list(p), sorted(kw.items()), v] for p, kw, v in f.sites(arg)]
         raise KeyError(key)
 
     def _ask(self, key: str):
