@@ -35,11 +35,11 @@ MAGIC2 = b"XLC2"  # a module's analyses: summary, candidates and the facts they 
 _TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache made by xlalint.\n"
 
 # A stored finding: the Finding fields after ``path``, in order.
-FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, severity, fix)
+FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, severity, fix, cell)
 
 
 # The modules whose code decides a file's findings (the CLI, reporters and --verify do not).
-_FINDING_CODE = ("engine.py", "locate.py", "findings.py", "semantics", "rules")
+_FINDING_CODE = ("engine.py", "locate.py", "findings.py", "notebook.py", "semantics", "rules")
 
 
 def _code_fingerprint() -> str:
@@ -217,7 +217,7 @@ def _encode(rows: list) -> bytes:
     return MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
 
 
-_ROW_TYPES = (int, int, str, int, int, str, str, str, str)
+_ROW_TYPES = (int, int, str, int, int, str, str, str, str, (int, type(None)))  # the last: a notebook's cell
 
 
 def _decode(blob: bytes) -> Optional[list]:
@@ -233,9 +233,9 @@ def _decode(blob: bytes) -> Optional[list]:
     if not isinstance(rows, tuple):
         return None
     for r in rows:
-        if not isinstance(r, tuple) or len(r) != len(_ROW_TYPES):
+        if not isinstance(r, tuple) or len(r) not in (len(_ROW_TYPES) - 1, len(_ROW_TYPES)):
             return None
-        if not all(type(v) is t for v, t in zip(r, _ROW_TYPES)):
+        if not all(type(v) in t if isinstance(t, tuple) else type(v) is t for v, t in zip(r, _ROW_TYPES)):
             return None
     return list(rows)
 

@@ -77,6 +77,10 @@ def _flatten(lists) -> Optional[list]:
 
 def main(argv: Optional[list] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["server"]:  # `xlalint server`: the language server (xlalint/server.py); lint a
+        from xlalint.server import main as server_main  # directory named server as ./server
+
+        return server_main(argv[1:])
     program_args: list = []
     if "--" in argv:
         i = argv.index("--")

@@ -150,15 +150,18 @@ def lint_source(
     *,
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+    notebook: Optional[bool] = None,
+    parse=None,
 ) -> list[Finding]:
     """Lint one file's contents (bytes or str) on its own, as a project of one module. Never raises for
     bad input: it becomes a finding. (``lint_project`` sees the modules around it.)
 
     ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
-    applies its own (flake8).
+    applies its own (flake8). ``notebook`` and ``parse``: see ``analyse_module``.
     """
     name = os.path.splitext(os.path.basename(path))[0] or "__main__"
-    result = analyse_module(data, path, enabled, module=name, honor_noqa=honor_noqa, max_tokens=max_tokens)
+    result = analyse_module(data, path, enabled, module=name, honor_noqa=honor_noqa, max_tokens=max_tokens,
+                            notebook=notebook, parse=parse)
     return decide({path: result}, [path], root=os.path.dirname(os.path.abspath(path)))
 
 
@@ -173,12 +176,24 @@ def analyse_module(
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     call_lines: Optional[dict] = None,
+    notebook: Optional[bool] = None,
+    parse=None,
 ) -> dict:
     """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
 
     ``facts``: the project's facts about the other modules (``project.Facts``), or None alone;
-    ``call_lines``: the lines of this module's calls (``project.declarations``), for messages."""
+    ``call_lines``: the lines of this module's calls (``project.declarations``), for messages.
+    ``notebook``: the contents are a Jupyter notebook's JSON (default: a ``.ipynb`` path); its code cells
+    are analysed as one program and the result carries ``"cells"``, which ``decide`` uses to report
+    lines by cell (xlalint/notebook.py). ``parse``: a replacement for ``libcst.parse_module`` that
+    returns the same tree (the language server's incremental parse, xlalint/incremental.py)."""
+    if notebook or (notebook is None and path.lower().endswith(".ipynb")):
+        from xlalint import notebook as nb
+
+        if notebook or not nb.is_program(data):
+            return nb.analyse_notebook(data, path, enabled, module=module, is_package=is_package, facts=facts,
+                                       honor_noqa=honor_noqa, max_tokens=max_tokens)
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -209,7 +224,7 @@ def analyse_module(
         col = deep - (text.rfind("\n", 0, deep) + 1) + 1
         return _file_result([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
     view = facts.view(module) if facts is not None else None
-    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, call_lines)
+    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, call_lines)
 
 
 def _file_result(findings: list[Finding], codes) -> dict:
@@ -217,14 +232,15 @@ def _file_result(findings: list[Finding], codes) -> dict:
 
 
 def _row(f: Finding) -> list:
-    return [f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix]
+    row = [f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix]
+    return row if f.cell is None else row + [f.cell]
 
 
 def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view,
-             call_lines: Optional[dict] = None) -> dict:
+             parse=None, call_lines: Optional[dict] = None) -> dict:
     """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
-        tree = cst.parse_module(text)
+        tree = (parse or cst.parse_module)(text)
     except cst.ParserSyntaxError as e:
         msg = e.message.splitlines()[0] if e.message else "invalid syntax"
         line, col = e.raw_line, e.raw_column + 1
@@ -253,7 +269,7 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
 
         decl = declarations(text, module, is_package)
         call_lines = decl["calls"] if decl else {}
-    result = model.export(Locator(tree), noqa, call_lines)
+    result = model.export(Locator(tree, getattr(parse, "locate_cache", None)), noqa, call_lines)
     result["reads"] = dict(view.reads) if view is not None else {}
     return result
 
@@ -312,6 +328,11 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
                         c.message.replace("{when}", when), rule.severity, c.fix)
             seen[(c.line, c.col, c.code)] = f
         out.extend(seen.values())
+    cells = {p: results[p]["cells"] for p in asked if "cells" in results.get(p, {})}
+    if cells:  # notebooks: lines of their program -> lines of their cells (xlalint/notebook.py)
+        from xlalint.notebook import map_findings
+
+        out = [f for f in out if f.path not in cells] + [g for p, t in cells.items() for g in map_findings([f for f in out if f.path == p], t)]
     return sorted(out)
 
 
@@ -389,6 +410,10 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
         return None, _file_finding("XLA901", path, f"cannot read the file: {e.strerror or e}")
     if not stat.S_ISREG(st.st_mode):
         return None, _file_finding("XLA901", path, "not a regular file")
+    if path.lower().endswith(".ipynb"):  # outputs (images) are not code: the cap is on the code
+        from xlalint.notebook import MAX_NOTEBOOK_BYTES
+
+        max_size = max(max_size, MAX_NOTEBOOK_BYTES)
     if st.st_size > max_size:
         return None, too_large(path, st.st_size, max_size)
     try:
@@ -399,7 +424,7 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
 
 
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:
-    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py``."""
+    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py`` and ``*.ipynb``."""
     seen_dirs = set()
     for p in paths:
         if os.path.isdir(p):
@@ -434,7 +459,7 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
             is_dir = False
         if is_dir:
             yield from _walk_dir(path, settings, seen_dirs, warn)
-        elif entry.name.endswith((".py", ".pyi")) and not entry.name.endswith(".pyi"):
+        elif entry.name.endswith((".py", ".ipynb")):
             yield path
 
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Finding:
-    """One reported problem. Lines and columns are 1-based; the end is exclusive like ruff's."""
+    """One reported problem. Lines and columns are 1-based; the end is exclusive like ruff's.
+
+    ``cell`` is set for a notebook (xlalint/notebook.py): the 1-based cell, and the lines count in it.
+    Findings sort by path, cell, line, column, code.
+    """
 
     path: str
     line: int
@@ -19,11 +26,21 @@ class Finding:
     message: str
     severity: str = "warning"
     fix: str = ""
+    cell: Optional[int] = None
+
+    def _key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.code, self.end_line, self.end_column,
+                self.name, self.message, self.severity, self.fix)
+
+    def __lt__(self, other):
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return self._key() < other._key()
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["filename"] = d.pop("path")
-        return {
+        out = {
             "code": d["code"],
             "name": d["name"],
             "message": d["message"],
@@ -35,6 +52,9 @@ class Finding:
             "severity": d["severity"],
             "fix": d["fix"],
         }
+        if self.cell is not None:  # a notebook: line and column are in this cell
+            out["cell"] = self.cell
+        return out
 
 
 @dataclass(frozen=True)

@@ -242,6 +242,10 @@ def _run_round(paths: list, index, facts, settings, jobs: int, cache: Optional[C
 
 def _read_text(path: str, settings) -> Optional[str]:
     data, err = _read(path, settings)
+    if err is None and path.lower().endswith(".ipynb"):  # a notebook's imports are in its code cells
+        from xlalint.notebook import program_text
+
+        return program_text(data)
     return data.decode("utf-8", "replace") if err is None else None
 
 
@@ -287,7 +291,7 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     decl = _DECLS.get(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
                                    honor_noqa=honor_noqa, max_tokens=_max_tokens(settings),
-                                   call_lines=decl["calls"] if decl else {})
+                                   call_lines=decl["calls"] if decl else None)
     return path, _cache_key(data, path, index, settings), result
 
 

@@ -30,15 +30,25 @@ def _display_path(path: str) -> str:
 
 
 def render(findings, out, *, color: bool = False, root=None) -> None:
+    cells = None
     for f in findings:
         command = COMMANDS.get(f.severity, "notice")
-        props = (
-            ("file", _display_path(f.path)),
-            ("line", str(f.line)),
-            ("col", str(f.column)),
-            ("endLine", str(f.end_line)),
-            ("endColumn", str(f.end_column)),
-            ("title", f"{f.code} {f.name}"),
-        )
+        if f.cell is not None:  # a notebook: the line of the .ipynb file that holds the cell's line
+            if cells is None:
+                from xlalint.notebook import FileLines
+
+                cells = FileLines()
+            file_line = cells.line(f.path, f.cell, f.line)
+            props = (("file", _display_path(f.path)),) + ((("line", str(file_line)),) if file_line else ()) + (
+                ("title", f"{f.code} {f.name} (cell {f.cell}, line {f.line}, column {f.column})"),)
+        else:
+            props = (
+                ("file", _display_path(f.path)),
+                ("line", str(f.line)),
+                ("col", str(f.column)),
+                ("endLine", str(f.end_line)),
+                ("endColumn", str(f.end_column)),
+                ("title", f"{f.code} {f.name}"),
+            )
         joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
         out.write(f"::{command} {joined}::{escape_data(f.message)}\n")

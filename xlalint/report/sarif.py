@@ -112,11 +112,22 @@ def render(findings, out, *, color: bool = False, root=None) -> None:
     index = {r.code: i for i, r in enumerate(rules)}
     root = Path(root) if root is not None else None
     lines = _Lines()
+    cells = None
     seen: dict = {}
     results = []
     for f in findings:
         location = _location(f.path, root)
-        text = lines.get(f.path, f.line).strip()
+        region = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column}
+        if f.cell is not None:  # a notebook: the region is the line of the .ipynb file that holds the cell's line
+            if cells is None:
+                from xlalint.notebook import FileLines
+
+                cells = FileLines()
+            file_line = cells.line(f.path, f.cell, f.line)
+            region = {"startLine": file_line} if file_line else {}
+            text = lines.get(f.path, file_line).strip() if file_line else f"cell {f.cell}"
+        else:
+            text = lines.get(f.path, f.line).strip()
         key = (f.code, location["uri"], text)
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
@@ -130,16 +141,14 @@ def render(findings, out, *, color: bool = False, root=None) -> None:
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": location,
-                    "region": {
-                        "startLine": f.line,
-                        "startColumn": f.column,
-                        "endLine": f.end_line,
-                        "endColumn": f.end_column,
-                    },
+                    **({"region": region} if region else {}),
                 },
             }],
             "partialFingerprints": {FINGERPRINT_KEY: digest.hexdigest()},
         })
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell, "cellLine": f.line, "cellColumn": f.column,
+                                    "cellEndLine": f.end_line, "cellEndColumn": f.end_column}
         results.append(result)
     run = {
         "tool": {

@@ -9,11 +9,15 @@ BOLD, RED, CYAN, RESET, DIM = "\033[1m", "\033[31m", "\033[36m", "\033[0m", "\03
 
 def render(findings, out, *, color: bool = False, root=None) -> None:
     for f in findings:
+        if f.cell is not None:  # a notebook: notebook.ipynb:cell 4:12:5
+            path = f"{f.path}{CYAN}:{RESET}cell {f.cell}" if color else f"{f.path}:cell {f.cell}"
+        else:
+            path = f.path
         if color:
-            out.write(f"{BOLD}{f.path}{RESET}{CYAN}:{RESET}{f.line}{CYAN}:{RESET}{f.column}{CYAN}:{RESET} "
+            out.write(f"{BOLD}{path}{RESET}{CYAN}:{RESET}{f.line}{CYAN}:{RESET}{f.column}{CYAN}:{RESET} "
                       f"{BOLD}{RED}{f.code}{RESET} {f.message}\n")
         else:
-            out.write(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}\n")
+            out.write(f"{path}:{f.line}:{f.column}: {f.code} {f.message}\n")
 
 
 def render_statistics(findings, out, *, color: bool = False) -> None:

@@ -58,7 +58,7 @@ def module_name(path: str, root: str) -> tuple[str, bool]:
     if len(parts) > 1 and parts[0] == "src":
         parts = parts[1:]
     last = parts[-1]
-    for ext in (".pyi", ".py"):
+    for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/notebook.py)
         if last.endswith(ext):
             last = last[: -len(ext)]
     is_pkg = last == "__init__"

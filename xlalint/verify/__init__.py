@@ -87,6 +87,17 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     from xlalint.verify.runner import Interrupts, run_child, split_target
 
     target_file, function = split_target(target)
+    if target_file.lower().endswith(".ipynb") and os.path.isfile(target_file):  # hook: xlalint/notebook.py
+        from dataclasses import replace
+
+        from xlalint.notebook import NotebookError, write_script
+
+        try:  # its code cells as one script (magics as `pass`), then verified like any script
+            script = write_script(target_file) + (f"::{function}" if function else "")
+        except (NotebookError, OSError) as e:
+            return _error_report(target, max_steps, warmup, f"{target_file}: {e}")
+        return replace(collect(script, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider,
+                               warmup=warmup, trace=trace, graph_dumps=graph_dumps), target=target)
     notes: list = []
     if not os.path.isfile(target_file):
         return _error_report(target, max_steps, warmup, f"no such file: {target_file}")

@@ -1,0 +1,263 @@
+"""Notebooks: code cells linted as one program, findings located by cell, magics skipped, fixes mapped back."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from tests.conftest import assert_no_traceback, run_xlalint
+from xlalint import notebook
+from xlalint.engine import lint_source
+from xlalint.findings import Finding
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "tests" / "fixtures" / "notebooks"
+MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
+
+
+def make(cells, language="python") -> str:
+    nb = new_notebook(cells=[new_code_cell(c) if isinstance(c, str) else c for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "language": language, "display_name": "x"}
+    return nbformat.writes(nb)
+
+
+def write_nb(tmp_path: Path, cells, name="nb.ipynb", **kw) -> Path:
+    p = tmp_path / name
+    p.write_text(make(cells, **kw), encoding="utf-8")
+    return p
+
+
+LOOP = (
+    "for x in loader:\n"
+    "    loss = model(x).sum()\n"
+    "    v = loss.item()\n"
+)
+
+
+# ------------------------------------------------------------------------------------- fixtures
+def marks(path: Path) -> set:
+    nb = nbformat.read(str(path), as_version=4)
+    out = set()
+    for number, src in notebook.iter_code_cells(nb):
+        for i, line in enumerate(src.splitlines(), 1):
+            m = MARK.search(line)
+            if m:
+                out |= {(number, i, c.strip()) for c in m.group("codes").split(",")}
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebook_fixture_marks(path: Path):
+    got = {(f.cell, f.line, f.code) for f in lint_source(path.read_bytes(), str(path))}
+    assert got == marks(path)
+
+
+def test_fixtures_exist_with_and_without_findings():
+    assert marks(NOTEBOOKS / "colab_tpu_training.ipynb")  # the slow one has marks (cross-cell helper too)
+    assert not marks(NOTEBOOKS / "clean_tpu_training.ipynb")
+
+
+# ------------------------------------------------------------------------------------- program
+def test_cells_in_order_one_program_helper_in_earlier_cell():
+    helper = "import torch\n\ndef read(t):\n    return t.item()\n"
+    loop = "for x in loader:\n    loss = model(x).sum()\n    read(loss)\n"
+    findings = lint_source(make([helper, new_markdown_cell("text"), loop]), "n.ipynb")
+    assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(1, 4, 12, "XLA001")]
+
+
+def test_magics_are_skipped_and_lines_keep_their_numbers():
+    cells = [
+        "!pip install torch_xla\n%env PJRT_DEVICE=TPU\nimport torch",
+        "%%bash\necho hi\n  indented shell",
+        "files = !ls\nmodel?\nfor x in loader:\n    !nvidia-smi\n    loss = model(x).sum()\n    v = loss.item()\n    %time y = 1",
+    ]
+    findings = lint_source(make(cells), "n.ipynb")
+    assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(3, 6, 9, "XLA001")]
+
+
+def test_python_cell_magic_body_is_linted():
+    findings = lint_source(make(["import torch", "%%time\n" + LOOP]), "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]
+
+
+def test_noqa_in_a_cell():
+    src = LOOP.replace("v = loss.item()", "v = loss.item()  # noqa: XLA001")
+    assert lint_source(make(["import torch", src]), "n.ipynb") == []
+    other = LOOP.replace("v = loss.item()", "v = loss.item()  # noqa: XLA006")
+    assert len(lint_source(make(["import torch", other]), "n.ipynb")) == 1
+
+
+def test_syntax_error_is_located_in_its_cell():
+    findings = lint_source(make(["import torch", "x = (1,\n", "y = 2"]), "n.ipynb")
+    assert len(findings) == 1 and findings[0].code == "XLA900" and findings[0].cell == 2
+
+
+def test_not_a_notebook_is_one_finding():
+    for data in (b"{not json", b"[1, 2]", b'{"cells": 3}', b"\xff\xfe"):
+        findings = lint_source(data, "bad.ipynb")
+        assert [f.code for f in findings] == ["XLA900"], data
+        assert findings[0].cell is None
+
+
+def test_other_languages_are_not_linted():
+    assert lint_source(make(["x <- c(1, 2)\n" + LOOP], language="R"), "r.ipynb") == []
+
+
+def test_findings_sort_by_cell_then_line():
+    a = Finding("n.ipynb", 9, 1, "XLA001", 9, 2, "host-read", "m", cell=2)
+    b = Finding("n.ipynb", 1, 1, "XLA001", 1, 2, "host-read", "m", cell=5)
+    assert sorted([b, a]) == [a, b]
+
+
+# ------------------------------------------------------------------------------------- --fix mapping
+def test_cell_sources_maps_an_edited_program_back():
+    nb = nbformat.reads(make(["import torch\n!ls", "%%time\n" + LOOP, "print(1)"]), as_version=4)
+    program = notebook.build_program(nb)
+    # a fix that changes line counts and re-indents a magic placeholder
+    fixed = program.text.replace("    v = loss.item()\n", "    v = loss.detach()\n    # read after the loop\n")
+    fixed = fixed.replace("pass  # xlalint-magic\nrunning", "pass  # xlalint-magic\nrunning")
+    changed = program.cell_sources(fixed)
+    assert changed == {2: "%%time\n" + LOOP.replace("    v = loss.item()\n", "    v = loss.detach()\n    # read after the loop\n")}
+    assert program.cell_sources(program.text) == {}
+    moved = program.text.replace("pass  # xlalint-magic", "if True:\n    pass  # xlalint-magic", 1)
+    assert program.cell_sources(moved)[1] == "import torch\nif True:\n    !ls"
+    with pytest.raises(ValueError):
+        program.cell_sources(program.text.replace("# %% [cell 3]\n", ""))
+
+
+def test_fix_notebook_edits_cells_in_place_and_keeps_the_rest(tmp_path: Path):
+    p = write_nb(tmp_path, ["import torch\n!pip install x", LOOP, "print('done')"])
+    nb = json.loads(p.read_text())
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["hi\n"]}]
+    nb["metadata"]["colab"] = {"provenance": []}
+    p.write_text(json.dumps(nb, indent=1) + "\n")
+    before = json.loads(p.read_text())
+    changed = notebook.fix_notebook(str(p), lambda text: text.replace("loss.item()", "loss.detach()"))
+    assert changed == [2]
+    after = json.loads(p.read_text())
+    assert "".join(after["cells"][1]["source"]) == LOOP.replace("loss.item()", "loss.detach()")
+    assert after["cells"][0]["source"] == before["cells"][0]["source"]  # the magic is untouched
+    assert after["cells"][1]["outputs"] == before["cells"][1]["outputs"]
+    assert after["metadata"] == before["metadata"]
+    assert p.read_text().startswith('{\n "cells"')  # Jupyter's one-space indent is kept
+    assert lint_source(p.read_bytes(), str(p)) == []
+
+
+# ------------------------------------------------------------------------------------- CLI and reports
+def test_cli_discovers_notebooks_and_reports_cells(tmp_path: Path):
+    write_nb(tmp_path, ["import torch", LOOP])
+    (tmp_path / "clean.py").write_text("import torch\n")
+    r = run_xlalint("--isolated", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines()[0].startswith("nb.ipynb:cell 2:3:9: XLA001 ")
+    assert "in 2 files checked" in r.stdout
+
+
+def test_a_notebook_is_a_module_of_its_project(tmp_path: Path):
+    """A helper module's finding depends on its caller: a step loop in a notebook cell."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "helpers.py").write_text("def read(t):\n    return t.item()\n")
+    write_nb(tmp_path, ["import torch\nfrom helpers import read", "for x in loader:\n    loss = model(x).sum()\n    read(loss)\n"])
+    r = run_xlalint("--no-cache", "helpers.py", cwd=tmp_path)
+    assert r.stdout.startswith("helpers.py:2:12: XLA001 "), r.stdout + r.stderr
+    r = run_xlalint("--no-cache", ".", cwd=tmp_path)
+    assert [ln.split(": ")[0] for ln in r.stdout.splitlines()[:-1]] == ["helpers.py:2:12"], r.stdout
+
+
+def test_cli_json_has_the_cell(tmp_path: Path):
+    write_nb(tmp_path, ["import torch", LOOP])
+    r = run_xlalint("--isolated", "--no-cache", "--format", "json", "nb.ipynb", cwd=tmp_path)
+    (f,) = json.loads(r.stdout)
+    assert (f["filename"], f["cell"], f["line"], f["column"], f["code"]) == ("nb.ipynb", 2, 3, 9, "XLA001")
+
+
+def test_cli_sarif_and_github_point_at_the_line_of_the_ipynb_file(tmp_path: Path):
+    p = write_nb(tmp_path, ["import torch", LOOP])
+    raw_lines = p.read_text().splitlines()
+    r = run_xlalint("--isolated", "--no-cache", "--format", "sarif", "nb.ipynb", cwd=tmp_path)
+    (res,) = json.loads(r.stdout)["runs"][0]["results"]
+    line = res["locations"][0]["physicalLocation"]["region"]["startLine"]
+    assert "v = loss.item()" in raw_lines[line - 1]
+    assert res["properties"] == {"cell": 2, "cellLine": 3, "cellColumn": 9, "cellEndLine": 3, "cellEndColumn": 20}
+    r = run_xlalint("--isolated", "--no-cache", "--format", "github", "nb.ipynb", cwd=tmp_path)
+    assert r.stdout.startswith(f"::warning file=nb.ipynb,line={line},title=XLA001 host-read (cell 2%2C line 3%2C column 9)::")
+
+
+def test_cli_bad_notebook_does_not_stop_the_others(tmp_path: Path):
+    (tmp_path / "bad.ipynb").write_text("{ this is not json")
+    write_nb(tmp_path, ["import torch", LOOP])
+    r = run_xlalint("--isolated", "--no-cache", ".", cwd=tmp_path)
+    assert_no_traceback(r)
+    assert r.returncode == 1
+    assert [ln.split(" ", 2)[:2] for ln in r.stdout.splitlines()[:2]] == [
+        ["bad.ipynb:1:1:", "XLA900"], ["nb.ipynb:cell", "2:3:9:"]]
+
+
+def test_cache_keeps_the_cell(tmp_path: Path):
+    from xlalint import parallel
+    from xlalint.cache import Cache
+    from xlalint.config import build_settings
+
+    p = str(write_nb(tmp_path, ["import torch", LOOP]))
+    settings = build_settings(None)
+    warnings = []
+    cold = Cache.open(str(tmp_path / "c"), settings, warnings.append)
+    first = parallel.lint_files([p], settings, jobs=1, cache=cold)
+    warm = Cache.open(str(tmp_path / "c"), settings, warnings.append)
+    assert parallel.lint_files([p], settings, jobs=1, cache=warm) == first
+    assert [f.cell for f in first] == [2] and warm.hits == 1 and not warnings
+
+
+def test_big_outputs_do_not_count_against_max_file_size(tmp_path: Path):
+    cell = new_code_cell("import torch\n" + LOOP)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "A" * 2_000_000})]
+    p = tmp_path / "big.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), str(p))
+    r = run_xlalint("--isolated", "--no-cache", "big.ipynb", cwd=tmp_path)
+    assert "XLA001" in r.stdout and "XLA901" not in r.stdout
+
+
+# ------------------------------------------------------------------------------------- --verify
+def test_verify_script_runs_cells_as_one_program(tmp_path: Path):
+    (tmp_path / "helpers.py").write_text("K = 40\n")  # a module beside the notebook, as Jupyter finds it
+    p = write_nb(tmp_path, [
+        "import os\nimport helpers\n!echo hi\nx = 2",
+        "%%bash\nexit 1",
+        "for i in range(3):\n    %time y = i\nprint(helpers.K + x, os.getcwd() == " + repr(str(tmp_path)) + ")",
+    ])
+    script = notebook.write_script(str(p), str(tmp_path / "out"))
+    r = subprocess.run([sys.executable, script], capture_output=True, text=True, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "42 True\n"
+
+
+HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
+
+
+def test_verify_runs_the_notebook_and_confirms_its_marks():
+    """`--verify notebook.ipynb`: its code cells run as one script; every marked line is CONFIRMED."""
+    if not HAVE_XLA:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("torch_xla is not installed, and CI=true: --verify must be tested in CI")
+        pytest.skip("torch_xla is not installed")
+    from xlalint.verify import CONFIRMED, collect
+
+    path = NOTEBOOKS / "colab_tpu_training.ipynb"
+    program = notebook.program_for(path.read_bytes())
+    first = {c.number: c.first_line for c in program.cells}
+    # the script is the program after one header line
+    want = {(first[cell] + line - 1 + 1, code) for cell, line, code in marks(path)}
+    report = collect(str(path), max_steps=4, timeout=300, graph_dumps=False)
+    assert report.target == str(path) and report.status == "ok", report.error
+    got = {(v.finding.line, v.finding.code): v.status for v in report.findings}
+    assert set(got) == want
+    assert set(got.values()) == {CONFIRMED}, report.findings

@@ -1,0 +1,223 @@
+"""``xlalint server`` end to end, driven by a real LSP client (pytest-lsp) over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+HOST_READ = (
+    "import torch\n"
+    "for x in loader:\n"
+    "    loss = model(x).sum()\n"
+    "    v = loss.item()\n"
+)
+
+# The same server, except that its one lint function raises for files named crash.py.
+CRASHING = (
+    "import sys, xlalint.server as s\n"
+    "real = s.lint_document\n"
+    "def lint(path, text, settings):\n"
+    "    if path.endswith('crash.py'):\n"
+    "        raise RuntimeError('boom')\n"
+    "    return real(path, text, settings)\n"
+    "s.lint_document = lint\n"
+    "sys.exit(s.main([]))\n"
+)
+
+
+async def _start(lsp_client: LanguageClient, root: Path):
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri()))
+
+
+# The same server, with findings that carry an automatic fix the way `--fix` findings do (``edits``,
+# 1-based, end exclusive): `.item()` -> `.detach()`. The real edits come from the rules (xlalint/fix.py).
+FIXING = (
+    "import sys, dataclasses, xlalint.server as s\n"
+    "from xlalint.findings import Finding\n"
+    "@dataclasses.dataclass(frozen=True)\n"
+    "class Fixable(Finding):\n"
+    "    edits: tuple = ()\n"
+    "    applicability: str = 'safe'\n"
+    "    fix_title: str = ''\n"
+    "real = s.lint_document\n"
+    "def lint(path, text, settings):\n"
+    "    out = []\n"
+    "    for f in real(path, text, settings):\n"
+    "        if f.code == 'XLA001':\n"
+    "            e = ((f.line, f.end_column - 7, f.line, f.end_column, '.detach()'),)\n"
+    "            f = Fixable(**{k.name: getattr(f, k.name) for k in dataclasses.fields(Finding)}, edits=e, fix_title='Keep it on the device')\n"
+    "        out.append(f)\n"
+    "    return out\n"
+    "s.lint_document = lint\n"
+    "sys.exit(s.main([]))\n"
+)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", FIXING], server_env=ENV))
+async def fixing(lsp_client: LanguageClient, tmp_path_factory):
+    await _start(lsp_client, tmp_path_factory.getbasetemp())
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "xlalint", "server"], server_env=ENV))
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    await _start(lsp_client, tmp_path_factory.getbasetemp())
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", CRASHING], server_env=ENV))
+async def crashing(lsp_client: LanguageClient, tmp_path_factory):
+    await _start(lsp_client, tmp_path_factory.getbasetemp())
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+    return uri
+
+
+async def _diagnostics(client: LanguageClient, uri: str, timeout: float = 20) -> list:
+    while True:
+        params = await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), timeout)
+        if params.uri == uri:
+            return list(params.diagnostics)
+
+
+def _change(client, uri, version, line, start, end, text):
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)),
+            text=text)]))
+
+
+def _summary(diags) -> list:
+    return [(d.code, d.range.start.line, d.range.start.character, d.source) for d in diags]
+
+
+@pytest.mark.asyncio
+async def test_open_edit_and_apply_a_code_action(client: LanguageClient, tmp_path: Path):
+    uri = _open(client, tmp_path / "train.py", HOST_READ)
+    diags = await _diagnostics(client, uri)
+    assert _summary(diags) == [("XLA001", 3, 8, "xlalint")]
+    assert "reads one value to the host" in diags[0].message
+
+    # edit: `.item()` -> `.detach()`: the finding goes away
+    _change(client, uri, 2, 3, 13, 19, "detach()")
+    assert await _diagnostics(client, uri) == []
+
+    # edit: a new line that prints the loss: a new finding
+    _change(client, uri, 3, 3, 21, 21, "\n    print(loss)")
+    diags = await _diagnostics(client, uri)
+    assert _summary(diags) == [("XLA006", 4, 4, "xlalint")]
+
+    # the quick fix adds `# noqa: XLA006`; applied as the editor would, the finding goes away
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=diags[0].range,
+        context=types.CodeActionContext(diagnostics=diags)))
+    assert [a.title for a in actions] == ["Suppress XLA006 on this line (# noqa: XLA006)"]
+    (edit,) = actions[0].edit.changes[uri]
+    assert edit.new_text == "  # noqa: XLA006"
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=4),
+        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    assert await _diagnostics(client, uri) == []
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_the_rule_docs(client: LanguageClient, tmp_path: Path):
+    uri = _open(client, tmp_path / "train.py", HOST_READ.replace("v = loss.item()", "v = loss.item()  # noqa: XLA006"))
+    await _diagnostics(client, uri)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=12)))
+    assert hover.contents.value.startswith("**XLA001 (host-read)**")
+    assert "## Use instead" in hover.contents.value
+    on_noqa = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=31)))
+    assert on_noqa.contents.value.startswith("**XLA006 (per-step-format)**")
+    nothing = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=2)))
+    assert nothing is None
+
+
+@pytest.mark.asyncio
+async def test_half_typed_file_gives_one_syntax_diagnostic_and_the_server_goes_on(client: LanguageClient, tmp_path: Path):
+    uri = _open(client, tmp_path / "train.py", HOST_READ)
+    await _diagnostics(client, uri)
+    _change(client, uri, 2, 3, 19, 19, "\n    if loss.")
+    diags = await _diagnostics(client, uri)
+    assert [(d.code, d.severity) for d in diags] == [("XLA900", types.DiagnosticSeverity.Error)]
+    assert diags[0].message.startswith("syntax error")
+    _change(client, uri, 3, 4, 4, 12, "")  # finish the edit: back to valid code
+    assert _summary(await _diagnostics(client, uri)) == [("XLA001", 3, 8, "xlalint")]
+
+
+@pytest.mark.asyncio
+async def test_settings_from_the_nearest_pyproject(client: LanguageClient, tmp_path: Path):
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text('[tool.xlalint]\nignore = ["XLA001"]\nextend-exclude = ["gen"]\n')
+    uri = _open(client, tmp_path / "proj" / "pkg" / "train.py", HOST_READ + "    print(loss)\n")
+    assert _summary(await _diagnostics(client, uri)) == [("XLA006", 4, 4, "xlalint")]
+    excluded = _open(client, tmp_path / "proj" / "gen" / "train.py", HOST_READ)
+    assert await _diagnostics(client, excluded) == []
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "pyproject.toml").write_text('[tool.xlalint]\nselekt = ["XLA001"]\n')
+    bad = _open(client, tmp_path / "bad" / "train.py", HOST_READ)
+    (diag,) = await _diagnostics(client, bad)
+    assert "unknown key 'selekt'" in diag.message and diag.severity == types.DiagnosticSeverity.Error
+
+
+@pytest.mark.asyncio
+async def test_a_crash_in_one_request_never_ends_the_session(crashing: LanguageClient, tmp_path: Path):
+    client = crashing
+    bad = _open(client, tmp_path / "crash.py", HOST_READ)
+    logged = await asyncio.wait_for(client.wait_for_notification(types.WINDOW_LOG_MESSAGE), 20)
+    assert "boom" in logged.message and logged.type == types.MessageType.Error
+    # the session goes on: other files are linted, requests are answered
+    uri = _open(client, tmp_path / "train.py", HOST_READ)
+    assert _summary(await _diagnostics(client, uri)) == [("XLA001", 3, 8, "xlalint")]
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=bad), position=types.Position(line=99, character=0)))
+    assert hover is None
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=bad),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
+        context=types.CodeActionContext(diagnostics=[])))
+    assert actions is not None and len(actions) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_finding_with_a_fix_gets_a_fix_action(fixing: LanguageClient, tmp_path: Path):
+    client = fixing
+    uri = _open(client, tmp_path / "train.py", HOST_READ)
+    diags = await _diagnostics(client, uri)
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=diags[0].range,
+        context=types.CodeActionContext(diagnostics=diags)))
+    assert [(a.title, a.is_preferred) for a in actions] == [
+        ("Keep it on the device", True), ("Suppress XLA001 on this line (# noqa: XLA001)", None)]
+    (edit,) = actions[0].edit.changes[uri]
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.character, edit.new_text) == (3, 12, 19, ".detach()")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
+    assert await _diagnostics(client, uri) == []

@@ -1,0 +1,449 @@
+"""Jupyter notebooks (``.ipynb``): the code cells, in order, linted as one program.
+
+A notebook runs its cells in one namespace: a training loop in cell 7 calls a helper defined in cell 3.
+So the code cells are joined into one Python program, each after a marker line (``# %% [cell 4]``,
+the "percent" cell format that editors and jupytext understand), and that program goes through
+``engine.lint_source`` like any file. Every line of a cell is on a line of its own in the program, with
+the same text, so a finding's column is the cell's column and its line maps back by one table lookup.
+
+IPython syntax that is not Python is replaced line for line, so that the program parses and no line
+moves: a line magic (``%pip install ...``, ``x = %time f()``), a shell line (``!nvidia-smi``,
+``files = !ls``) or a help line (``obj?``) becomes ``pass`` at the same indentation (so ``for x in y:``
+followed by ``!ls`` still has a body), with a ``# xlalint-magic`` comment. A cell magic whose body is
+Python (``%%time``, ``%%timeit``, ``%%capture``) keeps its body; any other cell magic (``%%bash``,
+``%%writefile``, ``%%html``) is skipped whole. Markdown and raw cells are not code.
+
+Cells are numbered as a notebook shows them: 1-based, counting every cell (markdown too), so that
+``notebook.ipynb:cell 4:12:5`` is the fourth cell in the file, its line 12, column 5.
+
+``--fix`` edits the program and ``NotebookProgram.cell_sources(fixed)`` maps it back: the text between
+two markers is the cell's new source, with each ``pass  # xlalint-magic`` placeholder replaced by the
+magic line it stood for (at the placeholder's indentation, should a fix have moved it). ``write_cells``
+writes the new sources into the ``.ipynb`` file, keeping its JSON layout and every other field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Optional
+
+SUFFIX = ".ipynb"
+# A notebook's outputs (images, logs) can be megabytes; only its code counts against max-file-size.
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+MAGIC_COMMENT = "# xlalint-magic"
+MARKER = re.compile(r"^# %% \[cell (\d+)\]\s*$")
+# Cell magics whose body is Python run by IPython as it is (timed, captured): their body is linted.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
+_ASSIGN_MAGIC = re.compile(r"^[\w.\[\]\s,()*]+=\s*[%!]")
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(SUFFIX)
+
+
+@dataclass
+class Cell:
+    number: int  # 1-based among all the notebook's cells
+    source: str  # as in the notebook
+    first_line: int  # the program's line of the cell's first line (the marker is the line before)
+    n_lines: int
+    magics: list = field(default_factory=list)  # the original lines replaced by placeholders, in order
+    skipped: str = ""  # a cell magic whose body is not Python: "%%bash"
+
+
+@dataclass
+class NotebookProgram:
+    text: str
+    cells: list  # every code cell, in order (skipped ones too)
+    language: str = "python"
+
+    def table(self) -> list:
+        """The cells as plain data (it travels in cached analyses): [number, first line, lines] each."""
+        return [[c.number, c.first_line, c.n_lines] for c in self.cells if not c.skipped]
+
+    def locate(self, line: int) -> tuple:
+        return locate(self.table(), line)
+
+    def map_finding(self, f):
+        return map_findings([f], self.table())[0]
+
+    def cell_sources(self, fixed_text: str) -> dict:
+        """Map an edited program (``--fix``) back to its cells: ``{cell number: new source}`` for the
+        cells whose source changed. Raises ValueError when the markers or placeholders were disturbed."""
+        by_number = {c.number: c for c in self.cells if not c.skipped}
+        bodies: dict = {}
+        current = None
+        for ln in fixed_text.split("\n"):
+            m = MARKER.match(ln)
+            if m and int(m.group(1)) in by_number:
+                current = int(m.group(1))
+                bodies[current] = []
+            elif current is not None:
+                bodies[current].append(ln)
+            elif ln.strip():
+                raise ValueError("code before the first cell marker")
+        if set(bodies) != set(by_number):
+            raise ValueError("a cell marker was removed or added")
+        out = {}
+        for number, lines in bodies.items():
+            cell = by_number[number]
+            # the joiner after the cell's last line: the marker of the next cell, or the end
+            while lines and lines[-1] == "" and len(lines) > cell.n_lines:
+                lines.pop()
+            magics = iter(cell.magics)
+            restored = []
+            for ln in lines:
+                if ln.rstrip().endswith(MAGIC_COMMENT) and ln.strip().startswith("pass"):
+                    try:
+                        original = next(magics)
+                    except StopIteration:
+                        raise ValueError(f"cell {number}: a magic placeholder was duplicated") from None
+                    indent = ln[: len(ln) - len(ln.lstrip())]
+                    restored.append(indent + original.lstrip())
+                else:
+                    restored.append(ln)
+            if next(magics, None) is not None:
+                raise ValueError(f"cell {number}: a magic placeholder was removed")
+            new = "\n".join(restored)
+            if cell.source.endswith("\n"):
+                new += "\n"
+            if new != cell.source:
+                out[number] = new
+        return out
+
+
+def locate(table: list, line: int) -> tuple:
+    """A line of the program -> (cell number, line in the cell), or (None, line) before any cell.
+    A marker line (a syntax error running on from the cell above) maps to that cell's last line."""
+    found = None
+    for i, (_, first, _) in enumerate(table):
+        if first - 1 > line:
+            break
+        found = i
+    if found is None:
+        return None, line
+    number, first, n = table[found]
+    if line < first:  # on the marker
+        if found == 0:
+            return number, 1
+        number, _, n = table[found - 1]
+        return number, max(n, 1)
+    return number, min(line - first + 1, max(n, 1))
+
+
+def map_findings(findings: list, table: list) -> list:
+    """Findings on the program -> the same findings on their cells (``cell`` set, lines in the cell)."""
+    out = []
+    for f in findings:
+        cell, line = locate(table, f.line)
+        if cell is None:
+            out.append(f)
+            continue
+        end_cell, end_line = locate(table, f.end_line)
+        end_col = f.end_column
+        if end_cell != cell:  # cannot happen for a node; keep the end on the start line
+            end_line, end_col = line, f.column + 1
+        out.append(replace(f, line=line, end_line=end_line, end_column=end_col, cell=cell))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- reading
+class NotebookError(ValueError):
+    """Not a notebook we can read: one line, reported as XLA900."""
+
+
+def read_notebook(data) -> dict:
+    """The notebook as nbformat v4 (a dict-like NotebookNode). Raises NotebookError with a reason."""
+    import nbformat
+
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise NotebookError(f"not valid UTF-8: {e.reason} at byte {e.start}") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(data, as_version=4, capture_validation_error={})
+    except json.JSONDecodeError as e:
+        raise NotebookError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except Exception as e:  # noqa: BLE001 - nbformat raises many kinds for a non-notebook
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise NotebookError(f"not a Jupyter notebook: {reason}") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError("not a Jupyter notebook: no list of cells")
+    return nb
+
+
+def _language(nb) -> str:
+    meta = nb.get("metadata") or {}
+    for where in (meta.get("kernelspec") or {}, meta.get("language_info") or {}):
+        lang = where.get("language") or (where.get("name") if where is meta.get("language_info") else None)
+        if isinstance(lang, str) and lang:
+            return lang.lower()
+    return "python"
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def is_magic(stripped: str) -> bool:
+    """A line of IPython syntax that is not Python (``stripped`` has no leading whitespace)."""
+    if not stripped or stripped.startswith("#"):
+        return False
+    if stripped[0] in "%!" and not stripped.startswith("!="):
+        return True
+    if stripped[0] == "?" or (stripped.endswith("?") and "#" not in stripped):
+        return True
+    return bool(_ASSIGN_MAGIC.match(stripped))
+
+
+def _cell_lines(src: str) -> tuple:
+    """(program lines, replaced originals, skipped-magic name or "")."""
+    lines = src.splitlines()
+    if not lines:
+        return [], [], ""
+    first = lines[0].lstrip()
+    magics = []
+    out = []
+    start = 0
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if len(first) > 2 else ""
+        if name not in PYTHON_CELL_MAGICS:
+            return [], [], "%%" + name
+        magics.append(lines[0])
+        out.append(f"pass  {MAGIC_COMMENT}")
+        start = 1
+    continued = False
+    for ln in lines[start:]:
+        stripped = ln.lstrip()
+        if continued or is_magic(stripped):
+            indent = ln[: len(ln) - len(stripped)]
+            magics.append(ln)
+            out.append(f"{indent}pass  {MAGIC_COMMENT}")
+            continued = ln.rstrip().endswith("\\")
+        else:
+            out.append(ln)
+    return out, magics, ""
+
+
+def build_program(nb) -> NotebookProgram:
+    """The code cells of ``nb`` joined into one program (see the module's docstring)."""
+    parts: list = []
+    cells: list = []
+    line = 1
+    for number, cell in enumerate(nb.get("cells", []), 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = _source(cell)
+        lines, magics, skipped = _cell_lines(src)
+        if skipped:
+            parts.append(f"# %% [cell {number}: {skipped}, not Python: skipped]")
+            cells.append(Cell(number, src, line + 1, 0, [], skipped))
+            line += 1
+            continue
+        parts.append(f"# %% [cell {number}]")
+        cells.append(Cell(number, src, line + 1, len(lines), magics))
+        parts.extend(lines)
+        line += 1 + len(lines)
+    text = "\n".join(parts) + "\n" if parts else ""
+    return NotebookProgram(text, cells, _language(nb))
+
+
+def program_for(data) -> NotebookProgram:
+    return build_program(read_notebook(data))
+
+
+def program_text(data) -> Optional[str]:
+    """The program of a notebook's bytes, or None when they are not a notebook."""
+    try:
+        return program_for(data).text
+    except NotebookError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------- linting
+def is_program(data) -> bool:
+    """``data`` is a program made by ``build_program`` (``--fix`` lints it again under the notebook's
+    path), not a notebook's JSON."""
+    head = data[:16] if isinstance(data, (str, bytes)) else ""
+    return head.startswith(b"# %% [cell " if isinstance(head, bytes) else "# %% [cell ")
+
+
+def analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
+    """``engine.analyse_module`` for a notebook: its program analysed as a module, and ``"cells"`` for
+    ``engine.decide`` to report the findings by cell. An unreadable notebook is one XLA900."""
+    from xlalint import engine
+
+    try:
+        program = program_for(data)
+    except NotebookError as e:
+        return {"file": [engine._row(engine._file_finding("XLA900", path, str(e)))]}  # XLA9xx always reported
+    if program.language != "python" or not program.text:
+        return {"file": []}
+    result = engine.analyse_module(program.text, path, enabled, notebook=False, **kwargs)
+    result["cells"] = program.table()
+    return result
+
+
+def lint_notebook(data, path: str, enabled=None, **kwargs) -> list:
+    """The findings of one notebook on its own (``engine.lint_source`` does the same for a .ipynb path)."""
+    from xlalint import engine
+
+    return engine.lint_source(data, path, enabled, notebook=True, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------- writing
+def _indent_of(raw: str) -> Optional[int]:
+    """The JSON indent of a notebook file (Jupyter writes 1, Colab 2), or None for one line."""
+    m = re.search(r"\n( *)\"", raw)
+    return len(m.group(1)) if m else None
+
+
+def write_cells(path: str, new_sources: dict) -> None:
+    """Replace the sources of cells ``{number: source}`` in the notebook file at ``path``, keeping the
+    rest of the file (key order, indentation, outputs, metadata) as it was."""
+    with open(path, "rb") as fh:
+        raw = fh.read().decode("utf-8-sig")
+    nb = json.loads(raw)
+    for number, src in new_sources.items():
+        cell = nb["cells"][number - 1]
+        if isinstance(cell.get("source"), list) or "source" not in cell:
+            cell["source"] = src.splitlines(keepends=True)
+        else:
+            cell["source"] = src
+    text = json.dumps(nb, indent=_indent_of(raw), ensure_ascii=False)
+    if raw.endswith("\n"):
+        text += "\n"
+    tmp = f"{path}.xlalint-tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def fix_notebook(path: str, fix_program) -> list:
+    """Apply ``fix_program(program_text) -> fixed_text`` (the ``--fix`` of a .py file) to a notebook's
+    cells, in place. Returns the numbers of the cells that changed."""
+    with open(path, "rb") as fh:
+        program = program_for(fh.read())
+    fixed = fix_program(program.text)
+    if fixed == program.text:
+        return []
+    changed = program.cell_sources(fixed)
+    if changed:
+        write_cells(path, changed)
+    return sorted(changed)
+
+
+# ---------------------------------------------------------------------------------------- --verify
+def script_text(path: str) -> str:
+    """The program of the notebook at ``path`` as a script that runs like the notebook: from the
+    notebook's directory (on ``sys.path`` and as the working directory). Its first line is a header,
+    so cell lines keep the numbers ``build_program`` gives them plus one."""
+    with open(path, "rb") as fh:
+        program = program_for(fh.read())
+    d = os.path.dirname(os.path.abspath(path))
+    header = (f"import os as _xlalint_os, sys as _xlalint_sys; _xlalint_sys.path.insert(0, {d!r}); "
+              f"_xlalint_os.chdir({d!r})  # {os.path.basename(path)} as one script, made by xlalint")
+    return header + "\n" + program.text
+
+
+def write_script(path: str, directory: Optional[str] = None) -> str:
+    """Write ``script_text(path)`` as ``<notebook name>-<hash of its path>.py`` into ``directory``
+    (default: ``xlalint-notebooks`` in the temporary directory, one file per notebook, rewritten on each
+    run, so that the lines --verify reports can be opened); return its path."""
+    import hashlib
+    import tempfile
+
+    directory = directory or os.path.join(tempfile.gettempdir(), "xlalint-notebooks")
+    os.makedirs(directory, exist_ok=True)
+    tag = hashlib.sha1(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    name = f"{os.path.splitext(os.path.basename(path))[0]}-{tag}.py"
+    out = os.path.join(directory, name)
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(script_text(path))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- reporters
+def json_lines(raw: str) -> dict:
+    """``{cell number: [line in the .ipynb file of each source line]}`` for a notebook's text, so that
+    SARIF and GitHub annotations point at real lines of the file. Cells whose source is not laid out one
+    line per JSON string map every line to the line where their source starts."""
+    try:
+        nb = json.loads(raw)
+    except ValueError:
+        return {}
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return {}
+    decoder = json.JSONDecoder()
+    starts = [m.end() - 1 for m in re.finditer(r'"source"\s*:\s*[\["]', raw)]
+    out = {}
+    pos_i = 0
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        want = cell.get("source", "")
+        while pos_i < len(starts):
+            start = starts[pos_i]
+            pos_i += 1
+            try:
+                value, _ = decoder.raw_decode(raw, start)
+            except ValueError:
+                continue
+            if value == want:
+                break
+        else:
+            return out
+        first = raw.count("\n", 0, start) + 1
+        n = len(_source(cell).splitlines()) or 1
+        if isinstance(want, list) and raw[start] == "[":
+            # one string per line (how Jupyter and Colab write): element j on the line after the bracket + j
+            rows = raw.split("\n", first + len(want) + 1)
+            ok = all(_json_line_is(rows[first + j] if first + j < len(rows) else "", s) for j, s in enumerate(want))
+            out[number] = [first + 1 + j for j in range(n)] if ok else [first] * n
+        else:
+            out[number] = [first] * n
+    return out
+
+
+def _json_line_is(row: str, s: str) -> bool:
+    row = row.strip().rstrip(",")
+    try:
+        return json.loads(row) == s
+    except ValueError:
+        return False
+
+
+class FileLines:
+    """Per notebook path, the .ipynb line of a (cell, line) finding: read once per file."""
+
+    def __init__(self) -> None:
+        self._files: dict = {}
+
+    def line(self, path: str, cell: int, line: int) -> Optional[int]:
+        if path not in self._files:
+            try:
+                with open(path, "rb") as fh:
+                    self._files[path] = json_lines(fh.read().decode("utf-8-sig", "replace"))
+            except OSError:
+                self._files[path] = {}
+        rows = self._files[path].get(cell)
+        if not rows:
+            return None
+        return rows[min(max(line, 1), len(rows)) - 1]
+
+
+def iter_code_cells(nb) -> Iterable:
+    for number, cell in enumerate(nb.get("cells", []), 1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            yield number, _source(cell)

@@ -1,0 +1,411 @@
+"""``xlalint server``: a language server (LSP over stdio, pygls) for editors.
+
+- Diagnostics when a file is opened or saved, and after an edit once typing pauses for ``DEBOUNCE``
+  seconds; a result that a newer edit has overtaken is dropped, never shown.
+- Code actions: ``# noqa: CODE`` on the finding's line (added to an existing ``# noqa:`` list).
+- Hover: a finding's rule documentation (the ``xlalint --explain`` text), also over a code in a
+  ``# noqa:`` comment.
+- Settings: ``[tool.xlalint]`` of the pyproject.toml nearest to each file, re-read when it changes;
+  ``exclude`` globs apply (an excluded file gets no diagnostics). A bad config is one diagnostic.
+
+Every lint goes through ``lint_document``: the one place to swap for a project-wide analysis. A request
+that fails is answered with an error (or, for a notification, logged) and the session goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import sys
+import time
+import traceback
+from typing import Optional
+from urllib.parse import unquote, urlparse
+
+from xlalint import __version__, engine
+from xlalint.config import ConfigError, Settings, build_settings, find_config
+from xlalint.findings import Finding
+
+try:
+    from lsprotocol import types
+    from pygls.lsp.server import LanguageServer
+except ImportError:  # pragma: no cover - reported by main()
+    types = None
+    LanguageServer = object
+
+# Seconds without an edit before a changed document is linted: below the gap between keystrokes of
+# fast typing, so one burst of typing costs one lint, and a pause shows the result at once.
+DEBOUNCE = 0.08
+SOURCE = "xlalint"
+_CODE_AT = re.compile(r"XLA\d{3}")
+log = logging.getLogger("xlalint.server")
+
+
+# ---------------------------------------------------------------------------------------- the lint
+# The incremental parsers of the documents linted last (one tree each in memory).
+_PARSERS: dict = {}
+MAX_PARSERS = 16
+
+
+def lint_document(path: str, text: str, settings: Settings) -> list:
+    """Lint one open document. Every lint the server does goes through here (swap in the project-wide
+    analysis in this one place); ``path`` is the file's path on disk, ``text`` the editor's buffer.
+    The parse is incremental (xlalint/incremental.py): after an edit only the edited top-level
+    statement is parsed again."""
+    from xlalint.incremental import IncrementalParser
+
+    parser = _PARSERS.pop(path, None) or IncrementalParser()
+    _PARSERS[path] = parser  # the most recently linted last
+    while len(_PARSERS) > MAX_PARSERS:
+        del _PARSERS[next(iter(_PARSERS))]
+    return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens, parse=parser)
+
+
+class SettingsCache:
+    """The settings for a file: its nearest pyproject.toml with [tool.xlalint], re-read when it changes."""
+
+    def __init__(self) -> None:
+        self._by_config: dict = {}
+
+    def for_path(self, path: str) -> Settings:
+        config = find_config(path)
+        if config is None:
+            key, stamp = None, None
+        else:
+            key = str(config)
+            try:
+                stamp = os.stat(config).st_mtime_ns
+            except OSError:
+                stamp = None
+        hit = self._by_config.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        settings = build_settings(config)  # raises ConfigError with one line
+        self._by_config[key] = (stamp, settings)
+        return settings
+
+
+def uri_to_path(uri: str) -> str:
+    p = urlparse(uri)
+    if p.scheme not in ("file", ""):
+        return unquote(p.path) or uri
+    path = unquote(p.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):  # pragma: no cover
+        path = path[1:]
+    return path
+
+
+# The position encoding agreed at initialisation: LSP's default counts UTF-16 code units.
+_ENCODING = {"value": "utf-16"}
+
+
+def _units(ch: str) -> int:
+    enc = _ENCODING["value"]
+    if enc == "utf-32":
+        return 1
+    if enc == "utf-8":
+        return len(ch.encode("utf-8", "surrogatepass"))
+    return 2 if ord(ch) > 0xFFFF else 1
+
+
+def _utf16(line: str, column0: int) -> int:
+    """A code-point column of ``line`` -> the column in the negotiated encoding (UTF-16 by default)."""
+    prefix = line[:column0]
+    if prefix.isascii():
+        return column0
+    return sum(_units(ch) for ch in prefix)
+
+
+def _from_utf16(line: str, character: int) -> int:
+    if line.isascii():
+        return character
+    units = 0
+    for i, ch in enumerate(line):
+        if units >= character:
+            return i
+        units += _units(ch)
+    return len(line)
+
+
+def to_diagnostic(f: Finding, lines: list):
+    def pos(line: int, col: int):
+        row = max(line - 1, 0)
+        text = lines[row] if row < len(lines) else ""
+        return types.Position(line=row, character=_utf16(text, max(col - 1, 0)))
+
+    start = pos(f.line, f.column)
+    end = pos(f.end_line, f.end_column)
+    if (end.line, end.character) <= (start.line, start.character):
+        end = types.Position(line=start.line, character=start.character + 1)
+    from xlalint.report.sarif import help_uri
+    from xlalint.rules import rules_by_code
+
+    rule = rules_by_code().get(f.code)
+    return types.Diagnostic(
+        range=types.Range(start=start, end=end),
+        message=f.message,
+        severity=types.DiagnosticSeverity.Error if f.severity == "error" else types.DiagnosticSeverity.Warning,
+        code=f.code,
+        code_description=types.CodeDescription(href=help_uri(rule)) if rule is not None else None,
+        source=SOURCE,
+        data={"name": f.name, "fix": f.fix},
+    )
+
+
+# ---------------------------------------------------------------------------------------- the server
+class XlaLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("xlalint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = SettingsCache()
+        self.pending: dict = {}  # uri -> the debounce task
+        self.findings: dict = {}  # uri -> (version, [Finding])
+        self.timings: list = []  # (uri, seconds) of the last lints: for the bench and the log
+        self.lint_lock: Optional[asyncio.Lock] = None
+
+    # ------------------------------------------------------------------ linting a document
+    async def lint_now(self, uri: str) -> None:
+        if self.lint_lock is None:
+            self.lint_lock = asyncio.Lock()
+        async with self.lint_lock:  # one lint at a time: they share the CPU, and the newest text wins
+            await self._lint_now(uri)
+
+    async def _lint_now(self, uri: str) -> None:
+        doc = self.workspace.get_text_document(uri)
+        version, text = doc.version, doc.source
+        path = uri_to_path(uri)
+        t0 = time.perf_counter()
+        try:
+            settings = self.settings.for_path(path)
+        except ConfigError as e:
+            diag = types.Diagnostic(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
+                message=f"xlalint: config error: {e}", severity=types.DiagnosticSeverity.Error, source=SOURCE)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[diag], version=version))
+            return
+        if settings.is_excluded(path) or _excluded_dir(path, settings):
+            findings = []
+        else:
+            loop = asyncio.get_running_loop()
+            findings = await loop.run_in_executor(None, lint_document, path, text, settings)
+        current = self.workspace.get_text_document(uri)
+        if current.version != version:  # an edit came in while linting: its own lint will publish
+            return
+        self.timings.append((uri, time.perf_counter() - t0))
+        del self.timings[:-50]
+        self.findings[uri] = (version, findings)
+        lines = text.splitlines()
+        diags = [to_diagnostic(f, lines) for f in findings if f.cell is None]
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.pending[uri] = asyncio.ensure_future(self._later(uri, delay))
+
+    async def _later(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self.lint_now(uri)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one document's failure never ends the session
+            _log_crash(self, f"linting {uri}")
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():
+                del self.pending[uri]
+
+    def current_findings(self, uri: str) -> list:
+        hit = self.findings.get(uri)
+        return hit[1] if hit else []
+
+
+def _excluded_dir(path: str, settings: Settings) -> bool:
+    """An exclude glob that names a directory above the file (``build``, ``tests/fixtures``), below the root."""
+    try:
+        rel = os.path.relpath(os.path.abspath(path), settings.root)
+    except ValueError:
+        return False
+    if rel.startswith(".."):
+        return False
+    parts = rel.split(os.sep)[:-1]
+    return any(settings.is_excluded(os.path.join(str(settings.root), *parts[: i + 1])) for i in range(len(parts)))
+
+
+def _log_crash(ls, what: str) -> None:
+    tb = traceback.format_exc()
+    log.error("xlalint server: error while %s\n%s", what, tb)
+    try:
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"xlalint: error while {what}:\n{tb}"))
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def build_server() -> "XlaLintServer":
+    server = XlaLintServer()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: XlaLintServer, params):
+        enc = getattr(ls.server_capabilities, "position_encoding", None)
+        _ENCODING["value"] = str(getattr(enc, "value", enc) or "utf-16")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: XlaLintServer, params: types.DidOpenTextDocumentParams):
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: XlaLintServer, params: types.DidChangeTextDocumentParams):
+        ls.schedule(params.text_document.uri, DEBOUNCE)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: XlaLintServer, params: types.DidSaveTextDocumentParams):
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: XlaLintServer, params: types.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        task = ls.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        ls.findings.pop(uri, None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+    )
+    def code_action(ls: XlaLintServer, params: types.CodeActionParams):
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        lines = doc.source.splitlines()
+        actions = []
+        for d in params.context.diagnostics:
+            if d.source != SOURCE or not isinstance(d.code, str) or not d.code.startswith("XLA"):
+                continue
+            fix = fix_action(ls.current_findings(uri), d, lines, uri)
+            if fix is not None:
+                actions.append(fix)
+            edit = noqa_edit(lines, d.range.start.line, d.code)
+            if edit is None:
+                continue
+            actions.append(types.CodeAction(
+                title=f"Suppress {d.code} on this line (# noqa: {d.code})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d],
+                edit=types.WorkspaceEdit(changes={params.text_document.uri: [edit]}),
+            ))
+        return actions
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: XlaLintServer, params: types.HoverParams):
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        lines = doc.source.splitlines()
+        row = params.position.line
+        if row >= len(lines):
+            return None
+        text = lines[row]
+        col = _from_utf16(text, params.position.character) + 1
+        codes = []
+        for f in ls.current_findings(uri):
+            if f.cell is None and (f.line, f.column) <= (row + 1, col) <= (f.end_line, f.end_column):
+                codes.append(f.code)
+        hash_at = text.find("#")
+        if not codes and hash_at >= 0 and "noqa" in text[hash_at:].lower():
+            for m in _CODE_AT.finditer(text, hash_at):
+                if m.start() < col <= m.end() + 1:
+                    codes.append(m.group())
+        return hover_for(codes)
+
+    return server
+
+
+def hover_for(codes: list):
+    from xlalint.report.sarif import _markdown
+    from xlalint.rules import rules_by_code
+
+    rules = rules_by_code()
+    parts = [_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
+    if not parts:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(parts)))
+
+
+def fix_action(findings: list, d, lines: list, uri: str):
+    """The finding's automatic fix (``--fix``: ``Finding.edits``, 1-based, end exclusive) as a code
+    action, when the finding under diagnostic ``d`` has one; unsafe fixes are offered, not preferred."""
+    for f in findings:
+        if f.cell is not None or f.code != d.code:
+            continue
+        start = to_diagnostic(f, lines).range.start
+        if (start.line, start.character) != (d.range.start.line, d.range.start.character):
+            continue
+        edits = getattr(f, "edits", None) or ()
+        if not edits:
+            return None
+        text_edits = []
+        for (line, col, end_line, end_col, content) in edits:
+            a = _position(lines, line, col)
+            b = _position(lines, end_line, end_col)
+            text_edits.append(types.TextEdit(range=types.Range(start=a, end=b), new_text=content))
+        safe = getattr(f, "applicability", "safe") == "safe"
+        title = getattr(f, "fix_title", "") or f"Fix {f.code}"
+        return types.CodeAction(
+            title=title if safe else f"{title} (unsafe: read it)",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[d],
+            is_preferred=safe,
+            edit=types.WorkspaceEdit(changes={uri: text_edits}),
+        )
+    return None
+
+
+def _position(lines: list, line: int, col: int):
+    row = max(line - 1, 0)
+    text = lines[row] if row < len(lines) else ""
+    return types.Position(line=row, character=_utf16(text, max(col - 1, 0)))
+
+
+def noqa_edit(lines: list, row: int, code: str):
+    """The edit that adds ``code`` to the line's ``# noqa:`` comment, or appends ``  # noqa: CODE``."""
+    if row >= len(lines):
+        return None
+    text = lines[row]
+    m = engine.NOQA.search(text)
+    if m is not None:
+        codes = m.group("codes")
+        if not codes:
+            return None  # a bare noqa already suppresses everything
+        if code in re.split(r"[,\s]+", codes.upper()):
+            return None
+        at = m.end("codes")
+        pos = types.Position(line=row, character=_utf16(text, at))
+        return types.TextEdit(range=types.Range(start=pos, end=pos), new_text=f", {code}")
+    end = len(text.rstrip())
+    start = types.Position(line=row, character=_utf16(text, end))
+    stop = types.Position(line=row, character=_utf16(text, len(text)))
+    return types.TextEdit(range=types.Range(start=start, end=stop), new_text=f"  # noqa: {code}")
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: xlalint server\n\nA language server (LSP) on standard input and output, for editors.\n"
+              "Settings come from the pyproject.toml nearest to each file.")
+        return 0
+    if argv and argv[0] != "--stdio":
+        print(f"xlalint server: error: unexpected argument {argv[0]!r} (the server speaks LSP over stdio)", file=sys.stderr)
+        return 2
+    if types is None:
+        print("xlalint server: error: the language server needs pygls: pip install 'xlalint[lsp]'", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    build_server().start_io()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
