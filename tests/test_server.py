@@ -221,3 +221,21 @@ async def test_a_finding_with_a_fix_gets_a_fix_action(fixing: LanguageClient, tm
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
         content_changes=[types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text)]))
     assert await _diagnostics(client, uri) == []
+
+
+@pytest.mark.asyncio
+async def test_a_helpers_findings_come_from_its_callers_module(client: LanguageClient, tmp_path: Path):
+    """The project-wide picture in the editor: open the helper; its caller in train.py (on disk, not
+    open) makes it run every step, so its host read is a finding with the path that makes it so."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (proj / "train.py").write_text(
+        "import torch\nimport torch_xla\nfrom metrics import log_loss\n"
+        "for step, (x, y) in enumerate(loader):\n"
+        "    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    log_loss(loss)\n"
+        "    torch_xla.sync()\n")
+    uri = _open(client, proj / "metrics.py", "def log_loss(loss):\n    print(loss.item())\n")
+    diags = await _diagnostics(client, uri)
+    assert _summary(diags) == [("XLA001", 1, 10, "xlalint")]
+    assert "called from train.py:8" in diags[0].message

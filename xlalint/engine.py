@@ -288,7 +288,7 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
         if "summary" in r:
             mod = r["summary"]["module"]
             summaries[mod] = r["summary"]
-            paths[mod] = _display(path)
+            paths[mod] = _display(path, root)
     program = Program(Facts(index, summaries), paths)
     for path, r in results.items():
         if "summary" in r:
@@ -347,13 +347,17 @@ class _Found:
         self.ctx = ctx
 
 
-def _display(path: str) -> str:
-    """A path as messages show it: relative to the working directory when under it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return rel if not rel.startswith("..") else path
+def _display(path: str, root: str) -> str:
+    """A path as messages show it: relative to the working directory when under it, else to the project
+    root (an editor's server runs elsewhere)."""
+    for base in (os.getcwd(), root):
+        try:
+            rel = os.path.relpath(os.path.abspath(path), base)
+        except ValueError:
+            continue
+        if not rel.startswith(".."):
+            return rel
+    return path
 
 
 def _cpython_syntax_error(text: str) -> Optional[tuple]:

@@ -134,10 +134,11 @@ def project_files(root: str, asked: list, settings) -> list:
 
 def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Optional[Cache] = None,
                  warn=None, files: Optional[list] = None, sources: Optional[dict] = None,
-                 honor_noqa: bool = True) -> list[Finding]:
+                 honor_noqa: bool = True, parse: Optional[dict] = None) -> list[Finding]:
     """The findings of the ``asked`` files of the project at ``root``. ``sources``: path -> text that
     stands for the file on disk (an editor's buffer, flake8's lines); ``honor_noqa=False`` keeps what
-    ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8)."""
+    ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8); ``parse``: path
+    -> a parse function for that file (the language server's incremental parse)."""
     from xlalint.semantics.project import Facts, ProjectIndex, connected_files
 
     files = files if files is not None else project_files(root, asked, settings)
@@ -153,6 +154,8 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     results: dict = {}
     _SOURCES.clear()
     _SOURCES.update(sources or {})
+    _PARSE.clear()
+    _PARSE.update(parse or {})
     # every module's names first (CPython's parser): the first walks resolve names across modules
     _DECLS.clear()
     for p in files:
@@ -178,6 +181,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
 
 _SOURCES: dict = {}  # path -> text standing for the file on disk, for this run
 _DECLS: dict = {}  # path -> its declarations (project.declarations), for this run
+_PARSE: dict = {}  # path -> the parse function for it, for this run
 
 
 def _declarations(path: str, index, settings, cache: Optional[Cache]) -> Optional[dict]:
@@ -291,7 +295,7 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     decl = _DECLS.get(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
                                    honor_noqa=honor_noqa, max_tokens=_max_tokens(settings),
-                                   call_lines=decl["calls"] if decl else None)
+                                   call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path))
     return path, _cache_key(data, path, index, settings), result
 
 

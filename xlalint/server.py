@@ -50,8 +50,9 @@ MAX_PARSERS = 16
 
 
 def lint_document(path: str, text: str, settings: Settings) -> list:
-    """Lint one open document. Every lint the server does goes through here (swap in the project-wide
-    analysis in this one place); ``path`` is the file's path on disk, ``text`` the editor's buffer.
+    """Lint one open document, as part of its project (the modules connected to it by imports, read from
+    disk and the cache). Every lint the server does goes through here; ``path`` is the file's path on
+    disk, ``text`` the editor's buffer.
     The parse is incremental (xlalint/incremental.py): after an edit only the edited top-level
     statement is parsed again."""
     from xlalint.incremental import IncrementalParser
@@ -60,7 +61,16 @@ def lint_document(path: str, text: str, settings: Settings) -> list:
     _PARSERS[path] = parser  # the most recently linted last
     while len(_PARSERS) > MAX_PARSERS:
         del _PARSERS[next(iter(_PARSERS))]
-    return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens, parse=parser)
+    if not os.path.isfile(path):  # an unsaved buffer: the text alone
+        return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens, parse=parser)
+    # as part of its project (a helper's findings depend on its callers), the rest from the cache
+    from xlalint import parallel
+    from xlalint.cache import Cache
+    from xlalint.semantics.project import find_root
+
+    cache = Cache.open(None, settings, lambda _msg: None)
+    return parallel.lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
+                                 parse={path: parser})
 
 
 class SettingsCache:
