@@ -19,7 +19,13 @@ from xlalint.locate import Locator
 from xlalint.rules import all_rules, rules_by_code
 from xlalint.semantics.model import SemanticModel
 
-SKIP_FILE = re.compile(rb"#\s*xlalint\s*:\s*skip-file\b", re.IGNORECASE)
+# File-level suppressions, in a real comment (never in a string): `# xlalint: skip-file`, and as in
+# ruff `# xlalint: noqa` (every code) or `# xlalint: noqa: XLA001, XLA006` (those codes, in the file).
+FILE_DIRECTIVE_HINT = re.compile(rb"xlalint\s*:\s*(?:skip-file|noqa)", re.IGNORECASE)
+FILE_DIRECTIVE = re.compile(
+    r"#\s*xlalint\s*:\s*(?:(?P<skip>skip-file)\b|noqa(?![\w-])(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?)",
+    re.IGNORECASE,
+)
 NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
@@ -162,14 +168,20 @@ def lint_source(
     else:
         raw = data
         text = None
-    if SKIP_FILE.search(raw):
-        return []
     if text is None:
         try:
             text = decode_source(raw)
         except ValueError as e:
+            if FILE_DIRECTIVE_HINT.search(raw) and file_suppressions(raw.decode("utf-8", "replace")) is ALL_CODES:
+                return []
             line, col = _line_col_of_offset(raw, e.args[1] if len(e.args) > 1 else 0)
             return _only_enabled([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
+    if FILE_DIRECTIVE_HINT.search(raw):
+        off = file_suppressions(text)
+        if off is ALL_CODES:
+            return []
+        if off:
+            codes = frozenset(c for c in codes if not any(c.startswith(o) for o in off))
     if text.startswith("\ufeff"):
         text = text[1:]
     # files under 2 bytes a token cannot pass the limit: count only the big ones
@@ -215,6 +227,32 @@ def _analyse(text: str, raw: bytes, path: str, codes: frozenset, honor_noqa: boo
     except RecursionError:
         return [_file_finding("XLA901", path, "skipped: nested too deeply to analyse")]
     return _findings(model, module, text, path, honor_noqa)
+
+
+ALL_CODES = object()
+
+
+def file_suppressions(text: str):
+    """The file-level directives in the comments of ``text``: ALL_CODES (skip the file), a set of
+    code prefixes to turn off in it, or None. Only comments count (``tokenize``): the same words in a
+    string do nothing. A file that does not tokenize to the end keeps the comments before the error."""
+    import io
+    import tokenize
+
+    off: set = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            m = FILE_DIRECTIVE.search(tok.string)
+            if m is None:
+                continue
+            if m.group("skip") or not m.group("codes"):
+                return ALL_CODES
+            off.update(c.upper() for c in re.split(r"[,\s]+", m.group("codes")) if c)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return off or None
 
 
 def _cpython_syntax_error(text: str) -> Optional[tuple]:
@@ -275,10 +313,23 @@ def _findings(model: SemanticModel, module: cst.Module, text: str, path: str, ho
             if _suppressed(noqa, candidates_lines, c.rule.code):
                 continue
         when = c.frequency.describe() if c.frequency is not None else "every step"
-        message = c.message.replace("{when}", when)
-        f = Finding(path, line, col, c.rule.code, end_line, end_col, c.rule.name, message, c.rule.severity, c.fix)
+        headline = c.message.replace("{when}", when)
+        cost = getattr(c, "cost", "").replace("{when}", when)
+        message = f"{headline}: {cost}. Fix: {c.fix}" if cost else headline
+        edits, applicability, title = _edits(getattr(c, "edit", None), module, locator, c.top_index)
+        f = Finding(path, line, col, c.rule.code, end_line, end_col, c.rule.name, message, c.rule.severity, c.fix,
+                    headline if cost else "", cost, edits, applicability, title)
         out[(line, col, c.rule.code)] = f
     return sorted(out.values())
+
+
+def _edits(edit, module: cst.Module, locator: Locator, top_index: int) -> tuple:
+    """A rule's fix (node, replacement node, "safe"/"unsafe", title) as text edits of the same tree."""
+    if edit is None:
+        return (), "", ""
+    node, replacement, applicability, title = edit
+    line, col, end_line, end_col = locator.span(node, top_index)
+    return ((line, col, end_line, end_col, module.code_for_node(replacement)),), applicability, title
 
 
 def _noqa_map(lines: list[str]) -> dict:
@@ -331,6 +382,7 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
 def lint_file(path: str, settings=None) -> list[Finding]:
     from xlalint.config import DEFAULT_MAX_FILE_SIZE
 
+    settings = _settings_for(settings, path) if settings is not None else None
     max_size = settings.max_file_size if settings is not None else DEFAULT_MAX_FILE_SIZE
     enabled = settings.codes_for(path) if settings is not None else None
     data, err = read_file(path, max_size)
@@ -340,8 +392,14 @@ def lint_file(path: str, settings=None) -> list[Finding]:
     return lint_source(data, path, enabled, max_tokens=max_tokens)
 
 
+def _settings_for(settings, path: str):
+    """``settings`` is one Settings for every file, or a config.Resolver (the nearest config per file)."""
+    return settings.for_path(path) if hasattr(settings, "for_path") else settings
+
+
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:
-    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py``."""
+    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py``, skipping
+    what the excludes (of the nearest config) and, in a git work tree, .gitignore say."""
     seen_dirs = set()
     for p in paths:
         if os.path.isdir(p):
@@ -366,17 +424,26 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
         if warn:
             warn(f"{root}: cannot list directory: {e.strerror or e}")
         return
+    here = _settings_for(settings, root) if settings is not None else None
+    gitignore = here is not None and getattr(here, "respect_gitignore", False)
     for entry in entries:
         path = os.path.join(root, entry.name) if root not in (".",) else entry.name
-        if settings is not None and settings.is_excluded(path):
+        if here is not None and here.is_excluded(path):
             continue
         try:
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
+        if not is_dir and not entry.name.endswith(".py"):
+            continue
+        if gitignore:
+            from xlalint.gitignore import is_ignored
+
+            if is_ignored(path, is_dir):
+                continue
         if is_dir:
             yield from _walk_dir(path, settings, seen_dirs, warn)
-        elif entry.name.endswith((".py", ".pyi")) and not entry.name.endswith(".pyi"):
+        else:
             yield path
 
 

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Optional
 
 from xlalint import engine
 from xlalint.cache import Cache
-from xlalint.findings import Finding
+from xlalint.findings import Finding, finding_row
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -31,7 +31,7 @@ def default_jobs() -> int:
 
 
 def _row(f: Finding) -> tuple:
-    return (f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix)
+    return finding_row(f)
 
 
 def _lint_one(path: str, settings, want_key: bool) -> tuple:
