@@ -186,7 +186,8 @@ def _encode(rows: list) -> bytes:
     return MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
 
 
-_ROW_TYPES = (int, int, str, int, int, str, str, str, str)
+# the Finding fields after the path (findings.ROW_FIELDS): ..., fix, headline, cost, edits, applicability, fix_title
+_ROW_TYPES = (int, int, str, int, int, str, str, str, str, str, str, tuple, str, str)
 
 
 def _decode(blob: bytes) -> Optional[list]:

@@ -107,7 +107,7 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         if args.diff:
             diffs += 1
             out.writelines(difflib.unified_diff(
-                text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"))
+                text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
             if not new.endswith(("\n", "\r")):
                 out.write("\n\\ No newline at end of file\n")
             fixed += n
