@@ -487,8 +487,16 @@ def _add_keyword(call: cst.Call, name: str, value, applicability: str, title: st
         args[-1] = last.with_changes(comma=between)
         new = new.with_changes(comma=last.comma)
     elif args and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
-        # one argument per line, no trailing comma: the same line break before the new one
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=call.whitespace_before_args))
+        # one argument per line, no trailing comma: the same line break before the new one, and the
+        # closing parenthesis stays where it was
+        last = args[-1]
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=call.whitespace_before_args),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    elif args:
+        last = args[-1]
+        args[-1] = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
     args.append(new)
     return (call, call.with_changes(args=args), applicability, title)
 
