@@ -22,11 +22,14 @@ Colour only on a terminal, never with NO_COLOR, always with FORCE_COLOR (``--col
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections import Counter
 
 BOLD, RED, CYAN, BLUE, RESET, DIM = "\033[1m", "\033[31m", "\033[36m", "\033[34m", "\033[0m", "\033[2m"
 CONTEXT = 2  # source lines shown above and below the reported one, as in ruff
 MAX_SPAN_LINES = 4
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
 
 
 def fixable(f, unsafe: bool) -> bool:
@@ -42,11 +45,15 @@ class _Sources:
         if path not in self._lines:
             data = self._given.get(path)
             if data is None:
+                data = b""
                 try:
-                    with open(path, "rb") as fh:
-                        data = fh.read()
+                    # only a regular file of a sane size: never block on a FIFO or read a huge one again
+                    st = os.stat(path)
+                    if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SOURCE_BYTES:
+                        with open(path, "rb") as fh:
+                            data = fh.read()
                 except OSError:
-                    data = b""
+                    pass
             text = data.decode("utf-8-sig", "replace") if isinstance(data, bytes) else data
             self._lines[path] = text.splitlines()
         return self._lines[path]
