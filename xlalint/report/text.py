@@ -10,9 +10,9 @@ numbered gutter with carets under the expression, then what it costs and how to 
     20 |         total += loss.item()
        |                  ^^^^^^^^^^^
        |
-    cost: the graph is cut and run early: 1 extra graph execution + 1 transfer each time
+    cost: 1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)
     help: accumulate on the device (`total += loss.detach()`) and read once after the loop
-    fix: replace with `loss.detach()` (unsafe: `total` becomes a tensor; --unsafe-fixes applies it)
+    fix (unsafe, `--fix --unsafe-fixes`): replace with `loss.detach()`; `total` becomes a device tensor, ...
 
 ``concise``: one line per finding, ``path:line:col: CODE [*] message`` (flake8's and ruff's ``concise``).
 ``[*]`` marks a finding that ``--fix`` repairs (with ``--unsafe-fixes``, the unsafe ones too).
@@ -125,11 +125,8 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
     if help_:
         out.append(f"{_c('help', BOLD, color)}: {help_}")
     if f.edits:
-        if f.applicability == "safe":
-            how = "safe: --fix applies it"
-        else:
-            how = f"unsafe: {'--fix applies it (--unsafe-fixes)' if unsafe else '--fix --unsafe-fixes applies it'}"
-        out.append(f"{_c('fix', BOLD, color)}: {f.fix_title} ({how})")
+        how = "safe, `--fix`" if f.applicability == "safe" else "unsafe, `--fix --unsafe-fixes`"
+        out.append(f"{_c('fix', BOLD, color)} ({how}): {f.fix_title}")
     return "\n".join(out) + "\n"
 
 
