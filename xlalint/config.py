@@ -161,6 +161,14 @@ def default_enabled() -> set:
     return set(all_codes())
 
 
+def _has_xlalint_table(candidate: Path) -> bool:
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True  # let load_config report it
+    return "xlalint" in data.get("tool", {})
+
+
 def find_config(start: str) -> Optional[Path]:
     """The nearest pyproject.toml with a ``[tool.xlalint]`` table, looking upward from ``start``."""
     p = Path(os.path.abspath(start))
@@ -168,13 +176,8 @@ def find_config(start: str) -> Optional[Path]:
         p = p.parent
     for d in [p, *p.parents]:
         candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return candidate  # let load_config report it
-            if "xlalint" in data.get("tool", {}):
-                return candidate
+        if candidate.is_file() and _has_xlalint_table(candidate):
+            return candidate
     return None
 
 
@@ -295,10 +298,31 @@ class Resolver:
         d = os.path.abspath(path)
         if not os.path.isdir(d):
             d = os.path.dirname(d)
-        cfg = self._by_dir.get(d, False)
-        if cfg is False:
-            cfg = self._by_dir[d] = find_config(d)
+        cfg = self._config_for_dir(d)
         s = self._by_config.get(cfg)
         if s is None:
             s = self._by_config[cfg] = build_settings(cfg, **self.overrides)
         return s
+
+    def _config_for_dir(self, d: str) -> Optional[Path]:
+        """find_config, remembering the answer for every directory on the way up (a walk asks once per
+        directory, and each pyproject.toml is read once)."""
+        visited = []
+        cur = d
+        while True:
+            if cur in self._by_dir:
+                found = self._by_dir[cur]
+                break
+            visited.append(cur)
+            candidate = os.path.join(cur, "pyproject.toml")
+            if os.path.isfile(candidate) and _has_xlalint_table(Path(candidate)):
+                found = Path(candidate)
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                found = None
+                break
+            cur = parent
+        for v in visited:
+            self._by_dir[v] = found
+        return found

@@ -117,11 +117,12 @@ def _rules_in(directory: str, name: str) -> Optional[_Rules]:
     return rules if rules.rules else None
 
 
-def _chain(directory: str) -> list[_Rules]:
+@lru_cache(maxsize=4096)
+def _chain(directory: str) -> tuple:
     """The ignore files that apply in ``directory``, outermost first."""
     root = _repo_root(directory)
     if root is None:
-        return []
+        return ()
     dirs = []
     d = directory
     while True:
@@ -140,7 +141,7 @@ def _chain(directory: str) -> list[_Rules]:
         r = _rules_in(d, ".gitignore")
         if r is not None:
             chain.append(r)
-    return chain
+    return tuple(chain)
 
 
 def is_ignored(path: str, is_dir: bool) -> bool:
