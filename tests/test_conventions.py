@@ -175,4 +175,5 @@ def test_verify_without_torch_xla_says_how_to_install_it(tmp_path):
                        env={**__import__("os").environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'plugins'}"})
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("xlalint --verify train.py: cannot run it: ")
     assert "pip install '.[verify]'" in r.stderr and "Linux x86_64" in r.stderr and "macOS" in r.stderr

@@ -118,7 +118,7 @@ def _lint_files(files: list, settings, args, warn) -> list:
 
 
 VERIFY_MISSING = (
-    "--verify runs the program under torch_xla, which is not installed here ({reason}). Install the "
+    "the program runs under torch_xla, which is not installed here ({reason}). Install the "
     "`verify` extra: `pip install '.[verify]'` in a clone of xlalint (torch 2.9.0 and torch-xla 2.9.0, "
     "about 7 GB on Linux x86_64 because torch's default wheel brings its CUDA libraries). torch-xla "
     "publishes wheels for Linux x86_64 (CPython 3.10-3.13) only: on macOS or Windows run --verify in a "
@@ -168,7 +168,10 @@ def _run(args, program_args: list) -> int:
             except (ImportError, ValueError):
                 found = False
             if not found:
-                raise ConfigError(VERIFY_MISSING.format(reason=f"no module named {mod!r}"))
+                # the verify report's own first words, so that a hook's log names what it tried to run
+                print(f"xlalint --verify {args.verify}: cannot run it: "
+                      + VERIFY_MISSING.format(reason=f"no module named {mod!r}"), file=sys.stderr)
+                return EXIT_ERROR
         from xlalint import verify
 
         fmt = args.format if args.format == "json" else "text"
