@@ -30,7 +30,8 @@ from typing import Callable, Optional
 import xlalint
 
 CACHE_DIR_NAME = ".xlalint_cache"
-MAGIC = b"XLC1"
+MAGIC = b"XLC1"  # finding rows
+MAGIC2 = b"XLC2"  # a module's analyses: summary, candidates and the facts they read (plain data)
 _TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache made by xlalint.\n"
 
 # A stored finding: the Finding fields after ``path``, in order.
@@ -151,9 +152,39 @@ class Cache:
         return rows
 
     def put(self, key: str, rows: list) -> None:
+        if self.writable:
+            self._write(key, _encode(rows))
+
+    def load(self, key: str, count: bool = True) -> Optional[list]:
+        """The stored analyses of a file's contents (one per set of facts it read), or None.
+        ``count=False``: a look before a write, not a lookup (no hit or miss counted)."""
+        value = None
+        try:
+            with open(self._path(key), "rb") as fh:
+                value = _decode_value(fh.read())
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                value = None
+                if count:
+                    self._corrupt(f"cache entry {self._path(key)} is corrupt")
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as e:
+            if count:
+                self._corrupt(f"cannot read cache entry {self._path(key)}: {e.strerror or e}")
+        if count:
+            if value is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return value
+
+    def store(self, key: str, value: list) -> None:
         if not self.writable:
             return
-        blob = _encode(rows)
+        payload = marshal.dumps(value)
+        self._write(key, MAGIC2 + zlib.crc32(payload).to_bytes(4, "little") + payload)
+
+    def _write(self, key: str, blob: bytes) -> None:
         target = self._path(key)
         try:
             sub = target.parent
@@ -208,3 +239,15 @@ def _decode(blob: bytes) -> Optional[list]:
         if not all(type(v) is t for v, t in zip(r, _ROW_TYPES)):
             return None
     return list(rows)
+
+
+def _decode_value(blob: bytes):
+    if len(blob) < 8 or blob[:4] != MAGIC2:
+        return None
+    payload = blob[8:]
+    if zlib.crc32(payload).to_bytes(4, "little") != blob[4:8]:
+        return None
+    try:
+        return marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None

@@ -243,10 +243,17 @@ def _run(args, program_args: list) -> int:
     if args.fix or args.diff:
         from xlalint import fix as fixer
 
-        findings, status = fixer.run(findings, sources, resolver, args, out, warnings.append)
+        findings, status, changed = fixer.run(findings, sources, resolver, args, out, warnings.append)
         if args.diff:
             _flush_warnings(warnings, missing)
             return EXIT_ERROR if missing else status
+        if changed:  # what is left in the rewritten files, seen as part of their project again
+            findings = [f for f in findings if f.path not in changed]
+            for settings, files in groups.values():
+                redo = [f for f in files if f in changed]
+                if redo:
+                    findings.extend(_lint_files(redo, settings, args, warnings.append))
+            findings.sort()
 
     report_out = out
     if args.output_file:

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from xlalint.findings import Finding
+from xlalint.findings import Finding, finding_row
 from xlalint.locate import Locator
 from xlalint.rules import all_rules, rules_by_code
 from xlalint.semantics.model import SemanticModel
@@ -31,6 +31,7 @@ NOQA = re.compile(
 )
 # Only files that mention one of these can hold a finding: the others are parsed for syntax only.
 RELEVANT = (b"torch", b"xla", b"tensor", b"Tensor")
+RELEVANT_TEXT = tuple(k.decode("ascii") for k in RELEVANT)
 
 
 def _file_finding(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
@@ -156,11 +157,32 @@ def lint_source(
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
 ) -> list[Finding]:
-    """Lint one file's contents (bytes or str). Never raises for bad input: it becomes a finding.
+    """Lint one file's contents (bytes or str) on its own, as a project of one module. Never raises for
+    bad input: it becomes a finding. (``lint_project`` sees the modules around it.)
 
     ``honor_noqa=False`` keeps the findings that ``# noqa`` comments suppress, for a host that
     applies its own (flake8).
     """
+    name = os.path.splitext(os.path.basename(path))[0] or "__main__"
+    result = analyse_module(data, path, enabled, module=name, honor_noqa=honor_noqa, max_tokens=max_tokens)
+    return decide({path: result}, [path], root=os.path.dirname(os.path.abspath(path)))
+
+
+def analyse_module(
+    data,
+    path: str,
+    enabled: Optional[Iterable[str]] = None,
+    *,
+    module: str = "__main__",
+    is_package: bool = False,
+    facts=None,
+    honor_noqa: bool = True,
+    max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
+) -> dict:
+    """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
+    else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
+
+    ``facts``: the project's facts about the other modules (``project.Facts``), or None alone."""
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -173,20 +195,20 @@ def lint_source(
             text = decode_source(raw)
         except ValueError as e:
             if FILE_DIRECTIVE_HINT.search(raw) and file_suppressions(raw.decode("utf-8", "replace")) is ALL_CODES:
-                return []
+                return {"file": []}
             line, col = _line_col_of_offset(raw, e.args[1] if len(e.args) > 1 else 0)
-            return _only_enabled([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
+            return _file_result([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
     if FILE_DIRECTIVE_HINT.search(raw):
         off = file_suppressions(text)
         if off is ALL_CODES:
-            return []
+            return {"file": []}
         if off:
             codes = frozenset(c for c in codes if not any(c.startswith(o) for o in off))
     if text.startswith("\ufeff"):
         text = text[1:]
     # files under 2 bytes a token cannot pass the limit: count only the big ones
     if max_tokens is not None and len(text) > 2 * max_tokens and count_tokens(text, max_tokens) > max_tokens:
-        return _only_enabled([_file_finding(
+        return _file_result([_file_finding(
             "XLA901", path,
             f"skipped: more than {max_tokens:,} tokens (a generated table?); its syntax tree would take over "
             f"{max_tokens * 3.5 / 1000:.0f} MB of memory (raise `max-tokens` in [tool.xlalint] to lint it)",
@@ -195,38 +217,133 @@ def lint_source(
     if deep is not None:
         line = text.count("\n", 0, deep) + 1
         col = deep - (text.rfind("\n", 0, deep) + 1) + 1
-        return _only_enabled([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
-    return _on_big_stack(_analyse, text, raw, path, codes, honor_noqa)
+        return _file_result([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
+    view = facts.view(module) if facts is not None else None
+    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view)
 
 
-def _analyse(text: str, raw: bytes, path: str, codes: frozenset, honor_noqa: bool) -> list[Finding]:
-    """Parse once, walk once with every enabled rule, resolve, locate what is reported."""
+def _file_result(findings: list[Finding], codes) -> dict:
+    return {"file": [_row(f) for f in _only_enabled(findings, codes)]}
+
+
+def _row(f: Finding) -> list:
+    return list(finding_row(f))
+
+
+def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view) -> dict:
+    """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
-        module = cst.parse_module(text)
+        tree = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         msg = e.message.splitlines()[0] if e.message else "invalid syntax"
         line, col = e.raw_line, e.raw_column + 1
         better = _cpython_syntax_error(text)
         if better is not None:
             line, col, msg = better
-        return _only_enabled([_file_finding("XLA900", path, f"syntax error: {msg}", line, col)], codes)
+        return _file_result([_file_finding("XLA900", path, f"syntax error: {msg}", line, col)], codes)
     except RecursionError:
-        return _only_enabled([_file_finding("XLA900", path, "syntax error: too deeply nested to parse")], codes)
+        return _file_result([_file_finding("XLA900", path, "syntax error: too deeply nested to parse")], codes)
     except Exception as e:  # noqa: BLE001 - the parser's own failures on pathological input
-        return _only_enabled([_file_finding("XLA900", path, f"cannot parse the file: {type(e).__name__}: {e}")], codes)
-    if not any(k in raw for k in RELEVANT):
-        return []
-    rules = [r() for r in all_rules() if r.walks and r.code in codes]
-    if not rules:
-        return []
-    model = SemanticModel(module, rules)
+        return _file_result([_file_finding("XLA900", path, f"cannot parse the file: {type(e).__name__}: {e}")], codes)
+    # Alone, a file that never mentions torch or a tensor cannot hold a finding; in a project, its values
+    # may come from modules that do (a helper of train.py), so its rules run on the project's facts.
+    relevant = view is not None or any(k in text for k in RELEVANT_TEXT)
+    rules = [r() for r in all_rules() if r.walks and r.code in codes] if relevant else []
+    model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view)
     try:
         model.run()
         for r in rules:
             r.finalize()
     except RecursionError:
-        return [_file_finding("XLA901", path, "skipped: nested too deeply to analyse")]
-    return _findings(model, module, text, path, honor_noqa)
+        return {"file": [_row(_file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
+    noqa = _noqa_map(text.splitlines()) if honor_noqa else None
+    result = model.export(Locator(tree), noqa)
+    result["reads"] = dict(view.reads) if view is not None else {}
+    return result
+
+
+def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[Finding]:
+    """The findings of the ``asked`` files, from every module's analysis (``results``: path -> what
+    ``analyse_module`` gave), decided over the whole program's call graph: how often each candidate
+    runs, and through which path."""
+    from xlalint.semantics.project import Facts, Program, ProjectIndex
+    from xlalint.semantics.steps import Frequency
+
+    if index is None:
+        index = ProjectIndex(root, results)
+    summaries, paths, cands = {}, {}, {}
+    for path, r in results.items():
+        if "summary" in r:
+            mod = r["summary"]["module"]
+            summaries[mod] = r["summary"]
+            paths[mod] = _display(path)
+    program = Program(Facts(index, summaries), paths)
+    for path, r in results.items():
+        if "summary" in r:
+            mod = r["summary"]["module"]
+            ctxs = program.ctxs[mod]
+            cands[mod] = [_Found(c, ctxs[c[8]]) for c in r["cands"]]
+    by_code = rules_by_code()
+    for code in sorted({c for r in results.values() for c in r.get("rules", {})}):
+        data = {r["summary"]["module"]: r["rules"][code] for r in results.values() if code in r.get("rules", {})}
+        by_code[code].resolve_project(program, data, cands)
+    out = []
+    steps = program.steps
+    for path in asked:
+        r = results.get(path)
+        if r is None:
+            continue
+        out.extend(Finding(path, *row) for row in r.get("file", ()))
+        if "summary" not in r:
+            continue
+        mod = r["summary"]["module"]
+        seen = {}
+        for c in cands[mod]:
+            if c.when in ("step", "step-any"):
+                fr = steps.frequency(c.ctx)
+                if not fr.per_step or (c.when == "step" and fr.after_sync):
+                    continue
+            elif c.when == "custom":
+                fr = c.frequency if isinstance(c.frequency, Frequency) else (
+                    Frequency(*c.frequency) if c.frequency else None)
+                if fr is None or not fr.per_step:
+                    continue
+            else:
+                fr = None
+            when = fr.describe(mod) if fr is not None else "every step"
+            rule = by_code[c.code]
+            headline = c.message.replace("{when}", when)
+            cost = c.cost.replace("{when}", when)
+            # the one-line message (concise, flake8, SARIF, GitHub) is the parts joined
+            message = f"{headline}: {cost}. Fix: {c.fix}" if cost else headline
+            f = Finding(path, c.line, c.col, c.code, c.end_line, c.end_col, rule.name, message, rule.severity,
+                        c.fix, headline if cost else "", cost, tuple(tuple(e) for e in c.edits),
+                        c.applicability, c.fix_title)
+            seen[(c.line, c.col, c.code)] = f
+        out.extend(seen.values())
+    return sorted(out)
+
+
+class _Found:
+    """A candidate in the project view: where it is, what it says, and the context that decides it."""
+
+    __slots__ = ("code", "line", "col", "end_line", "end_col", "message", "fix", "when", "ctx", "frequency",
+                 "cost", "edit", "edits", "applicability", "fix_title")
+
+    def __init__(self, row: list, ctx):
+        (self.code, self.line, self.col, self.end_line, self.end_col, self.message, self.fix, self.when,
+         _ctx_i, self.frequency, self.cost, self.edits, self.applicability, self.fix_title) = row
+        self.ctx = ctx
+        self.edit = None  # set_parts() in a project-wide decision: no tree here, so no edit
+
+
+def _display(path: str) -> str:
+    """A path as messages show it: relative to the working directory when under it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
 
 
 ALL_CODES = object()
@@ -280,58 +397,6 @@ def _only_enabled(findings: list[Finding], codes) -> list[Finding]:
     return [f for f in findings if f.code in codes or f.code.startswith("XLA9")]
 
 
-def _findings(model: SemanticModel, module: cst.Module, text: str, path: str, honor_noqa: bool = True) -> list[Finding]:
-    kept = []
-    for c in model.candidates:
-        fr = c.frequency
-        if c.when == "step":
-            if fr is None or not fr.per_step or fr.after_sync:
-                continue
-        elif c.when == "step-any":
-            if fr is None or not fr.per_step:
-                continue
-        elif c.when == "always" and (c.ctx.non_xla or c.ctx.error_path):
-            continue  # wherever it is, but not on a path that never runs on XLA
-        elif c.when == "custom" and (fr is None or not fr.per_step):
-            continue
-        kept.append(c)
-    if not kept:
-        return []
-    locator = Locator(module)
-    lines = text.splitlines()
-    noqa = _noqa_map(lines) if honor_noqa else {}
-    out = {}
-    for c in kept:
-        line, col, end_line, end_col = locator.span(c.node, c.top_index)
-        if noqa:
-            candidates_lines = {line}
-            if c.stmt is not None:
-                sl, _, el, _ = locator.span(c.stmt, c.top_index)
-                if isinstance(c.stmt, (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)):
-                    el = end_line  # a compound statement: its header, not its whole body
-                candidates_lines |= {sl, el}
-            if _suppressed(noqa, candidates_lines, c.rule.code):
-                continue
-        when = c.frequency.describe() if c.frequency is not None else "every step"
-        headline = c.message.replace("{when}", when)
-        cost = getattr(c, "cost", "").replace("{when}", when)
-        message = f"{headline}: {cost}. Fix: {c.fix}" if cost else headline
-        edits, applicability, title = _edits(getattr(c, "edit", None), module, locator, c.top_index)
-        f = Finding(path, line, col, c.rule.code, end_line, end_col, c.rule.name, message, c.rule.severity, c.fix,
-                    headline if cost else "", cost, edits, applicability, title)
-        out[(line, col, c.rule.code)] = f
-    return sorted(out.values())
-
-
-def _edits(edit, module: cst.Module, locator: Locator, top_index: int) -> tuple:
-    """A rule's fix (node, replacement node, "safe"/"unsafe", title) as text edits of the same tree."""
-    if edit is None:
-        return (), "", ""
-    node, replacement, applicability, title = edit
-    line, col, end_line, end_col = locator.span(node, top_index)
-    return ((line, col, end_line, end_col, module.code_for_node(replacement)),), applicability, title
-
-
 def _noqa_map(lines: list[str]) -> dict:
     m = {}
     for i, line in enumerate(lines, 1):
@@ -342,15 +407,6 @@ def _noqa_map(lines: list[str]) -> dict:
             codes = hit.group("codes")
             m[i] = None if not codes else {c.upper() for c in re.split(r"[,\s]+", codes) if c}
     return m
-
-
-def _suppressed(noqa: dict, lines: set, code: str) -> bool:
-    for ln in lines:
-        if ln in noqa:
-            codes = noqa[ln]
-            if codes is None or any(code.startswith(c) for c in codes):
-                return True
-    return False
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -377,19 +433,6 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
             return fh.read(), None
     except OSError as e:
         return None, _file_finding("XLA901", path, f"cannot read the file: {e.strerror or e}")
-
-
-def lint_file(path: str, settings=None) -> list[Finding]:
-    from xlalint.config import DEFAULT_MAX_FILE_SIZE
-
-    settings = _settings_for(settings, path) if settings is not None else None
-    max_size = settings.max_file_size if settings is not None else DEFAULT_MAX_FILE_SIZE
-    enabled = settings.codes_for(path) if settings is not None else None
-    data, err = read_file(path, max_size)
-    if err is not None:
-        return [err]
-    max_tokens = settings.max_tokens if settings is not None else DEFAULT_MAX_TOKENS
-    return lint_source(data, path, enabled, max_tokens=max_tokens)
 
 
 def _settings_for(settings, path: str):
@@ -448,10 +491,7 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
 
 
 def lint_paths(paths: list[str], settings=None, warn=None) -> list[Finding]:
-    """Lint files and directories; the findings sorted by path, line, column."""
-    out = []
-    for path in iter_python_files(paths, settings, warn):
-        out.extend(lint_file(path, settings))
-    return sorted(out)
+    """Lint files and directories, each file as part of its project; the findings sorted."""
+    from xlalint import parallel
 
-
+    return parallel.lint_files(list(iter_python_files(paths, settings, warn)), settings, jobs=1, cache=None, warn=warn)

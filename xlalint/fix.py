@@ -70,12 +70,14 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
 
 
 def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
-    """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff)."""
+    """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff, the
+    paths rewritten). Between rounds a file is linted alone; the caller lints the rewritten files again
+    as part of their project for the report."""
     unsafe = bool(args.unsafe_fixes)
     by_path: dict = {}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
-    left, fixed, diffs = [], 0, 0
+    left, fixed, diffs, changed = [], 0, 0, set()
     for path, fs in by_path.items():
         if not any(fixable(f, unsafe) for f in fs):
             left.extend(fs)
@@ -121,12 +123,13 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
             left.extend(fs)
             continue
         fixed += n
+        changed.add(path)
         left.extend(remaining)
     args.fixed_count = fixed
     if args.diff:
         print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''}." if fixed else "No fixes would be applied.", file=sys.stderr)
-        return sorted(left), 1 if diffs else 0
-    return sorted(left), 0
+        return sorted(left), 1 if diffs else 0, changed
+    return sorted(left), 0, changed
 
 
 def _encoding(data: bytes) -> str:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Optional
 
 from xlalint import engine
 from xlalint.cache import Cache
-from xlalint.findings import Finding, finding_row
+from xlalint.findings import Finding
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -28,22 +28,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
-
-
-def _row(f: Finding) -> tuple:
-    return finding_row(f)
-
-
-def _lint_one(path: str, settings, want_key: bool) -> tuple:
-    """(path, cache key or None, finding rows) for one file: read once, parse once."""
-    max_size = settings.max_file_size if settings is not None else engine_default_max_size()
-    data, err = engine.read_file(path, max_size)
-    if err is not None:
-        return path, None, [_row(err)]
-    codes = settings.codes_for(path) if settings is not None else None
-    findings = engine.lint_source(data, path, codes, max_tokens=_max_tokens(settings))
-    key = Cache.key(data, codes if codes is not None else _all_codes()) if want_key else None
-    return path, key, [_row(f) for f in findings]
 
 
 def engine_default_max_size() -> int:
@@ -62,15 +46,9 @@ def _all_codes() -> frozenset:
 _WORKER: dict = {}
 
 
-def _init_worker(settings, want_key: bool) -> None:
-    _WORKER["settings"] = settings
-    _WORKER["want_key"] = want_key
+def _init_worker(settings, index, facts) -> None:
+    _WORKER.update(settings=settings, index=index, facts=facts)
     _raise_recursion_limit()
-
-
-def _lint_chunk(paths: list) -> list:
-    settings, want_key = _WORKER["settings"], _WORKER["want_key"]
-    return [_lint_one(p, settings, want_key) for p in paths]
 
 
 def _raise_recursion_limit() -> None:
@@ -108,7 +86,13 @@ def _chunks(paths: list, jobs: int) -> list:
     return chunks
 
 
-# ---------------------------------------------------------------------------------------- entry point
+# ---------------------------------------------------------------------------------------- the project
+# Rounds of "walk the modules whose facts changed": each walk records the facts it read about other
+# modules; after a round the facts are solved again from every summary, and a module whose reads no
+# longer hold is walked again. Facts only grow more precise, so this settles in a few rounds.
+MAX_ROUNDS = 8
+
+
 def lint_files(
     paths: Iterable[str],
     settings,
@@ -117,61 +101,169 @@ def lint_files(
     cache: Optional[Cache] = None,
     warn: Optional[Callable[[str], None]] = None,
 ) -> list[Finding]:
-    """Lint every path in ``paths`` (files, not directories); the findings sorted."""
+    """Lint every path in ``paths`` (files, not directories) as part of its project: the modules
+    around each file (under its project root) are summarised too, and only ``paths`` are reported."""
+    from xlalint.semantics.project import find_root
+
     jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
     _raise_recursion_limit()
-    max_size = settings.max_file_size if settings is not None else engine_default_max_size()
+    groups: dict = {}
+    for p in paths:
+        groups.setdefault(find_root(p), []).append(p)
     out: list[Finding] = []
-    todo: list[str] = []
-
-    if cache is None:
-        todo = list(paths)
-    else:
-        # read each file once and look it up; on a miss one job lints the bytes it has, a pool re-reads
-        for path in paths:
-            data, err = engine.read_file(path, max_size)
-            if err is not None:
-                out.append(err)
-                continue
-            codes = settings.codes_for(path) if settings is not None else _all_codes()
-            key = Cache.key(data, codes)
-            rows = cache.get(key)
-            if rows is not None:
-                out.extend(Finding(path, *r) for r in rows)
-            elif jobs == 1:
-                findings = engine.lint_source(data, path, codes, max_tokens=_max_tokens(settings))
-                cache.put(key, [_row(f) for f in findings])
-                out.extend(findings)
-            else:
-                todo.append(path)
-        if jobs == 1:
-            return sorted(out)
-
-    want_key = cache is not None
-    if jobs == 1 or len(todo) < MIN_FILES_FOR_POOL:
-        results: Iterable = (_lint_one(p, settings, want_key) for p in todo)
-        _collect(results, out, cache)
-    else:
-        jobs = min(jobs, len(todo))
-        ctx = _pool_context()
-        pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(settings, want_key))
-        try:
-            for chunk in pool.imap_unordered(_lint_chunk, _chunks(todo, jobs)):
-                _collect(chunk, out, cache)
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
+    for root, asked in groups.items():
+        out.extend(lint_project(root, asked, settings, jobs=jobs, cache=cache, warn=warn))
     return sorted(out)
 
 
-def _collect(results: Iterable, out: list, cache: Optional[Cache]) -> None:
-    for path, key, rows in results:
-        if cache is not None and key is not None:
-            cache.put(key, rows)
-        out.extend(Finding(path, *r) for r in rows)
+def project_files(root: str, asked: list, settings) -> list:
+    """The modules of the project at ``root``: its Python files (as discovery finds them, so excludes
+    apply) and the files asked for."""
+    top = [root]
+    if os.path.basename(root) in ("site-packages", "dist-packages"):
+        # installed packages: each asked file's own top-level package, not everything installed beside it
+        top = sorted({os.path.join(root, os.path.relpath(os.path.abspath(p), root).split(os.sep)[0]) for p in asked})
+        top = [t for t in top if os.path.isdir(t)]
+    files = list(engine.iter_python_files(top, settings))
+    norm = {os.path.normpath(os.path.abspath(f)) for f in files}
+    for p in asked:
+        if os.path.normpath(os.path.abspath(p)) not in norm:
+            files.append(p)
+    return files
+
+
+def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Optional[Cache] = None,
+                 warn=None, files: Optional[list] = None, sources: Optional[dict] = None,
+                 honor_noqa: bool = True) -> list[Finding]:
+    """The findings of the ``asked`` files of the project at ``root``. ``sources``: path -> text that
+    stands for the file on disk (an editor's buffer, flake8's lines); ``honor_noqa=False`` keeps what
+    ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8)."""
+    from xlalint.semantics.project import Facts, ProjectIndex, connected_files
+
+    files = files if files is not None else project_files(root, asked, settings)
+    # one name per file: the asked paths as the user wrote them, the others as discovery gives them
+    by_abs = {os.path.normpath(os.path.abspath(p)): p for p in files}
+    for p in asked:
+        by_abs[os.path.normpath(os.path.abspath(p))] = p
+    files = sorted(by_abs.values())
+    index = ProjectIndex(root, files)
+    if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
+        files = connected_files(index, asked, lambda p: _read_text(p, settings))
+        index = ProjectIndex(root, files)
+    results: dict = {}
+    facts = Facts(index, {})
+    _SOURCES.clear()
+    _SOURCES.update(sources or {})
+    pending = files
+    for _ in range(MAX_ROUNDS):
+        _run_round(pending, index, facts, settings, jobs, cache, results)
+        facts = Facts(index, {r["summary"]["module"]: r["summary"] for r in results.values() if "summary" in r})
+        pending = [p for p in files if "reads" in results[p] and results[p]["reads"]
+                   and not facts.agrees(results[p]["summary"]["module"], results[p]["reads"])]
+        if not pending:
+            break
+    if not honor_noqa:
+        for p in asked:
+            results[p] = _analyse_one(p, index, facts, settings, honor_noqa=False)[2]
+    return engine.decide(results, asked, root, index)
+
+
+_SOURCES: dict = {}  # path -> text standing for the file on disk, for this run
+
+
+def _read(path: str, settings):
+    text = _SOURCES.get(path)
+    if text is not None:
+        return text.encode("utf-8", "surrogatepass"), None
+    return engine.read_file(path, _max_size(settings))
+
+
+def _run_round(paths: list, index, facts, settings, jobs: int, cache: Optional[Cache], results: dict) -> None:
+    todo = []
+    for path in paths:
+        hit = _cached(path, index, facts, settings, cache)
+        if hit is not None:
+            results[path] = hit
+        else:
+            todo.append(path)
+    if not todo:
+        return
+    if jobs == 1 or len(todo) < MIN_FILES_FOR_POOL:
+        for path in todo:
+            _store(results, cache, *_analyse_one(path, index, facts, settings))
+        return
+    _WORKER.update(settings=settings, index=index, facts=facts)  # inherited by the forked workers
+    ctx = _pool_context()
+    jobs = min(jobs, len(todo))
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(settings, index, facts))
+    try:
+        for chunk in pool.imap_unordered(_analyse_chunk, _chunks(todo, jobs)):
+            for item in chunk:
+                _store(results, cache, *item)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+def _read_text(path: str, settings) -> Optional[str]:
+    data, err = _read(path, settings)
+    return data.decode("utf-8", "replace") if err is None else None
+
+
+def _cache_key(data: bytes, path: str, index, settings) -> str:
+    codes = settings.codes_for(path) if settings is not None else _all_codes()
+    module, is_pkg = index.module_of(path)
+    return Cache.key(data + b"\0" + module.encode() + (b"\0pkg" if is_pkg else b""), codes)
+
+
+def _cached(path: str, index, facts, settings, cache: Optional[Cache]):
+    """A stored result of this file's contents whose reads agree with the facts, or None."""
+    if cache is None:
+        return None
+    data, err = _read(path, settings)
+    if err is not None:
+        return None
+    variants = cache.load(_cache_key(data, path, index, settings))
+    module = index.module_of(path)[0]
+    for v in variants or ():
+        if not v.get("reads") or facts.agrees(module, v["reads"]):
+            return v
+    return None
+
+
+def _store(results: dict, cache: Optional[Cache], path: str, key: Optional[str], result: dict) -> None:
+    results[path] = result
+    if cache is not None and key is not None:
+        old = cache.load(key, count=False) or []
+        variants = [result] + [v for v in old if v.get("reads") != result.get("reads")]
+        cache.store(key, variants[:MAX_VARIANTS])
+
+
+MAX_VARIANTS = 4  # results of one file's contents under different facts about its neighbours
+
+
+def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> tuple:
+    """(path, cache key or None, result) for one file: read once, parse once."""
+    data, err = _read(path, settings)
+    if err is not None:
+        return path, None, {"file": [engine._row(err)]}
+    codes = settings.codes_for(path) if settings is not None else None
+    module, is_pkg = index.module_of(path)
+    result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
+                                   honor_noqa=honor_noqa, max_tokens=_max_tokens(settings))
+    return path, _cache_key(data, path, index, settings), result
+
+
+def _analyse_chunk(paths: list) -> list:
+    w = _WORKER
+    return [_analyse_one(p, w["index"], w["facts"], w["settings"]) for p in paths]
+
+
+def _max_size(settings) -> int:
+    return settings.max_file_size if settings is not None else engine_default_max_size()
 
 
 def _max_tokens(settings) -> int:

@@ -16,6 +16,8 @@ process from the pyproject.toml the CLI would find for the same command line.
 
 from __future__ import annotations
 
+import os
+
 import ast
 import dataclasses
 from typing import Iterator, Optional
@@ -57,9 +59,6 @@ class XlaLintChecker:
 
     def run(self) -> Iterator[tuple]:
         source = "".join(self.lines)
-        # the engine's own relevance test, before parsing: most files of a project never mention torch
-        if not any(k in source for k in RELEVANT_TEXT):
-            return
         cls = type(self)
         if cls._settings is None:  # used without flake8's option parsing (an API caller)
             cls._settings = cls._load(".")
@@ -70,11 +69,27 @@ class XlaLintChecker:
         limit = cls._settings.max_file_size
         if len(source) * 4 > limit and len(source.encode("utf-8", "surrogatepass")) > limit:
             return
-        for f in engine.lint_source(source, self.filename, codes, honor_noqa=False, max_tokens=cls._settings.max_tokens):
+        for f in _lint(self.filename, source, codes, cls._settings):
             if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
                 continue
             # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
             yield f.line, f.column - 1, f"{f.code} {f.message}", cls
+
+
+def _lint(filename: str, source: str, codes, settings) -> list:
+    """As part of its project when the file is on disk (flake8 checks one file at a time, but a helper's
+    findings depend on its callers), through xlalint's cache; else the text alone (stdin)."""
+    if filename in ("-", "stdin") or not os.path.isfile(filename):
+        if not any(k in source for k in RELEVANT_TEXT):
+            return []
+        return engine.lint_source(source, filename, codes, honor_noqa=False, max_tokens=settings.max_tokens)
+    from xlalint import parallel
+    from xlalint.cache import Cache
+    from xlalint.semantics.project import find_root
+
+    cache = Cache.open(None, settings, lambda _msg: None)
+    return parallel.lint_project(find_root(filename), [filename], settings, cache=cache,
+                                 sources={filename: source}, honor_noqa=False)
 
 
 RELEVANT_TEXT = tuple(k.decode("ascii") for k in engine.RELEVANT)

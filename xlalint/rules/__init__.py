@@ -74,6 +74,21 @@ class Rule:
     def finalize(self) -> None:
         """Called once the whole file is walked and the step contexts are resolved."""
 
+    # A rule whose findings depend on more than one module (XLA004: a step loop in one, the eval() it
+    # reaches in another) reports ``when="custom"`` candidates, exports what it needs as plain data,
+    # and decides over the whole project's call graph.
+    decides_in_project: ClassVar[bool] = False
+
+    def export(self, ctx_id, cand_id):
+        """Plain data for ``resolve_project``: ``ctx_id(ctx)`` and ``cand_id(candidate)`` give the
+        indices the project view knows them by."""
+        return None
+
+    @classmethod
+    def resolve_project(cls, program, data: dict, cands: dict) -> None:
+        """``data``: module -> what ``export`` gave; ``cands``: module -> its candidates (``Found``),
+        whose ``frequency`` and ``message`` this may set. Unset custom candidates are not reported."""
+
     @classmethod
     def explain(cls) -> str:
         parts = [f"{cls.code} ({cls.name})", "", cls.summary.strip(), ""]

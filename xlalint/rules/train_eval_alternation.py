@@ -59,7 +59,8 @@ class TrainEvalAlternation(Rule):
             val = evaluate(model, val_loader)
     """
     known_problems = """
-        Only calls resolved in the same file are followed (`self.evaluate()`, local functions). A
+        Calls are followed across the project's modules (`self.evaluate()`, imported functions,
+        methods of objects of project classes), not through `getattr` or dynamic imports. A
         conditional evaluation whose condition is not `step % N == 0` is reported as running inside
         the step loop without a period.
     """
@@ -84,9 +85,14 @@ class TrainEvalAlternation(Rule):
         "import torch\ndef validate(model):\n    model.train(False)\n    out = model(val_x)\n    model.train()\n    return out\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 50 == 0:\n        validate(model)\n",
     ]
 
+    decides_in_project = True
+
     def __init__(self) -> None:
         super().__init__()
-        self._modes: list = []  # (is_eval, ctx, candidate or None)
+        self._modes: list = []  # (is_eval, ctx, candidate or None, call text, receiver text)
+
+    def before_rewalk(self) -> None:
+        self._modes = [r for r in self._modes if r[2] is None or r[2] in self.model.candidates]
 
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
@@ -102,13 +108,31 @@ class TrainEvalAlternation(Rule):
             cand = m.candidates[-1]
         self._modes.append((is_eval, m.step_context(), cand, _code(node), _code_name(func.value)))
 
-    def finalize(self) -> None:
-        m = self.model
-        if not self._modes or not m.imports_torch:
-            return
+    def export(self, ctx_id, cand_id):
+        if not self._modes or not self.model.imports_torch:
+            return None
+        out = []
+        for is_eval, ctx, cand, call, recv in self._modes:
+            ci = cand_id(cand) if cand is not None else None
+            if is_eval and ci is None:
+                continue  # suppressed by a noqa
+            out.append([is_eval, ctx_id(ctx), ci, call, recv])
+        return out
+
+    @classmethod
+    def resolve_project(cls, program, data: dict, cands: dict) -> None:
+        """A step loop (in any module) that reaches both `m.train()` and `m.eval()` of one model,
+        directly or through the functions it calls (in any module)."""
+        steps = program.steps
         by_func: dict = {}
-        for rec in self._modes:
-            by_func.setdefault(id(rec[1].func), []).append(rec)
+        for mod, modes in data.items():
+            ctxs = program.ctxs[mod]
+            for is_eval, ci, cand_i, call, recv in modes:
+                ctx = ctxs[ci]
+                cand = cands[mod][cand_i] if cand_i is not None else None
+                by_func.setdefault(id(ctx.func), []).append((is_eval, ctx, cand, call, recv))
+        if not by_func:
+            return
         memo: dict = {}
 
         def reach(f, stack) -> list:
@@ -120,30 +144,31 @@ class TrainEvalAlternation(Rule):
             stack = stack | {id(f)}
             out = [(r, r[1].period, None) for r in by_func.get(id(f), ()) if not _skipped(r[1])]
             for callee, ctx in f.calls:
-                cf = m.funcs.get(callee)
-                if cf is None or _skipped(ctx):
+                if _skipped(ctx):
                     continue
-                out += [(r, ctx.period or p, via) for r, p, via in reach(cf, stack)]
+                for t in program.targets(callee):
+                    out += [(r, ctx.period or p, via) for r, p, via in reach(program.funcs[t], stack)]
             memo[id(f)] = out
             return out
 
-        found: dict = {}  # id(candidate) -> (candidate, period, via)
-        for loop in m.loops:
-            if not m.is_step_loop(loop):
+        found: dict = {}  # id(candidate) -> (candidate, period, via, call, recv)
+        for loop in program.loops:
+            if not steps.is_step_loop(loop):
                 continue
             f = loop.func
             items = []
             for r in by_func.get(id(f), ()):
-                if any(l is loop for l in r[1].loops) and not _skipped(r[1]):
+                if any(lp is loop for lp in r[1].loops) and not _skipped(r[1]):
                     items.append((r, r[1].period, None))
             for callee, ctx in f.calls:
-                cf = m.funcs.get(callee)
-                if cf is None or not any(l is loop for l in ctx.loops) or _skipped(ctx):
+                if not any(lp is loop for lp in ctx.loops) or _skipped(ctx):
                     continue
-                items += [(r, ctx.period or p, callee.rsplit(".", 1)[-1]) for r, p, _ in reach(cf, frozenset())]
+                for t in program.targets(callee):
+                    name = program.funcs[t].name
+                    items += [(r, ctx.period or p, name) for r, p, _ in reach(program.funcs[t], frozenset())]
             trained = {_model_key(r[4]) for r, _, _ in items if not r[0]}
             for r, period, via in items:
-                if not r[0] or _model_key(r[4]) not in trained:
+                if not r[0] or r[2] is None or _model_key(r[4]) not in trained:
                     continue  # a teacher kept in eval mode next to a student in train mode never switches
                 prev = found.get(id(r[2]))
                 if prev is None or (prev[1] is None and period is not None):
@@ -167,7 +192,7 @@ class TrainEvalAlternation(Rule):
 
 def _skipped(ctx) -> bool:
     """Not reached every step: a step closure, a non-XLA path, code that runs once (the model's context)."""
-    return ctx.closure or ctx.non_xla or ctx.once or ctx.error_path or ctx.func.closure
+    return ctx.closure or ctx.non_xla or ctx.once or ctx.error_path
 
 
 def _mode(node: cst.Call) -> Optional[bool]:

@@ -54,3 +54,19 @@ def arithmetic(a, b):
     if a == NOT_TENSOR and b == NOT_TENSOR:
         return NOT_TENSOR
     return UNKNOWN
+
+
+# An object of a project class: not a tensor itself, but its methods return and its attributes hold
+# what the class's summary says. The kind names the class by its project-wide key ("pkg.core:Trainer").
+_INSTANCE = "obj:"
+
+
+def instance(class_key: str) -> str:
+    return _INSTANCE + class_key
+
+
+def instance_class(kind):
+    """The class key of an instance kind, else None."""
+    if isinstance(kind, str) and kind.startswith(_INSTANCE):
+        return kind[len(_INSTANCE):]
+    return None

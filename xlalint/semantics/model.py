@@ -1,11 +1,15 @@
-"""The semantic model: one walk over one libcst tree answers the two questions every rule asks.
+"""The walker: one walk over one libcst tree feeds the answers to the two questions every rule asks.
 
-* Is this value a tensor? ``model.kind(expr)`` / ``model.is_tensor(expr)``: flow-ordered inference per
-  function from assignments, unpacking, ``for``/``with`` targets, parameters, attribute chains,
-  subscripts of batches, arithmetic, comparisons, ``torch.*`` calls and tensor methods.
-* Does this line run every step? ``model.step_context()``: a handle on the enclosing function, loops and
-  guards, resolved once the whole file is seen (a loop is a step loop if it calls a helper defined
-  further down that calls ``backward()``; a function is per-step if a step loop calls it).
+The analysis has one room per question, and this walk feeds them all:
+
+* Is this value a tensor? ``tensors.TensorInference`` (mixed into the model): ``model.kind(expr)`` /
+  ``model.is_tensor(expr)`` from the bindings this walk keeps (assignments, unpacking, ``for``/``with``
+  targets, parameters, attributes) and the project's facts about other modules.
+* Does this line run every step? ``steps``: the walk records each function's calls with their context
+  (``model.step_context()``), its loops and guards; ``steps.Steps`` resolves frequencies over the call
+  graph of this module (for the rules that decide in the file) or of the whole project.
+* The project: ``project`` resolves imports to other modules and gives the facts they export
+  (``self.facts``); ``summary()`` is what this module exports to the others.
 
 The walk is a plain recursion over the dataclass fields of libcst nodes: libcst's own visitor rebuilds
 every node and costs as much as the parse. Rules hook in with ``on_<NodeType>`` methods that the walk
@@ -14,185 +18,34 @@ calls in source order, when the model's state (bindings, context) is that of the
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-
-# --------------------------------------------------------------------------------------------------
-# Walking libcst nodes fast
-# --------------------------------------------------------------------------------------------------
-_SKIP_FIELD_PREFIXES = (
-    "whitespace", "lpar", "rpar", "leading_lines", "lines_after", "comma", "semicolon", "equal",
-    "colon", "dot", "operator", "header", "footer", "newline", "star", "asynchronous", "lbrace",
-    "rbrace", "lbracket", "rbracket", "trailing", "first_line", "empty_lines", "indent", "encoding",
-    "default_indent", "default_newline", "has_trailing_newline", "start", "end", "conversion",
-    "relative", "type_parameters", "posonly_ind", "arrow",
+from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
+    EVERY, NEVER, NOT_PER_STEP, PERIODIC, Candidate, Ctx, Frequency, FuncInfo, LoopInfo, Steps,
+    _ends_block, _period_of, _runs_once, xla_polarity,
 )
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def child_fields(tp: type) -> tuple[str, ...]:
-    f = _FIELDS.get(tp)
-    if f is None:
-        f = _FIELDS[tp] = tuple(
-            x.name for x in dataclasses.fields(tp) if not x.name.startswith(_SKIP_FIELD_PREFIXES)
-        )
-    return f
-
-
-def dotted_name(node) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
-
-
-def last_name(node) -> Optional[str]:
-    """The last identifier of a Name/Attribute/Call chain: ``self.optimizer`` -> ``optimizer``."""
-    if isinstance(node, cst.Call):
-        node = node.func
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Name):
-        return node.value
-    return None
-
-
-def string_value(node) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        try:
-            return node.evaluated_value if isinstance(node.evaluated_value, str) else None
-        except Exception:  # noqa: BLE001 - odd prefixes
-            return None
-    return None
-
-
-def keyword_arg(call: cst.Call, name: str):
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    return None
-
-
-def positional_args(call: cst.Call) -> list:
-    return [a.value for a in call.args if a.keyword is None and not a.star]
-
-
-_WORD_SPLIT = re.compile(r"[_\W]+")
-
-
-def name_words(name: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(name.lower()) if w]
-
-
-# --------------------------------------------------------------------------------------------------
-# Context records
-# --------------------------------------------------------------------------------------------------
-EVERY = 2
-PERIODIC = 1
-NEVER = 0
-
-
-@dataclass(eq=False)
-class FuncInfo:
-    key: str
-    name: str
-    class_key: Optional[str]
-    node: Optional[cst.CSTNode]
-    parent: Optional["FuncInfo"]
-    env: dict = field(default_factory=dict)
-    local_funcs: dict = field(default_factory=dict)
-    step_counters: set = field(default_factory=set)  # `i` of `for i, batch in enumerate(loader)`
-    root: bool = False  # forward / training_step / compiled: runs every step by itself
-    closure: bool = False  # passed to xm.add_step_closure
-    step_call_outside_loops: bool = False  # calls backward()/optimizer.step() itself, not in a loop
-    barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
-    trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
-    calls: list = field(default_factory=list)  # (callee FuncInfo key, Ctx) resolved at the end
-    return_kind: object = K.UNKNOWN
-    top_index: int = 0
-
-
-@dataclass(eq=False)
-class LoopInfo:
-    node: cst.CSTNode
-    func: FuncInfo
-    iterates_loader: bool = False
-    direct_step_call: bool = False
-    trains: bool = False  # its own body calls backward() or an optimizer step (not just a sync)
-    cond_depth: int = 0
-    calls: list = field(default_factory=list)  # callee keys called in this loop's own body
-    sync_points: list = field(default_factory=list)  # (seq, callee key or None)
-    top_index: int = 0
-
-
-@dataclass(frozen=True, eq=False)
-class Ctx:
-    """Where a node sits: resolved into a frequency once the file is fully walked."""
-
-    func: FuncInfo
-    loops: tuple
-    period: Optional[str]
-    non_xla: bool  # under a non-XLA guard (`if device.type != "xla":`)
-    closure: bool
-    seq: int
-    error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
-    once: bool = False  # under `if step == 0:` / `if step == last:` / `if step >= max: break`: not every step
-
-
-@dataclass(frozen=True)
-class Frequency:
-    level: int  # EVERY, PERIODIC or NEVER
-    period: Optional[str] = None
-    after_sync: bool = False
-    loop: Optional[LoopInfo] = None  # the step loop that makes it per-step, when known
-
-    @property
-    def per_step(self) -> bool:
-        return self.level > NEVER
-
-    def describe(self) -> str:
-        if self.level == PERIODIC and self.period:
-            n = self.period
-            return f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
-        return "every step"
-
-
-NOT_PER_STEP = Frequency(NEVER)
-
-
-@dataclass(eq=False)
-class Candidate:
-    rule: object
-    node: cst.CSTNode
-    message: str
-    fix: str
-    ctx: Ctx
-    when: str  # "step": report only in per-step code before the sync; "step-any": per-step even after
-    #            the sync; "always": wherever it is; "custom": the rule resolved it itself
-    stmt: Optional[cst.CSTNode]
-    top_index: int
-    frequency: Optional[Frequency] = None
+from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
+    _code, child_fields, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+)
+from xlalint.semantics.tensors import TensorInference
 
 
 # --------------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------------
-class SemanticModel:
-    def __init__(self, module: cst.Module, rules: list):
+class SemanticModel(TensorInference):
+    def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
+                 is_package: bool = False, facts=None):
         self.module = module
         self.rules = rules
+        self.module_name = module_name  # dotted, for relative imports and project-wide keys
+        self.is_package = is_package
+        self.facts = facts  # a project.FactsView, or None when the file is analysed alone
+        self.steps: Optional[Steps] = None
         self.imports: dict[str, str] = {}
         self.imports_torch = False
         self.imports_xla = False
@@ -212,6 +65,7 @@ class SemanticModel:
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
+        self._site_nodes: dict = {}  # id(ctx) -> (call node, top index) of calls into other modules
         # walk state
         self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None)
         self.func = self.top
@@ -226,42 +80,6 @@ class SemanticModel:
         self.top_index = 0
 
     # ------------------------------------------------------------------ public API for rules
-    def kind(self, expr):
-        key = id(expr)
-        cache = self._kind_cache
-        if key in cache:
-            return cache[key]
-        k = self._infer(expr)
-        cache[key] = k
-        return k
-
-    def is_tensor(self, expr) -> bool:
-        """True when ``expr`` is known to be a tensor on the device."""
-        return self.kind(expr) in K.DEVICE_TENSORS
-
-    def holds_tensor(self, expr) -> bool:
-        """True when ``expr`` is a device tensor or a container of them (formatting it reads them)."""
-        return self.kind(expr) in K.HOLDS_DEVICE_TENSOR
-
-    def is_bool_tensor(self, expr) -> bool:
-        k = self.kind(expr)
-        if k == K.BOOL_TENSOR:
-            return True
-        if k == K.TENSOR and isinstance(expr, (cst.Name, cst.Attribute)):
-            return (last_name(expr) or "").lower().endswith("mask")
-        return False
-
-    def qualname(self, expr) -> Optional[str]:
-        """Resolve a Name/Attribute through the file's imports: ``T.nonzero`` -> ``torch.nonzero``."""
-        dn = dotted_name(expr)
-        if dn is None:
-            return None
-        head, _, rest = dn.partition(".")
-        base = self.imports.get(head)
-        if base is None:
-            return None
-        return base + ("." + rest if rest else "")
-
     def step_context(self) -> Ctx:
         """A handle on where the walk is now; resolved with ``frequency(ctx)`` after the walk."""
         period = None
@@ -299,6 +117,39 @@ class SemanticModel:
             self.top_index = i
             self.walk(stmt)
         self._resolve()
+
+    def _resolve(self) -> None:
+        """After the walk: closures and compiled functions, parameters from call sites, and the
+        module's own call graph (``self.steps``) for the rules that decide within the file."""
+        funcs = self.funcs
+        for name in self.closure_names:
+            f = funcs.get(name) or funcs.get(name.split(".")[-1])
+            if f is not None:
+                f.closure = True
+            else:
+                for key, fi in funcs.items():
+                    if key.endswith(f".<locals>.{name}"):
+                        fi.closure = True
+        for name in self.compiled_names:
+            f = funcs.get(name)
+            if f is not None:
+                f.root = True
+        self._refine_params()
+        self.steps = Steps(self.funcs, self.loops, [self.top])
+        for c in self.candidates:
+            if c.when in ("step", "step-any"):
+                c.frequency = self.steps.frequency(c.ctx)
+
+    # the module's own call graph, for rules that decide in their finalize()
+    def frequency(self, ctx: Ctx) -> Frequency:
+        return self.steps.frequency(ctx)
+
+    def is_step_loop(self, loop: LoopInfo) -> bool:
+        return self.steps.is_step_loop(loop)
+
+    def does_step(self, key: str) -> bool:
+        return self.steps.does_step(key)
+
 
     def walk(self, node) -> None:
         name = type(node).__name__
@@ -366,10 +217,9 @@ class SemanticModel:
 
     def _import_from(self, node: cst.ImportFrom) -> None:
         self._emit("ImportFrom", node)
-        if node.relative or node.module is None:
-            mod = None
-        else:
-            mod = dotted_name(node.module)
+        mod = dotted_name(node.module) if node.module is not None else None
+        if node.relative:
+            mod = self._absolute(len(node.relative), mod)
         if mod:
             self._note_import(mod)
         if isinstance(node.names, cst.ImportStar):
@@ -382,6 +232,18 @@ class SemanticModel:
             if mod:
                 self.imports[local] = f"{mod}.{nm}"
             self._bind_name(local, K.NOT_TENSOR)
+
+    def _absolute(self, dots: int, mod: Optional[str]) -> Optional[str]:
+        """``from ..x import y`` in this module -> the absolute package name, or None above the root."""
+        parts = self.module_name.split(".") if self.module_name != "__main__" else []
+        if not self.is_package:
+            parts = parts[:-1]
+        up = dots - 1
+        if up > len(parts):
+            return None
+        base = parts[: len(parts) - up] if up else parts
+        name = ".".join(base + ([mod] if mod else []))
+        return name or None
 
     def _note_import(self, full: str) -> None:
         if full == "torch" or full.startswith("torch."):
@@ -485,7 +347,14 @@ class SemanticModel:
                 is_module = True
             elif (dotted_name(b) or "").endswith(("Module", "Model", "Layer", "Block", "Net")):
                 is_module = True
-        self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd}
+            elif self.facts is not None and self.qualname(b) and self.facts.knows(self.qualname(b)):
+                r = self.facts.resolve(self.qualname(b))  # a base class in another project module
+                k = self.facts.klass(r[1]) if r is not None and r[0] == "class" else None
+                is_module = is_module or bool(k and k[0])
+        names = [self.qualname(b) or (f"{self.module_name}.{dotted_name(b)}" if dotted_name(b) in self.classes
+                                      else dotted_name(b)) for b in bases]
+        self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd,
+                             "bases": [n for n in names if n]}
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -534,7 +403,7 @@ class SemanticModel:
         self.walk(node.test)
         self.stmt = prev
         period = _period_of(node.test)
-        polarity = self._xla_polarity(node.test)
+        polarity = xla_polarity(node.test)
         once = period is None and _runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
@@ -638,6 +507,100 @@ class SemanticModel:
             self.closure_depth -= 1
         self._note_call(node, q)
 
+    # ------------------------------------------------------------------ what this module exports
+    def export(self, locator, noqa=None) -> dict:
+        """(summary, candidates) as plain data: what other modules may ask about this one, and what
+        the rules found here with the context that decides how often it runs.
+
+        ``noqa``: line -> suppressed codes (None: all), applied here; the positions of candidates and of
+        calls into other modules are the only ones computed."""
+        mod = self.module_name
+        ctx_ids: dict = {}
+        ctxs: list = []
+        loop_ids = {id(lp): i for i, lp in enumerate(self.loops)}
+
+        def callee_ref(callee: str) -> str:
+            if callee[0] != "@" and callee not in self.funcs and "." in callee:
+                cls = callee.rpartition(".")[0]
+                if cls in self.classes:  # self.meth() inherited from a base class elsewhere
+                    return f"@{mod}:{callee}"
+            return callee
+
+        def ctx_id(ctx) -> int:
+            i = ctx_ids.get(id(ctx))
+            if i is None:
+                line = 0
+                site = self._site_nodes.get(id(ctx))
+                if site is not None:
+                    line = locator.span(site[0], site[1])[0]
+                f = ctx.func
+                i = ctx_ids[id(ctx)] = len(ctxs)
+                ctxs.append([f.key if f is not self.top else "", [loop_ids[id(lp)] for lp in ctx.loops if id(lp) in loop_ids],
+                             ctx.period, ctx.non_xla, ctx.closure or f.closure, ctx.seq, ctx.error_path, ctx.once, line])
+            return i
+
+        funcs = {}
+        for key, f in self.funcs.items():
+            funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
+                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls]]
+        top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
+        loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
+                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
+                 for lp in self.loops]
+        classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
+                   for k, c in self.classes.items()}
+        sites: dict = {}
+        for callee, recs in self.call_sites.items():
+            ref = callee_ref(callee)
+            if ref[0] == "@":
+                sites.setdefault(ref, []).extend([list(pos), dict(kw), v] for _c, pos, kw, v in recs)
+        cands = []
+        cand_ids: dict = {}
+        for c in self.candidates:
+            if c.when == "always" and (c.ctx.non_xla or c.ctx.error_path):
+                continue
+            if c.when == "custom" and c.frequency is None and not getattr(c.rule, "decides_in_project", False):
+                continue
+            line, col, end_line, end_col = locator.span(c.node, c.top_index)
+            if noqa and _suppressed(noqa, self._noqa_lines(locator, c, line, end_line), c.rule.code):
+                continue
+            fr = c.frequency
+            cand_ids[id(c)] = len(cands)
+            cands.append([c.rule.code, line, col, end_line, end_col, c.message, c.fix, c.when, ctx_id(c.ctx),
+                          [fr.level, fr.period, fr.after_sync] if fr is not None and c.when == "custom" else None,
+                          *self._fix_parts(locator, c)])
+        rules = {}
+        for r in self.rules:
+            data = r.export(ctx_id, lambda c: cand_ids.get(id(c)))
+            if data:
+                rules[r.code] = data
+        summary = {"module": mod, "imports": dict(self.imports), "funcs": funcs, "top_calls": top_calls,
+                   "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites}
+        return {"summary": summary, "cands": cands, "rules": rules}
+
+    def _fix_parts(self, locator, c) -> list:
+        """The message's parts a rule attached (``rules.set_parts``): the cost, and an automatic fix as
+        text edits of this tree (node, replacement node -> its span and the replacement's code)."""
+        edit = getattr(c, "edit", None)
+        edits, applicability, title = (), "", ""
+        if edit is not None:
+            node, replacement, applicability, title = edit
+            line, col, end_line, end_col = locator.span(node, c.top_index)
+            edits = ((line, col, end_line, end_col, self.module.code_for_node(replacement)),)
+        return [getattr(c, "cost", ""), edits, applicability, title]
+
+    @staticmethod
+    def _noqa_lines(locator, c, line: int, end_line: int) -> set:
+        """``# noqa`` counts on the reported line, and on the first or last line of its statement."""
+        lines = {line}
+        if c.stmt is not None:
+            sl, _, el, _ = locator.span(c.stmt, c.top_index)
+            if isinstance(c.stmt, (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)):
+                el = end_line  # a compound statement: its header, not its whole body
+            lines |= {sl, el}
+        return lines
+
+
     # ------------------------------------------------------------------ call graph and step marks
     def _note_call(self, node: cst.Call, q: Optional[str]) -> None:
         func = node.func
@@ -686,6 +649,8 @@ class SemanticModel:
                 self.func.trains_outside_loops = self.func.trains_outside_loops or trains
         if callee is not None:
             self.func.calls.append((callee, ctx))
+            if callee[0] == "@" or ("." in callee and callee not in self.funcs):
+                self._site_nodes[id(ctx)] = (node, self.top_index)
             if self.loop_stack:
                 self.loop_stack[-1].calls.append(callee)
         if self.loop_stack:
@@ -717,7 +682,9 @@ class SemanticModel:
         node = f.node
         if not isinstance(node, cst.FunctionDef):
             return {}
-        sites = self.call_sites.get(f.key)
+        sites = list(self.call_sites.get(f.key, ()))
+        if self.facts is not None:  # and what callers in other modules pass
+            sites += [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
         if not sites:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -737,7 +704,7 @@ class SemanticModel:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
                 continue
-            known = [k for k in ks if k in self._SEEDABLE]
+            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None]
             if not known:
                 continue
             if all(k == known[0] for k in known):
@@ -789,16 +756,29 @@ class SemanticModel:
              self.top_index, self.closure_depth, self.error_depth) = saved
 
     def _callee_key(self, func) -> Optional[str]:
+        """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
+        name of a function of another project module (``@pkg.losses.masked_ce``,
+        ``@pkg.core:Trainer.step`` for a method of an object of a known class), or None."""
         if isinstance(func, cst.Name):
             f = self._lookup_func(func.value)
             if f is None and func.value in getattr(self, "toplevel_defs", ()):
                 found, _ = self._env_lookup(func.value)
                 return func.value if not found else None  # defined further down this file
-            return f.key if f else None
+            if f is not None:
+                return f.key
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
                 return f"{cls}.{func.attr.value}"
+        if self.facts is None:
+            return None
+        q = self.qualname(func)
+        if q is not None:
+            return "@" + q if self.facts.knows(q) else None
+        if isinstance(func, cst.Attribute):
+            cls_key = K.instance_class(self.kind(func.value))
+            if cls_key is not None:
+                return f"@{cls_key}.{func.attr.value}"
         return None
 
     def _current_class(self) -> Optional[str]:
@@ -885,6 +865,8 @@ class SemanticModel:
                 if cls is not None and cls in self.classes:
                     attrs = self.classes[cls]["attrs"]
                     name = target.attr.value
+                    if isinstance(value, cst.Name) and value.value == "None":
+                        return  # `self.loss = None` until the first step sets it: no kind of its own
                     attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
@@ -981,634 +963,6 @@ class SemanticModel:
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
 
-    def _annotation_kind(self, ann):
-        text = dotted_name(ann)
-        if isinstance(ann, cst.SimpleString):
-            text = string_value(ann)
-        if isinstance(ann, cst.Subscript):
-            base = dotted_name(ann.value) or ""
-            if base.split(".")[-1] == "Optional" and ann.slice:
-                inner = ann.slice[0].slice
-                if isinstance(inner, cst.Index):
-                    return self._annotation_kind(inner.value)
-            return K.UNKNOWN
-        if not text:
-            return K.UNKNOWN
-        last = text.split(".")[-1]
-        if last in ("Tensor", "FloatTensor", "LongTensor"):
-            return K.TENSOR
-        if last == "BoolTensor":
-            return K.BOOL_TENSOR
-        if last in ("int", "float", "bool", "str", "bytes", "complex", "Size"):
-            return K.NOT_TENSOR
-        return K.UNKNOWN
-
-    # ------------------------------------------------------------------ tensor inference
-    def _infer(self, e):
-        if isinstance(e, cst.Name):
-            found, k = self._env_lookup(e.value)
-            if found:
-                return k
-            if e.value in ("True", "False", "None"):
-                return K.NOT_TENSOR
-            if e.value in self.imports:
-                return K.NOT_TENSOR
-            if self._looks_like_loader(e):
-                return K.LOADER
-            return K.UNKNOWN
-        if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
-                          cst.ConcatenatedString, cst.FormattedString, cst.Lambda, cst.Ellipsis)):
-            return K.NOT_TENSOR
-        if isinstance(e, cst.Attribute):
-            return self._infer_attribute(e)
-        if isinstance(e, cst.Call):
-            return self._infer_call(e)
-        if isinstance(e, cst.Subscript):
-            return self._infer_subscript(e)
-        if isinstance(e, cst.BinaryOperation):
-            left, right = self.kind(e.left), self.kind(e.right)
-            if isinstance(e.operator, cst.Modulo) and isinstance(e.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                return K.NOT_TENSOR
-            if isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and (
-                left == K.BOOL_TENSOR or right == K.BOOL_TENSOR
-            ):
-                return K.BOOL_TENSOR
-            if isinstance(e.operator, cst.Add) and (left in (K.TENSORS,) or right in (K.TENSORS,)):
-                return K.UNKNOWN
-            return K.arithmetic(left, right)
-        if isinstance(e, cst.UnaryOperation):
-            if isinstance(e.operator, cst.Not):
-                return K.NOT_TENSOR
-            k = self.kind(e.expression)
-            if isinstance(e.operator, cst.BitInvert) and (k == K.BOOL_TENSOR or self.is_bool_tensor(e.expression)):
-                return K.BOOL_TENSOR
-            return k if k in K.ANY_TENSOR or k == K.NOT_TENSOR else K.UNKNOWN
-        if isinstance(e, cst.Comparison):
-            ops = [c.operator for c in e.comparisons]
-            if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
-                return K.NOT_TENSOR
-            ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
-            if any(k in K.DEVICE_TENSORS for k in ks):
-                return K.BOOL_TENSOR
-            if any(k == K.CPU_TENSOR for k in ks):
-                return K.CPU_TENSOR
-            if all(k == K.NOT_TENSOR for k in ks):
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        if isinstance(e, cst.BooleanOperation):
-            a, b = self.kind(e.left), self.kind(e.right)
-            return K.join(a, b)
-        if isinstance(e, cst.IfExp):
-            return K.join(self.kind(e.body), self.kind(e.orelse))
-        if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
-            ks = [self.kind(el.value) for el in e.elements]
-            if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
-                return K.TENSORS
-            if ks and all(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks):
-                return K.CPU_TENSORS
-            if all(k == K.NOT_TENSOR for k in ks):
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        if isinstance(e, cst.Dict):
-            ks = [self.kind(el.value) for el in e.elements if isinstance(el, cst.DictElement)]
-            if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
-                return K.TENSORS
-            if all(k == K.NOT_TENSOR for k in ks):
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        if isinstance(e, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-            k = self.kind(e.elt)
-            if k in K.HOLDS_DEVICE_TENSOR:
-                return K.TENSORS
-            if k == K.NOT_TENSOR:
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        if isinstance(e, cst.DictComp):
-            k = self.kind(e.value)
-            return K.TENSORS if k in K.HOLDS_DEVICE_TENSOR else K.UNKNOWN
-        if isinstance(e, cst.NamedExpr):
-            return self.kind(e.value)
-        return K.UNKNOWN
-
-    def _infer_attribute(self, e: cst.Attribute):
-        attr = e.attr.value
-        base = e.value
-        if isinstance(base, cst.Name) and base.value == "self":
-            cls = self._current_class()
-            if cls is not None and cls in self.classes:
-                attrs = self.classes[cls]["attrs"]
-                if attr in attrs:
-                    return attrs[attr]
-            if attr == "training":
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        q = self.qualname(e)
-        if q is not None:
-            return K.NOT_TENSOR  # torch.float32, xm.xrt_world_size, math.pi, ...
-        bname = last_name(base)
-        if bname and bname.lower() in ("args", "config", "cfg", "opt", "opts", "hparams", "flags", "conf", "params", "options", "settings", "hps"):
-            return K.NOT_TENSOR
-        bk = self.kind(base)
-        if attr in T.NON_TENSOR_ATTRIBUTES:
-            return K.NOT_TENSOR
-        if attr in T.CPU_TENSOR_NAMES:
-            return K.CPU_TENSOR
-        if bk in K.ANY_TENSOR:
-            if attr in T.TENSOR_ATTRIBUTES:
-                return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
-            return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR  # a model output's field
-        if bk in (K.TENSORS,):
-            return K.TENSOR  # batch.input_ids
-        if bk == K.CPU_TENSORS:
-            return K.CPU_TENSOR
-        if bk == K.MODULE:
-            if attr in ("weight", "bias"):
-                return K.TENSOR
-            return K.UNKNOWN
-        if bk == K.NOT_TENSOR:
-            return K.NOT_TENSOR
-        return K.UNKNOWN
-
-    def _infer_subscript(self, e: cst.Subscript):
-        bk = self.kind(e.value)
-        if bk in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
-            return K.TENSOR
-        if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
-            return K.CPU_TENSOR
-        if bk == K.NOT_TENSOR:
-            return K.NOT_TENSOR
-        if bk == K.MODULE:
-            return K.MODULE  # nn.Sequential / ModuleList indexing
-        return K.UNKNOWN
-
-    def _infer_call(self, e: cst.Call):
-        func = e.func
-        q = self.qualname(func)
-        if q is not None:
-            return self._infer_qualified_call(e, q)
-        if isinstance(func, cst.Name):
-            name = func.value
-            if name not in self.imports:
-                r = self._infer_builtin(e, name)
-                if r is not NotImplemented:
-                    return r
-            f = self._lookup_func(name)
-            if f is not None:
-                return f.return_kind
-            if name in self.classes:
-                return K.MODULE if self.classes[name]["module"] else K.NOT_TENSOR
-            found, fk = self._env_lookup(name)
-            if found and fk == K.MODULE:
-                return K.TENSOR
-            if found and fk is not K.UNKNOWN:
-                return K.UNKNOWN
-            words = name_words(name)
-            if words and words[-1] in T.MODEL_NAME_WORDS | {"criterion"} and e.args:
-                return K.TENSOR
-            if name in ("loss_fn", "lossfn", "loss_func", "loss_function", "criterion") and e.args:
-                return K.TENSOR
-            return K.UNKNOWN
-        if isinstance(func, cst.Attribute):
-            if self.kind(func) == K.MODULE:
-                return K.TENSOR  # self.proj(x)
-            return self._infer_method_call(e, func)
-        if isinstance(func, cst.Call) or isinstance(func, cst.Subscript):
-            fk = self.kind(func)
-            return K.TENSOR if fk == K.MODULE else K.UNKNOWN
-        return K.UNKNOWN
-
-    def _infer_builtin(self, e: cst.Call, name: str):
-        args = positional_args(e)
-        if self._lookup_func(name) is not None:
-            return NotImplemented
-        if name in ("len", "int", "float", "bool", "str", "repr", "isinstance", "issubclass", "hasattr",
-                    "range", "format", "hash", "id", "type", "round", "callable", "ord", "chr", "hex",
-                    "print", "getattr", "input", "open", "divmod", "all", "any", "dict", "set", "frozenset"):
-            if name == "getattr" and len(args) >= 2:
-                bk = self.kind(args[0])
-                if bk == K.MODULE or bk in K.ANY_TENSOR:
-                    return K.UNKNOWN
-            if name == "dict" and args:
-                return K.UNKNOWN
-            if name == "round" and args and self.kind(args[0]) in K.ANY_TENSOR:
-                return K.UNKNOWN
-            return K.NOT_TENSOR
-        if name in ("iter", "list", "tuple", "sorted", "reversed") and args:
-            k = self.kind(args[0])
-            if name == "iter":
-                return k if k is not K.UNKNOWN else (K.LOADER if self._looks_like_loader(args[0]) else K.UNKNOWN)
-            if k in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
-                return K.TENSORS
-            if k in (K.CPU_TENSORS, K.CPU_TENSOR):
-                return K.CPU_TENSORS
-            return K.NOT_TENSOR if k == K.NOT_TENSOR else K.UNKNOWN
-        if name == "next" and args:
-            k = self.kind(args[0])
-            if k is K.UNKNOWN and self._looks_like_loader(args[0]):
-                k = K.LOADER
-            return K.element_of(k)
-        if name in ("sum", "max", "min", "abs"):
-            ks = [self.kind(a) for a in args]
-            if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
-                return K.TENSOR
-            if ks and all(k == K.NOT_TENSOR for k in ks):
-                return K.NOT_TENSOR
-            return K.UNKNOWN
-        if name in ("zip", "enumerate", "map", "filter"):
-            return K.UNKNOWN
-        return NotImplemented
-
-    def _infer_qualified_call(self, e: cst.Call, q: str):
-        ns, _, fn = q.rpartition(".")
-        if q in T.NON_TENSOR_TORCH_FUNCTIONS:
-            return K.NOT_TENSOR
-        if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
-            return K.CPU_LOADER
-        if q in T.DEVICE_LOADER_CONSTRUCTORS:
-            return K.LOADER
-        if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:
-            return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
-        if q in T.BOOL_RESULT_FUNCTIONS:
-            return K.BOOL_TENSOR if not self._all_args_cpu(e) else K.CPU_TENSOR
-        if q in T.CPU_FACTORY_FUNCTIONS:
-            dev = keyword_arg(e, "device")
-            if dev is None or self._is_cpu_device(dev):
-                if fn in ("tensor", "as_tensor") and self._any_arg_kind(e, K.HOLDS_DEVICE_TENSOR):
-                    return K.TENSOR
-                return K.CPU_TENSOR
-            return K.TENSOR
-        if ns in T.TENSOR_NAMESPACES and fn[:1].islower():
-            if fn.endswith("_like"):
-                args = positional_args(e)
-                return self.kind(args[0]) if args else K.TENSOR
-            if self._all_args_cpu(e):
-                return K.CPU_TENSOR
-            return K.TENSOR
-        if ns.startswith("torch.nn") and fn[:1].isupper() and not ns.startswith("torch.nn.utils"):
-            return K.MODULE  # nn.Linear(...), nn.Sequential(...)
-        if ns.startswith("torch_xla") and fn in ("all_reduce", "all_gather", "reduce_scatter", "mesh_reduce"):
-            return K.TENSOR if fn != "mesh_reduce" else K.UNKNOWN
-        if fn == "from_pretrained" and "Model" in ns:
-            return K.MODULE
-        if ns.startswith("torch.nn.utils") and fn in ("clip_grad_norm_", "clip_grad_norm", "parameters_to_vector"):
-            return K.TENSOR
-        return K.NOT_TENSOR if q.startswith(("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.")) else K.UNKNOWN
-
-    def _infer_method_call(self, e: cst.Call, func: cst.Attribute):
-        meth = func.attr.value
-        recv = func.value
-        rk = self.kind(recv)
-        if rk in K.ANY_TENSOR:
-            cpu = rk == K.CPU_TENSOR
-            if meth in T.NON_TENSOR_METHODS:
-                return K.NOT_TENSOR
-            if meth == "cpu":
-                return K.CPU_TENSOR
-            if meth in ("to", "cuda", "type_as"):
-                if meth == "to":
-                    return self._infer_to(e, rk)
-                return K.TENSOR
-            if meth in T.BOOL_RESULT_METHODS:
-                return K.CPU_TENSOR if cpu else K.BOOL_TENSOR
-            if meth in ("split", "chunk", "unbind", "tensor_split"):
-                return K.CPU_TENSORS if cpu else K.TENSORS
-            if meth in ("any", "all") and rk == K.BOOL_TENSOR:
-                return K.BOOL_TENSOR
-            if meth in ("any", "all"):
-                return K.BOOL_TENSOR if not cpu else K.CPU_TENSOR
-            if meth.startswith("_"):
-                return K.UNKNOWN  # not a public tensor method: the receiver may not be a tensor
-            return rk if rk != K.BOOL_TENSOR else K.TENSOR
-        if rk in (K.TENSORS, K.CPU_TENSORS):
-            if meth == "items":
-                return K.ITEMS if rk == K.TENSORS else K.UNKNOWN
-            if meth == "values":
-                return rk
-            if meth in ("keys", "__len__"):
-                return K.NOT_TENSOR
-            if meth in ("get", "pop"):
-                return K.element_of(rk)
-            if meth in ("to", "cuda"):  # a batch moved to the device (BatchEncoding.to(device))
-                return K.TENSORS if meth == "cuda" or self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk
-            return K.UNKNOWN
-        if rk == K.MODULE:
-            if meth in ("parameters", "buffers"):
-                return K.TENSORS
-            if meth in ("to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_", "apply"):
-                return K.MODULE
-            if meth in ("generate", "forward", "encode", "decode", "embed"):
-                return K.TENSOR
-            if meth in ("named_parameters", "state_dict", "named_buffers", "modules", "children", "named_modules"):
-                return K.UNKNOWN
-            return K.UNKNOWN
-        if rk in (K.LOADER, K.CPU_LOADER):
-            if meth in ("per_device_loader",):
-                return K.LOADER
-            return K.UNKNOWN
-        if rk == K.NOT_TENSOR:
-            return K.NOT_TENSOR
-        # Unknown receiver.
-        if meth in ("item", "tolist", "size", "dim", "numel", "ndimension", "nelement", "format", "join", "lower", "upper", "strip", "split", "startswith", "endswith", "replace", "keys"):
-            return K.NOT_TENSOR
-        if meth == "per_device_loader":
-            return K.LOADER
-        if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
-            # x.to(device) on something unknown: a module if it is named like one, else a tensor
-            rname = (last_name(recv) or "").lower()
-            words = name_words(rname)
-            if words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp")):
-                return K.MODULE
-            if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
-                return K.TENSORS
-            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
-                return K.TENSOR
-            return K.UNKNOWN
-        if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
-            return K.UNKNOWN
-        if meth == "gather" and last_name(recv) in ("accelerator", "accel"):
-            return K.TENSOR
-        if meth in ("from_pretrained",) and "Model" in (dotted_name(recv) or ""):
-            return K.MODULE
-        if isinstance(recv, cst.Name) and recv.value == "self":
-            cls = self._current_class()
-            if cls is not None and f"{cls}.{meth}" in self.funcs:
-                return self.funcs[f"{cls}.{meth}"].return_kind
-        return K.UNKNOWN
-
-    def _infer_to(self, e: cst.Call, rk):
-        args = positional_args(e)
-        dev = keyword_arg(e, "device")
-        target = dev if dev is not None else (args[0] if args else None)
-        if target is None:
-            return rk if rk in K.ANY_TENSOR else K.TENSOR
-        if self._is_cpu_device(target):
-            return K.CPU_TENSOR
-        q = self.qualname(target) or ""
-        if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
-            return rk if rk in K.ANY_TENSOR else K.TENSOR
-        tk = self.kind(target)
-        if tk in K.ANY_TENSOR:  # .to(other) follows other
-            return tk
-        return K.TENSOR
-
-    def _is_device_expr(self, call: cst.Call) -> bool:
-        """``.to(device)``, ``.to(xm.xla_device())``, ``.to(accelerator.device)``, ``.to(device=dev)``."""
-        args = positional_args(call)
-        target = keyword_arg(call, "device") or (args[0] if args else None)
-        if target is None or self._is_cpu_device(target):
-            return False
-        if isinstance(target, cst.Call):
-            n = (last_name(target.func) or "").lower()
-            return n in ("xla_device", "device") or "device" in n
-        n = (last_name(target) or "").lower()
-        return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
-
-    def _is_cpu_device(self, node) -> bool:
-        s = string_value(node)
-        if s is not None:
-            return s.split(":")[0] == "cpu"
-        if isinstance(node, cst.Call) and (self.qualname(node.func) == "torch.device"):
-            args = positional_args(node)
-            return bool(args) and (string_value(args[0]) or "").split(":")[0] == "cpu"
-        return False
-
-    def _any_arg_kind(self, e: cst.Call, kinds) -> bool:
-        for a in e.args:
-            k = self.kind(a.value)
-            if k in kinds:
-                return True
-        return False
-
-    def _all_args_cpu(self, e: cst.Call) -> bool:
-        ks = [self.kind(a.value) for a in e.args if a.keyword is None]
-        return bool(ks) and all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in ks) and any(
-            k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks
-        )
-
-    def _looks_like_loader(self, node) -> bool:
-        n = last_name(node)
-        if not n:
-            return False
-        low = n.lower()
-        if isinstance(node, cst.Call):
-            return low in ("train_dataloader", "val_dataloader", "test_dataloader", "per_device_loader")
-        return low in T.LOADER_NAMES or low.endswith(T.LOADER_NAME_SUFFIXES)
-
-    def _is_loader_value(self, node) -> bool:
-        return self.kind(node) in (K.LOADER, K.CPU_LOADER) or self._looks_like_loader(node)
-
-    def _iterates_loader(self, it) -> bool:
-        if isinstance(it, cst.Call):
-            args = positional_args(it)
-            if args and any(self._is_loader_value(a) for a in args[:2]):
-                return True  # enumerate(loader), tqdm(loader), log_every(loader, 10), zip(loader, ...)
-        k = self.kind(it)
-        if k in (K.LOADER, K.CPU_LOADER):
-            return True
-        return self._looks_like_loader(it)
-
-    def _xla_polarity(self, test) -> Optional[str]:
-        """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite."""
-        negate = False
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            negate = not negate
-            test = test.expression
-        result = None
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            c = test.comparisons[0]
-            strs = [string_value(test.left), string_value(c.comparator)]
-            s = next((x for x in strs if x is not None), None)
-            other = test.left if strs[0] is None else c.comparator
-            other_text = (dotted_name(other) or "").lower()
-            if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
-                eq = isinstance(c.operator, cst.Equal)
-                ne = isinstance(c.operator, cst.NotEqual)
-                s = s.lower()
-                if s in ("xla", "tpu"):
-                    result = "xla" if eq else "non-xla" if ne else None
-                elif s in ("cpu", "cuda", "gpu", "mps"):
-                    result = "non-xla" if eq else None
-        if result is None and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            c = test.comparisons[0]
-            sides = [dotted_name(test.left) or "", dotted_name(c.comparator) or ""]
-            enum = next((x for x in sides if x.split(".")[-1] in ("TPU", "XLA")), None)
-            if enum is not None and any(w in "".join(sides).lower() for w in ("distributed_type", "device", "accelerator", "backend")):
-                if isinstance(c.operator, cst.Equal):
-                    result = "xla"
-                elif isinstance(c.operator, cst.NotEqual):
-                    result = "non-xla"
-        if isinstance(test, cst.Call):
-            n = (last_name(test.func) or "").lower()
-            if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
-                result = "xla"
-            elif n == "is_available" and "cuda" in (dotted_name(test.func) or ""):
-                result = "non-xla"
-        elif isinstance(test, (cst.Name, cst.Attribute)):
-            n = (last_name(test) or "").lower()
-            if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu"):
-                result = "xla"
-            elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda"):
-                result = "non-xla"
-        if result is not None and negate:
-            result = "xla" if result == "non-xla" else "non-xla"
-        return result
-
-    # ------------------------------------------------------------------ resolution
-    def _resolve(self) -> None:
-        funcs = self.funcs
-        for name in self.closure_names:
-            f = funcs.get(name) or funcs.get(name.split(".")[-1])
-            if f is not None:
-                f.closure = True
-            else:
-                for key, fi in funcs.items():
-                    if key.endswith(f".<locals>.{name}"):
-                        fi.closure = True
-        for name in self.compiled_names:
-            f = funcs.get(name)
-            if f is not None:
-                f.root = True
-        self._refine_params()
-        # does the function perform a training step itself (outside any loop of its own)?
-        self._does_step: dict[str, bool] = {}
-        for key in funcs:
-            self.does_step(key)
-        self._freq_cache: dict[str, Frequency] = {}
-        for c in self.candidates:
-            if c.when in ("step", "step-any"):
-                c.frequency = self.frequency(c.ctx)
-
-    def does_step(self, key: str, _stack=None) -> bool:
-        memo = self._does_step
-        if key in memo:
-            return memo[key]
-        f = self.funcs.get(key)
-        if f is None:
-            return False
-        memo[key] = False  # cycle guard
-        # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
-        result = (f.step_call_outside_loops or any(
-            not ctx.loops and self.does_step(callee) for callee, ctx in f.calls
-        )) and not any(lp.func is f and self.is_step_loop(lp) for lp in self.loops)
-        memo[key] = result
-        return result
-
-    def is_step_loop(self, loop: LoopInfo) -> bool:
-        return loop.iterates_loader or loop.direct_step_call or any(self.does_step(c) for c in loop.calls)
-
-    def frequency(self, ctx: Ctx) -> Frequency:
-        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure:
-            return NOT_PER_STEP
-        # innermost step loop in this function
-        for loop in reversed(ctx.loops):
-            if self.is_step_loop(loop):
-                after = any(seq < ctx.seq and (callee is None or self._syncs(callee)) for seq, callee in loop.sync_points)
-                level = PERIODIC if ctx.period else EVERY
-                return Frequency(level, ctx.period, after, loop)
-        ff = self.function_frequency(ctx.func)
-        if not ff.per_step:
-            return NOT_PER_STEP
-        if ctx.period:
-            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop)
-        return ff
-
-    def _syncs(self, key: str) -> bool:
-        """The helper ``key`` ends the step itself (calls ``torch_xla.sync()`` outside its own loops)."""
-        f = self.funcs.get(key)
-        return f is not None and f.barrier_outside_loops
-
-    def function_frequency(self, f: FuncInfo, _stack=None) -> Frequency:
-        cache = self._freq_cache
-        if f.key in cache:
-            return cache[f.key]
-        if f.closure:
-            return NOT_PER_STEP
-        if f.root:
-            cache[f.key] = Frequency(EVERY)
-            return cache[f.key]
-        cache[f.key] = NOT_PER_STEP  # cycle guard
-        best = NOT_PER_STEP
-        all_after = True
-        any_site = False
-        for caller in self.funcs.values():
-            for callee, ctx in caller.calls:
-                if callee != f.key:
-                    continue
-                fr = self.frequency(ctx)
-                if not fr.per_step:
-                    continue
-                any_site = True
-                all_after = all_after and fr.after_sync
-                if fr.level > best.level:
-                    best = fr
-        for callee, ctx in self.top.calls:
-            if callee != f.key:
-                continue
-            fr = self.frequency(ctx)
-            if fr.per_step:
-                any_site = True
-                all_after = all_after and fr.after_sync
-                if fr.level > best.level:
-                    best = fr
-        if any_site:
-            best = Frequency(best.level, best.period, all_after, best.loop)
-        cache[f.key] = best
-        return best
-
-
-# Names that count steps: ``if step == 0:`` runs once, not every step.
-_STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i",
-                            "global_step", "n_iter", "batch_num", "steps", "epoch", "completed_steps",
-                            "train_step", "cur_step", "step_idx", "batch_nb"})
-
-
-def _runs_once(test, body, counters) -> bool:
-    """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
-    ``if step >= max_steps: ...; break``, ``if is_last_step:`` (a step counter is a name that counts
-    steps, or the index of ``for i, batch in enumerate(loader)``)."""
-    if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and (
-            _runs_once(test.left, body, counters) or _runs_once(test.right, body, counters)
-        )
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        op = test.comparisons[0].operator
-        sides = (test.left, test.comparisons[0].comparator)
-        counts = any(isinstance(x, cst.Name) and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
-        if not counts or any(_has_modulo(x) for x in sides):
-            return False
-        if isinstance(op, cst.Equal):
-            return True
-        return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan)) and _leaves(body)
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
-    return False
-
-
-def _has_modulo(node) -> bool:
-    while isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Modulo) or _has_modulo(node.right):
-            return True
-        node = node.left
-    return False
-
-
-def _leaves(block) -> bool:
-    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
-    for st in getattr(block, "body", ()):
-        if isinstance(st, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in st.body):
-            return True
-    return False
-
-
-def _ends_block(block) -> bool:
-    body = getattr(block, "body", ())
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
-    return False
-
 
 def _config_like_param(name: str) -> bool:
     low = name.lower()
@@ -1618,33 +972,6 @@ def _config_like_param(name: str) -> bool:
         or low.endswith(T.NON_TENSOR_PARAM_SUFFIXES)
     )
 
-
-def _period_of(test) -> Optional[str]:
-    """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
-    if isinstance(test, cst.BooleanOperation):
-        return _period_of(test.left) or _period_of(test.right)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        c = test.comparisons[0]
-        if isinstance(c.operator, cst.Equal):
-            for side in (test.left, c.comparator):
-                while isinstance(side, cst.BinaryOperation) and not isinstance(side.operator, cst.Modulo):
-                    side = side.left
-                if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
-                    return _code(side.right)
-    return None
-
-
-_DTYPES = frozenset(
-    {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",
-     "int", "int16", "int8", "uint8", "bool", "complex64", "complex128"}
-)
-
-
-def _code(node) -> str:
-    try:
-        return cst.Module(body=[]).code_for_node(node).strip()
-    except Exception:  # noqa: BLE001
-        return "N"
 
 
 def _walk_funcs():
@@ -1678,3 +1005,12 @@ def _walk_funcs():
 
 
 _SPECIAL = _walk_funcs()
+
+
+def _suppressed(noqa: dict, lines: set, code: str) -> bool:
+    for ln in lines:
+        if ln in noqa:
+            codes = noqa[ln]
+            if codes is None or any(code.startswith(c) for c in codes):
+                return True
+    return False

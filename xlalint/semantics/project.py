@@ -1,0 +1,476 @@
+"""The project: its modules, how their imports resolve, and the facts one module's analysis gives another.
+
+The shape is the one mypy, pyright and Infer share: summarise each module alone, solve over the
+summaries, check each module with the solved facts.
+
+* ``ProjectIndex`` knows the files: the project root (nearest ``pyproject.toml``, ``setup.py``,
+  ``setup.cfg`` or ``.git``), each file's module name (``src/`` layouts, packages), and resolves a dotted
+  name to a module, a function or a class, following names a package's ``__init__`` re-exports.
+* ``Facts`` is what the walk of one module may ask about the others (what a function returns, whether a
+  class is an ``nn.Module``, what an attribute holds, what callers pass to a parameter). Every answer
+  is recorded as a *read*: a module's result stays valid for as long as the facts it read are unchanged,
+  which is what makes the cache right and tells the engine which modules to walk again.
+* ``Program`` rebuilds the call graph of every module from the summaries and answers, through
+  ``steps.Steps``, how often any context of any module runs, with the path that makes it so.
+
+Summaries are plain data (dicts, lists, strings, numbers): they go through ``marshal`` to the cache and
+between processes, and no syntax tree outlives its module's walk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Optional
+
+from xlalint.semantics import kinds as K
+from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+MAX_RESOLVE_DEPTH = 8
+
+
+def find_root(path: str) -> str:
+    """The project root of ``path``: the nearest directory above it with a root marker, else the
+    directory itself (a lone script, or a tree with no marker). Inside an installed package it is the
+    ``site-packages`` directory, whatever lies above it (a virtual environment inside a project)."""
+    p = os.path.abspath(path)
+    start = p if os.path.isdir(p) else os.path.dirname(p)
+    parts = start.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):  # an installed package: its modules are named from here
+        if parts[i] in ("site-packages", "dist-packages"):
+            return os.sep.join(parts[: i + 1]) or os.sep
+    d = start
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return start
+        d = parent
+
+
+def module_name(path: str, root: str) -> tuple[str, bool]:
+    """(dotted module name, is a package ``__init__``) of a file under ``root``; ``src/`` layouts
+    drop the ``src`` part, as an installed package would."""
+    rel = os.path.relpath(os.path.abspath(path), root)
+    parts = rel.replace(os.sep, "/").split("/")
+    if len(parts) > 1 and parts[0] == "src":
+        parts = parts[1:]
+    last = parts[-1]
+    for ext in (".pyi", ".py"):
+        if last.endswith(ext):
+            last = last[: -len(ext)]
+    is_pkg = last == "__init__"
+    parts = parts[:-1] if is_pkg else parts[:-1] + [last]
+    parts = [p for p in parts if p not in ("", ".")]
+    return ".".join(parts) or "__main__", is_pkg
+
+
+class ProjectIndex:
+    """The modules of one project: names to files and back."""
+
+    def __init__(self, root: str, paths: Iterable[str]):
+        self.root = root
+        self.by_module: dict[str, str] = {}
+        self.by_path: dict[str, str] = {}
+        self.packages: set[str] = set()
+        for p in sorted(paths):
+            name, is_pkg = module_name(p, root)
+            if name in self.by_module and not is_pkg:
+                continue  # a package __init__ and a same-named file: the package wins, as in Python
+            self.by_module[name] = p
+            self.by_path[p] = name
+            if is_pkg:
+                self.packages.add(name)
+        # every prefix of a module is a package, even without an __init__ (namespace packages)
+        self.prefixes = {".".join(m.split(".")[:i]) for m in self.by_module for i in range(1, m.count(".") + 1)}
+
+    def module_of(self, path: str) -> tuple[str, bool]:
+        name = self.by_path.get(path)
+        if name is None:
+            return module_name(path, self.root)
+        return name, name in self.packages
+
+    def split(self, dotted: str, importer: str = "") -> Optional[tuple[str, str]]:
+        """(module, the rest) for the longest module prefix of ``dotted``; a module beside the
+        importer (a script's own directory is on ``sys.path``) when no top-level one matches."""
+        for base in ("", _package_dir(importer)):
+            full = f"{base}.{dotted}" if base else dotted
+            parts = full.split(".")
+            for i in range(len(parts), 0, -1):
+                mod = ".".join(parts[:i])
+                if mod in self.by_module:
+                    return mod, ".".join(parts[i:])
+            if not base:
+                continue
+        return None
+
+    def knows(self, dotted: str, importer: str = "") -> bool:
+        """``dotted`` may name something in the project (a module, or a name inside one)."""
+        head = dotted.split(".")[0]
+        if head in self.by_module or head in self.prefixes:
+            return True
+        base = _package_dir(importer)
+        return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
+
+
+def _package_dir(module: str) -> str:
+    return module.rpartition(".")[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts: what one module's walk may ask about the others, with every answer recorded
+# --------------------------------------------------------------------------------------------------
+class Facts:
+    """Solved facts about every module's summary. ``view(module)`` gives a walk its reader."""
+
+    def __init__(self, index: ProjectIndex, summaries: dict):
+        self.index = index
+        self.summaries = summaries  # module -> summary (as written by the walker)
+        self._resolved: dict = {}
+        self._sites: Optional[dict] = None
+        self._subclasses: Optional[dict] = None
+        self._answers: dict = {}  # the answer to each question, as a FactsView records it
+
+    # ---------------------------------------------------------------- name resolution
+    def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
+        """What a dotted name is in the project: ("func", gkey), ("class", gkey), ("module", name) or None."""
+        key = (dotted, importer)
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = None  # cycle guard
+        result = None
+        hit = self.index.split(dotted, importer)
+        if hit is not None and _depth < MAX_RESOLVE_DEPTH:
+            mod, rest = hit
+            result = ("module", mod) if not rest else self._member(mod, rest, _depth)
+        self._resolved[key] = result
+        return result
+
+    def _member(self, mod: str, rest: str, depth: int):
+        s = self.summaries.get(mod)
+        if s is None:
+            return None
+        if rest in s["funcs"]:
+            return ("func", f"{mod}:{rest}")
+        if rest in s["classes"]:
+            return ("class", f"{mod}:{rest}")
+        head, _, tail = rest.partition(".")
+        if head in s["classes"] and tail:  # Cls.method, inherited
+            m = self.method(f"{mod}:{head}", tail)
+            return ("func", m) if m else None
+        target = s["imports"].get(head)  # a re-export: `from .losses import masked_ce` in __init__
+        if target is not None:
+            return self.resolve(target + ("." + tail if tail else ""), mod, depth + 1)
+        if f"{mod}.{head}" in self.index.by_module or f"{mod}.{head}" in self.index.prefixes:
+            return self.resolve(f"{mod}.{rest}", "", depth + 1)
+        return None
+
+    def method(self, class_gkey: str, meth: str, _seen=None) -> Optional[str]:
+        """The function a method call runs: the class's own, else its first base's that has it."""
+        seen = _seen or set()
+        if class_gkey in seen or len(seen) > MAX_RESOLVE_DEPTH:
+            return None
+        seen.add(class_gkey)
+        mod, _, cls = class_gkey.partition(":")
+        s = self.summaries.get(mod)
+        if s is None or cls not in s["classes"]:
+            return None
+        if f"{cls}.{meth}" in s["funcs"]:
+            return f"{mod}:{cls}.{meth}"
+        for base in s["classes"][cls][2]:
+            r = self.resolve(base, mod)
+            if r is not None and r[0] == "class":
+                found = self.method(r[1], meth, seen)
+                if found:
+                    return found
+        return None
+
+    def subclasses(self, class_gkey: str) -> list:
+        """Every project class that derives from ``class_gkey``, transitively."""
+        if self._subclasses is None:
+            direct: dict = {}
+            for mod, s in self.summaries.items():
+                for cls, rec in s["classes"].items():
+                    for base in rec[2]:
+                        r = self.resolve(base, mod)
+                        if r is not None and r[0] == "class":
+                            direct.setdefault(r[1], []).append(f"{mod}:{cls}")
+            self._subclasses = direct
+        out, todo = [], list(self._subclasses.get(class_gkey, ()))
+        while todo:
+            c = todo.pop()
+            if c not in out:
+                out.append(c)
+                todo.extend(self._subclasses.get(c, ()))
+        return out
+
+    # ---------------------------------------------------------------- kinds
+    def returns(self, gkey: str):
+        mod, _, key = gkey.partition(":")
+        s = self.summaries.get(mod)
+        rec = s["funcs"].get(key) if s else None
+        return rec[7] if rec else K.UNKNOWN
+
+    def klass(self, gkey: str):
+        """(is an nn.Module, {attribute: kind}) of a project class, with its bases' attributes."""
+        mod, _, cls = gkey.partition(":")
+        s = self.summaries.get(mod)
+        rec = s["classes"].get(cls) if s else None
+        if rec is None:
+            return None
+        is_module, attrs = rec[0], dict(rec[1])
+        for base in rec[2]:
+            r = self.resolve(base, mod)
+            if r is not None and r[0] == "class" and r[1] != gkey:
+                b = self.klass(r[1])
+                if b is not None:
+                    is_module = is_module or b[0]
+                    for a, k in b[1].items():
+                        attrs.setdefault(a, k)
+        return is_module, attrs
+
+    def sites(self, gkey: str) -> list:
+        """What callers in other modules pass: [(positional kinds, keyword kinds, via an attribute)]."""
+        if self._sites is None:
+            out: dict = {}
+            for mod, s in self.summaries.items():
+                for callee, sites in s["sites"].items():
+                    for t in self.callee_targets(callee, mod, overrides=False):
+                        out.setdefault(t, []).extend(sites)
+            self._sites = out
+        return self._sites.get(gkey, [])
+
+    def callee_targets(self, callee: str, mod: str, overrides: bool = True) -> list:
+        """The project functions a recorded callee may run (a method call also runs the overrides)."""
+        if callee.startswith("@"):
+            ref = callee[1:]
+            if ":" in ref:  # "@pkg.core:Trainer.step": a method of a known class
+                cls, _, meth = ref.rpartition(".")
+                first = self.method(cls, meth)
+            else:
+                r = self.resolve(ref, mod)
+                first = r[1] if r is not None and r[0] == "func" else None
+                cls, meth = None, ref.rpartition(".")[2]
+        else:
+            s = self.summaries.get(mod)
+            first = f"{mod}:{callee}" if s is not None and callee in s["funcs"] else None
+            cls, meth = None, callee.rpartition(".")[2]
+        out = [first] if first else []
+        if overrides:
+            cls = cls or (self._class_of(first) if first else None)
+            for sub in self.subclasses(cls) if cls else ():
+                smod, _, scls = sub.partition(":")
+                s = self.summaries.get(smod)
+                if s and f"{scls}.{meth}" in s["funcs"] and f"{sub}.{meth}" not in out:
+                    out.append(f"{sub}.{meth}")
+        return out
+
+    def _class_of(self, gkey: str) -> Optional[str]:
+        """The class a method's key belongs to, or None for a function."""
+        mod, _, key = gkey.partition(":")
+        cls = key.rpartition(".")[0]
+        s = self.summaries.get(mod)
+        return f"{mod}:{cls}" if cls and s is not None and cls in s["classes"] else None
+
+    def view(self, module: str) -> "FactsView":
+        return FactsView(self, module)
+
+    def agrees(self, module: str, reads: dict) -> bool:
+        """A module's result read these facts: are they still what the facts say?"""
+        v = FactsView(self, module)
+        for key, value in reads.items():
+            if v.answer(key) != value:
+                return False
+        return True
+
+
+class FactsView:
+    """One module's reader of the facts: answers and records every question it asks."""
+
+    def __init__(self, facts: Facts, module: str):
+        self.facts = facts
+        self.module = module
+        self.reads: dict = {}
+
+    def answer(self, key: str):
+        memo = self.facts._answers
+        k = (self.module, key) if key[0] == "r" else key  # only name resolution depends on the importer
+        if k not in memo:
+            memo[k] = self._answer(key)
+        return memo[k]
+
+    def _answer(self, key: str):
+        op, _, arg = key.partition("|")
+        f = self.facts
+        if op == "r":
+            r = f.resolve(arg, self.module)
+            return list(r) if r is not None else None
+        if op == "ret":
+            return f.returns(arg)
+        if op == "cls":
+            k = f.klass(arg)
+            return [k[0], sorted(k[1].items())] if k is not None else None
+        if op == "m":
+            cls, _, meth = arg.rpartition(".")
+            return f.method(cls, meth)
+        if op == "sites":
+            return [[list(p), sorted(kw.items()), v] for p, kw, v in f.sites(arg)]
+        raise KeyError(key)
+
+    def _ask(self, key: str):
+        if key in self.reads:
+            return self.reads[key]
+        v = self.answer(key)
+        self.reads[key] = v
+        return v
+
+    def knows(self, dotted: str) -> bool:
+        return self.facts.index.knows(dotted, self.module)
+
+    def resolve(self, dotted: str):
+        r = self._ask("r|" + dotted)
+        return tuple(r) if r is not None else None
+
+    def returns(self, gkey: str):
+        return self._ask("ret|" + gkey)
+
+    def klass(self, gkey: str):
+        r = self._ask("cls|" + gkey)
+        return (r[0], dict(r[1])) if r is not None else None
+
+    def method(self, class_gkey: str, meth: str):
+        return self._ask(f"m|{class_gkey}.{meth}")
+
+    def sites(self, gkey: str) -> list:
+        return [(p, dict(kw), v) for p, kw, v in self._ask("sites|" + gkey)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Program: the call graph of every module, rebuilt from the summaries
+# --------------------------------------------------------------------------------------------------
+class Program:
+    """Every module's functions, loops and call sites as ``steps`` records under project-wide keys."""
+
+    def __init__(self, facts: Facts, paths: dict):
+        self.facts = facts
+        self.funcs: dict[str, FuncInfo] = {}
+        self.loops: list[LoopInfo] = []
+        self.tops: list[FuncInfo] = []
+        self.ctxs: dict[str, list] = {}  # module -> its contexts, by index
+        self.loops_of: dict[str, list] = {}
+        self._targets: dict = {}
+        for mod, s in facts.summaries.items():
+            self._load(mod, s, paths.get(mod, s.get("path", mod)))
+        self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _load(self, mod: str, s: dict, path: str) -> None:
+        top = FuncInfo(key=f"{mod}:<module>", name="<module>", class_key=None, node=None, parent=None,
+                       module=mod, path=path)
+        funcs = {"": top}
+        for key, rec in s["funcs"].items():
+            f = FuncInfo(key=f"{mod}:{key}", name=rec[0], class_key=rec[1], node=None, parent=None,
+                         root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
+                         barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
+                         module=mod, path=path)
+            funcs[key] = f
+            self.funcs[f.key] = f
+        self.tops.append(top)
+        loops = []
+        for fk, loader, direct, trains, calls, syncs in s["loops"]:
+            loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
+                                  direct_step_call=direct, trains=trains, calls=[self._callee(mod, c) for c in calls],
+                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None) for seq, c in syncs]))
+        self.loops.extend(loops)
+        self.loops_of[mod] = loops
+        ctxs = []
+        for fk, loop_ids, period, non_xla, closure, seq, error, once, line in s["ctxs"]:
+            ctxs.append(Ctx(funcs.get(fk, top), tuple(loops[i] for i in loop_ids), period, non_xla, closure, seq,
+                            error, once, line))
+        self.ctxs[mod] = ctxs
+        for key, rec in s["funcs"].items():
+            funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
+        top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
+
+    @staticmethod
+    def _callee(mod: str, callee: str) -> str:
+        return f"{mod}\0{callee}"
+
+    def targets(self, callee: str) -> list:
+        t = self._targets.get(callee)
+        if t is None:
+            mod, _, local = callee.partition("\0")
+            t = [x for x in self.facts.callee_targets(local, mod) if x in self.funcs]
+            self._targets[callee] = t
+        return t
+
+
+# --------------------------------------------------------------------------------------------------
+# Which modules matter to the files asked: the ones connected to them by imports
+# --------------------------------------------------------------------------------------------------
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^#\n;]+)"
+    r"|import[ \t]+(?P<mods>[^#\n;]+))",
+    re.MULTILINE,
+)
+
+
+def imported_names(text: str, module: str, is_package: bool) -> set:
+    """Dotted names a module's text imports (a cheap scan, no parse: over-inclusion is harmless)."""
+    out = set()
+    pkg_parts = module.split(".") if module != "__main__" else []
+    if not is_package:
+        pkg_parts = pkg_parts[:-1]
+    for m in _IMPORT.finditer(text):
+        if m.group("mods"):
+            for part in m.group("mods").split(","):
+                name = part.strip().split(" as ")[0].strip()
+                if name:
+                    out.add(name)
+            continue
+        base = m.group("from")
+        dots = len(base) - len(base.lstrip("."))
+        rest = base[dots:]
+        if dots:
+            up = pkg_parts[: len(pkg_parts) - (dots - 1)] if dots - 1 <= len(pkg_parts) else []
+            base = ".".join(up + ([rest] if rest else []))
+        if not base:
+            continue
+        out.add(base)
+        for part in m.group("names").strip("()").replace("\n", " ").split(","):
+            name = part.strip().split(" as ")[0].strip()
+            if name and name != "*":
+                out.add(f"{base}.{name}")
+    return out
+
+
+def connected_files(index: ProjectIndex, asked: Iterable[str], read) -> list:
+    """The files connected to ``asked`` through imports, either way (what they import, what imports
+    them, and so on): the part of the project whose facts can reach the asked files."""
+    edges: dict = {p: set() for p in index.by_path}
+    for path, mod in index.by_path.items():
+        text = read(path)
+        if text is None:
+            continue
+        for name in imported_names(text, mod, mod in index.packages):
+            hit = index.split(name, mod)
+            if hit is not None:
+                target = index.by_module[hit[0]]
+                if target != path:
+                    edges[path].add(target)
+                    edges.setdefault(target, set()).add(path)
+    # a package's __init__ runs before its modules: importing pkg.mod imports pkg
+    for mod, path in index.by_module.items():
+        parent = mod.rpartition(".")[0]
+        if parent in index.by_module:
+            edges[path].add(index.by_module[parent])
+            edges[index.by_module[parent]].add(path)
+    seen, todo = set(), [p for p in asked if p in edges]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        todo.extend(edges.get(p, ()))
+    return sorted(seen | set(asked))

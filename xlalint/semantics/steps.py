@@ -1,0 +1,349 @@
+"""How often does it run? Step loops, guards, and the frequency of a node over a call graph.
+
+The walker records, per function, its calls with their contexts, its loops and what they call; this
+module decides, over the call graph of one module or of the whole project (``Steps``), which loops are
+step loops and how often each context runs: every step, every N steps, or not per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import libcst as cst
+
+from xlalint.semantics import kinds as K
+from xlalint.semantics.syntax import _code, dotted_name, last_name, name_words, string_value
+
+EVERY = 2
+PERIODIC = 1
+NEVER = 0
+
+
+@dataclass(eq=False)
+class FuncInfo:
+    key: str  # in one module: "f", "Cls.m", "f.<locals>.g"; in the project: "pkg.mod:Cls.m"
+    name: str
+    class_key: Optional[str]
+    node: Optional[cst.CSTNode]
+    parent: Optional["FuncInfo"]
+    env: dict = field(default_factory=dict)
+    local_funcs: dict = field(default_factory=dict)
+    step_counters: set = field(default_factory=set)  # `i` of `for i, batch in enumerate(loader)`
+    root: bool = False  # forward / training_step / compiled: runs every step by itself
+    closure: bool = False  # passed to xm.add_step_closure
+    step_call_outside_loops: bool = False  # calls backward()/optimizer.step() itself, not in a loop
+    barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
+    trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
+    calls: list = field(default_factory=list)  # (callee key, Ctx)
+    return_kind: object = K.UNKNOWN
+    top_index: int = 0
+    module: str = ""  # the module it is defined in (project view)
+    path: str = ""  # that module's file, as the user named it
+
+
+@dataclass(eq=False)
+class LoopInfo:
+    node: Optional[cst.CSTNode]
+    func: FuncInfo
+    iterates_loader: bool = False
+    direct_step_call: bool = False
+    trains: bool = False  # its own body calls backward() or an optimizer step (not just a sync)
+    cond_depth: int = 0
+    calls: list = field(default_factory=list)  # callee keys called in this loop's own body
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None)
+    top_index: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Ctx:
+    """Where a node sits: resolved into a frequency once the calls of every module are known."""
+
+    func: FuncInfo
+    loops: tuple
+    period: Optional[str]
+    non_xla: bool  # under a non-XLA guard (`if device.type != "xla":`)
+    closure: bool
+    seq: int
+    error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
+    once: bool = False  # under `if step == 0:` / `if step == last:` / `if step >= max: break`: not every step
+    line: int = 0  # for a call site into another module: its line (the path shown in messages)
+
+
+@dataclass(frozen=True)
+class Frequency:
+    level: int  # EVERY, PERIODIC or NEVER
+    period: Optional[str] = None
+    after_sync: bool = False
+    loop: Optional[LoopInfo] = None  # the step loop that makes it per-step, when known
+    via: tuple = ()  # the call sites (Ctx) through which it runs, innermost first
+
+    @property
+    def per_step(self) -> bool:
+        return self.level > NEVER
+
+    def describe(self, module: Optional[str] = None) -> str:
+        if self.level == PERIODIC and self.period:
+            n = self.period
+            text = f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
+        else:
+            text = "every step"
+        path = self.path_from(module)
+        return f"{text} ({path})" if path else text
+
+    def path_from(self, module: Optional[str]) -> str:
+        """``called from train.py:88 (step loop)`` when a call from another module makes it per-step."""
+        if module is None or not any(c.func.module != module for c in self.via):
+            return ""
+        hops = []
+        for c in self.via:
+            if c.func.module != module and c.line:
+                hops.append(f"{c.func.path}:{c.line}")
+            module = c.func.module
+        if not hops:
+            return ""
+        last = self.via[-1]
+        if any(lp is self.loop for lp in last.loops):
+            where = "in the step loop"
+        elif last.func.root:
+            where = f"in `{last.func.name}()`, which runs every step"
+        else:
+            where = f"in `{last.func.name}()`"
+        return "called from " + " <- ".join(hops) + " " + where
+
+
+NOT_PER_STEP = Frequency(NEVER)
+
+
+class Steps:
+    """Which loops are step loops, and how often each context runs, over a call graph: one module's
+    (the walker's, for the rules that decide in the file) or the whole project's.
+
+    ``targets(callee)`` names the functions a call may run: itself, and for a method also the
+    overrides in subclasses (a base class's ``fit()`` calling ``self.training_step()``).
+    """
+
+    def __init__(self, funcs: dict, loops: list, tops: list, targets: Optional[Callable] = None):
+        self.funcs = funcs
+        self.loops = loops
+        self.tops = tops
+        self._targets = targets
+        self._does_step: dict = {}
+        self._freq: dict = {}
+        self._callers: Optional[dict] = None
+        self._loops_of: dict = {}
+        for lp in loops:
+            self._loops_of.setdefault(id(lp.func), []).append(lp)
+
+    def targets(self, callee: str) -> list:
+        if self._targets is None:
+            return [callee] if callee in self.funcs else []
+        return self._targets(callee)
+
+    def does_step(self, key: str) -> bool:
+        """The function performs a training step itself (outside any loop of its own)."""
+        memo = self._does_step
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
+        result = (f.step_call_outside_loops or any(
+            not ctx.loops and any(self.does_step(t) for t in self.targets(callee)) for callee, ctx in f.calls
+        )) and not any(self.is_step_loop(lp) for lp in self._loops_of.get(id(f), ()))
+        memo[key] = result
+        return result
+
+    def is_step_loop(self, loop: LoopInfo) -> bool:
+        return loop.iterates_loader or loop.direct_step_call or any(
+            self.does_step(t) for c in loop.calls for t in self.targets(c))
+
+    def syncs(self, callee: str) -> bool:
+        """The helper ends the step itself (calls ``torch_xla.sync()`` outside its own loops)."""
+        ts = self.targets(callee)
+        return bool(ts) and all(self.funcs[t].barrier_outside_loops for t in ts)
+
+    def frequency(self, ctx: Ctx) -> Frequency:
+        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure:
+            return NOT_PER_STEP
+        for loop in reversed(ctx.loops):  # the innermost step loop in this function
+            if self.is_step_loop(loop):
+                after = any(seq < ctx.seq and (callee is None or self.syncs(callee)) for seq, callee in loop.sync_points)
+                return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop)
+        ff = self.function_frequency(ctx.func)
+        if not ff.per_step:
+            return NOT_PER_STEP
+        if ctx.period:
+            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via)
+        return ff
+
+    def callers(self) -> dict:
+        """callee key -> [ctx of each call site] over every function and module body."""
+        if self._callers is None:
+            out: dict = {}
+            for caller in list(self.funcs.values()) + list(self.tops):
+                for callee, ctx in caller.calls:
+                    for t in self.targets(callee):
+                        out.setdefault(t, []).append(ctx)
+            self._callers = out
+        return self._callers
+
+    def function_frequency(self, f: FuncInfo) -> Frequency:
+        cache = self._freq
+        if f.key in cache:
+            return cache[f.key]
+        if f.closure:
+            return NOT_PER_STEP
+        if f.root:
+            cache[f.key] = Frequency(EVERY)
+            return cache[f.key]
+        cache[f.key] = NOT_PER_STEP  # cycle guard
+        best, best_ctx = NOT_PER_STEP, None
+        all_after = True
+        any_site = False
+        for ctx in self.callers().get(f.key, ()):
+            fr = self.frequency(ctx)
+            if not fr.per_step:
+                continue
+            any_site = True
+            all_after = all_after and fr.after_sync
+            if fr.level > best.level:
+                best, best_ctx = fr, ctx
+        if any_site:
+            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via)
+        cache[f.key] = best
+        return best
+
+
+@dataclass(eq=False)
+class Candidate:
+    rule: object
+    node: cst.CSTNode
+    message: str
+    fix: str
+    ctx: Ctx
+    when: str  # "step": report only in per-step code before the sync; "step-any": per-step even after
+    #            the sync; "always": wherever it is; "custom": the rule resolved it itself
+    stmt: Optional[cst.CSTNode]
+    top_index: int
+    frequency: Optional[Frequency] = None
+
+
+# Names that count steps: ``if step == 0:`` runs once, not every step.
+_STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i",
+                            "global_step", "n_iter", "batch_num", "steps", "epoch", "completed_steps",
+                            "train_step", "cur_step", "step_idx", "batch_nb"})
+
+
+def _runs_once(test, body, counters) -> bool:
+    """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
+    ``if step >= max_steps: ...; break``, ``if is_last_step:`` (a step counter is a name that counts
+    steps, or the index of ``for i, batch in enumerate(loader)``)."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (
+            _runs_once(test.left, body, counters) or _runs_once(test.right, body, counters)
+        )
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        sides = (test.left, test.comparisons[0].comparator)
+        counts = any(isinstance(x, cst.Name) and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        if not counts or any(_has_modulo(x) for x in sides):
+            return False
+        if isinstance(op, cst.Equal):
+            return True
+        return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan)) and _leaves(body)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    return False
+
+
+def _has_modulo(node) -> bool:
+    while isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Modulo) or _has_modulo(node.right):
+            return True
+        node = node.left
+    return False
+
+
+def _leaves(block) -> bool:
+    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
+    for st in getattr(block, "body", ()):
+        if isinstance(st, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in st.body):
+            return True
+    return False
+
+
+def _ends_block(block) -> bool:
+    body = getattr(block, "body", ())
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    return False
+
+
+def _period_of(test) -> Optional[str]:
+    """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
+    if isinstance(test, cst.BooleanOperation):
+        return _period_of(test.left) or _period_of(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        if isinstance(c.operator, cst.Equal):
+            for side in (test.left, c.comparator):
+                while isinstance(side, cst.BinaryOperation) and not isinstance(side.operator, cst.Modulo):
+                    side = side.left
+                if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                    return _code(side.right)
+    return None
+
+
+
+def xla_polarity(test) -> Optional[str]:
+    """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite."""
+    negate = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negate = not negate
+        test = test.expression
+    result = None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        strs = [string_value(test.left), string_value(c.comparator)]
+        s = next((x for x in strs if x is not None), None)
+        other = test.left if strs[0] is None else c.comparator
+        other_text = (dotted_name(other) or "").lower()
+        if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
+            eq = isinstance(c.operator, cst.Equal)
+            ne = isinstance(c.operator, cst.NotEqual)
+            s = s.lower()
+            if s in ("xla", "tpu"):
+                result = "xla" if eq else "non-xla" if ne else None
+            elif s in ("cpu", "cuda", "gpu", "mps"):
+                result = "non-xla" if eq else None
+    if result is None and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        sides = [dotted_name(test.left) or "", dotted_name(c.comparator) or ""]
+        enum = next((x for x in sides if x.split(".")[-1] in ("TPU", "XLA")), None)
+        if enum is not None and any(w in "".join(sides).lower() for w in ("distributed_type", "device", "accelerator", "backend")):
+            if isinstance(c.operator, cst.Equal):
+                result = "xla"
+            elif isinstance(c.operator, cst.NotEqual):
+                result = "non-xla"
+    if isinstance(test, cst.Call):
+        n = (last_name(test.func) or "").lower()
+        if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
+            result = "xla"
+        elif n == "is_available" and "cuda" in (dotted_name(test.func) or ""):
+            result = "non-xla"
+    elif isinstance(test, (cst.Name, cst.Attribute)):
+        n = (last_name(test) or "").lower()
+        if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu"):
+            result = "xla"
+        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda"):
+            result = "non-xla"
+    if result is not None and negate:
+        result = "xla" if result == "non-xla" else "non-xla"
+    return result
+

@@ -1,0 +1,86 @@
+"""Small questions about libcst syntax that every part of the analysis asks (no inference here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Optional
+
+import libcst as cst
+
+_SKIP_FIELD_PREFIXES = (
+    "whitespace", "lpar", "rpar", "leading_lines", "lines_after", "comma", "semicolon", "equal",
+    "colon", "dot", "operator", "header", "footer", "newline", "star", "asynchronous", "lbrace",
+    "rbrace", "lbracket", "rbracket", "trailing", "first_line", "empty_lines", "indent", "encoding",
+    "default_indent", "default_newline", "has_trailing_newline", "start", "end", "conversion",
+    "relative", "type_parameters", "posonly_ind", "arrow",
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(tp: type) -> tuple[str, ...]:
+    f = _FIELDS.get(tp)
+    if f is None:
+        f = _FIELDS[tp] = tuple(
+            x.name for x in dataclasses.fields(tp) if not x.name.startswith(_SKIP_FIELD_PREFIXES)
+        )
+    return f
+
+
+def dotted_name(node) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(node) -> Optional[str]:
+    """The last identifier of a Name/Attribute/Call chain: ``self.optimizer`` -> ``optimizer``."""
+    if isinstance(node, cst.Call):
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return None
+
+
+def string_value(node) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        try:
+            return node.evaluated_value if isinstance(node.evaluated_value, str) else None
+        except Exception:  # noqa: BLE001 - odd prefixes
+            return None
+    return None
+
+
+def keyword_arg(call: cst.Call, name: str):
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def positional_args(call: cst.Call) -> list:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+_WORD_SPLIT = re.compile(r"[_\W]+")
+
+
+def name_words(name: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(name.lower()) if w]
+
+
+
+def _code(node) -> str:
+    try:
+        return cst.Module(body=[]).code_for_node(node).strip()
+    except Exception:  # noqa: BLE001
+        return "N"
+
