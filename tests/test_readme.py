@@ -88,3 +88,33 @@ def test_every_readme_command_works_as_written(tmp_path):
             assert ".venv/bin/xlalint" in r.stdout.split("Next:")[1]
     assert (home / ".local" / "bin" / "xlalint").exists()  # pipx put it there
     assert (env_dir / "bin" / "xlalint").exists()  # pip install . put it there
+
+
+def test_the_readmes_local_pre_commit_hook_works_and_honours_excludes(tmp_path):
+    """The README's `repo: local` snippet, verbatim, in a user's repository: pre-commit runs the
+    `xlalint` on the PATH on the committed files, and the project's bare-name exclude keeps
+    `third_party/` out even though pre-commit names its files (the hook runs --force-exclude)."""
+    text = README.read_text(encoding="utf-8")
+    m = re.search(r"```yaml\n(repos:\n  - repo: local\n.*?)```", text, re.DOTALL)
+    assert m, "the README's local hook snippet"
+    slow = "import torch\nfor x in loader:\n    loss = model(x).sum()\n    v = loss.item()\n"
+    (tmp_path / ".pre-commit-config.yaml").write_text(m.group(1))
+    (tmp_path / "pyproject.toml").write_text('[tool.xlalint]\nextend-exclude = ["third_party"]\n')
+    (tmp_path / "third_party" / "vendored").mkdir(parents=True)
+    (tmp_path / "third_party" / "vendored" / "slow.py").write_text(slow)
+    (tmp_path / "ok.py").write_text("import torch\nx = torch.zeros(3)\n")
+    git_env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@t.invalid", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {**os.environ, **git_env, "PRE_COMMIT_HOME": str(tmp_path / ".pre-commit-home"), "PRE_COMMIT_COLOR": "never",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True)
+    pre_commit = str(Path(sys.executable).parent / "pre-commit")
+    r = subprocess.run([pre_commit, "run", "--all-files"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr  # third_party/ is excluded: nothing to report
+    (tmp_path / "train.py").write_text(slow)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    r = subprocess.run([pre_commit, "run", "--all-files"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "--> train.py:4:9" in r.stdout and "third_party" not in r.stdout, r.stdout
