@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from conftest import HOST_READ, ROOT, assert_no_traceback, finding_lines, run_xlalint, write
+from conftest import ROOT, assert_no_traceback, finding_lines, run_xlalint, write
 from xlalint.config import build_settings
 from xlalint.engine import lint_source
 from xlalint.fix import fix_source

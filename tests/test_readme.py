@@ -19,8 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT
 
 README = ROOT / "README.md"

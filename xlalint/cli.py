@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from xlalint import __version__
-from xlalint.config import ConfigError, build_settings, find_config
+from xlalint.config import ConfigError
 from xlalint.report import FORMATS, get_reporter
 from xlalint.rules import all_rules, rules_by_code
 
