@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import ROOT
@@ -76,14 +77,16 @@ def test_every_readme_command_works_as_written(tmp_path):
         if command.startswith("make test"):
             continue  # the command that runs this test
         e = verify_env if command.startswith("xlalint --verify") else env
+        t0 = time.monotonic()
         r = subprocess.run(["bash", "-c", command], cwd=clone, env=e, capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=900)
-        log.append(f"$ {command}  -> exit {r.returncode}")
+        log.append(f"$ {command}  -> exit {r.returncode} in {time.monotonic() - t0:.0f} s")
         assert r.returncode == expected, "\n".join(log) + f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
         assert "Traceback" not in r.stderr, r.stderr[-3000:]
         if command == "make run":
             assert "Found 8 findings in 1 file checked." in r.stdout and "All checks passed (1 file checked)." in r.stdout
             assert ".venv/bin/xlalint" in r.stdout.split("Next:")[1]
+    print("\n".join(log))  # shown with -s, and in the report of a failure above
     assert (home / ".local" / "bin" / "xlalint").exists()  # pipx put it there
     assert (env_dir / "bin" / "xlalint").exists()  # pip install . put it there
 
