@@ -86,6 +86,11 @@ def _split_legacy(message: str, fix: str) -> tuple:
     return message, fix
 
 
+def _place(f) -> str:
+    cell = getattr(f, "cell", None)
+    return f"{f.path}:cell {cell}:{f.line}:{f.column}" if cell is not None else f"{f.path}:{f.line}:{f.column}"
+
+
 def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) -> str:
     if f.headline:
         headline, cost, help_ = f.headline, f.cost, f.fix
@@ -93,12 +98,14 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
         (headline, help_), cost = _split_legacy(f.message, f.fix), ""
     mark = "[*] " if fixable(f, unsafe) else ""
     out = [f"{_c(f.code, BOLD + RED, color)} {mark}{_c(headline, BOLD, color)}"]
+    if getattr(f, "cell", None) is not None:  # a notebook cell: its lines are not the file's lines
+        lines = []
     first = max(1, f.line - CONTEXT)
     span_end = min(f.end_line if f.end_line >= f.line else f.line, f.line + MAX_SPAN_LINES - 1)
     last = min(len(lines), span_end + CONTEXT)
     if f.line > len(lines):  # no source (gone, or standard input not kept): the place alone
         width = 1
-        out.append(" " * width + f"{_c('-->', BLUE, color)} {f.path}:{f.line}:{f.column}")
+        out.append(" " * width + f"{_c('-->', BLUE, color)} {_place(f)}")
     else:
         # trim blank context lines at either edge, as ruff does
         while first < f.line and not lines[first - 1].strip():
@@ -107,7 +114,7 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
             last -= 1
         width = len(str(last))
         bar = " " * (width + 1) + _c("|", BLUE, color)
-        out.append(" " * width + f"{_c('-->', BLUE, color)} {f.path}:{f.line}:{f.column}")
+        out.append(" " * width + f"{_c('-->', BLUE, color)} {_place(f)}")
         out.append(bar)
         for n in range(first, last + 1):
             text = lines[n - 1].expandtabs(4)
