@@ -23,14 +23,22 @@ $(VENV)/.installed-test: $(VENV)/.installed
 run: $(VENV)/.installed
 	@echo "== xlalint examples/slow_train.py (the slow script: expect findings)"
 	@# exit 1 means findings, which this script has; 2 would be an error
-	@$(BIN)/xlalint --isolated examples/slow_train.py || test $$? -eq 1
+	@$(BIN)/xlalint --isolated --output-format concise examples/slow_train.py || test $$? -eq 1
 	@echo
 	@echo "== xlalint examples/fast_train.py (its fixed twin: expect none)"
 	@$(BIN)/xlalint --isolated examples/fast_train.py
+	@echo
+	@echo "Next: lint your own code with $(BIN)/xlalint (or put $(abspath $(BIN)) on your PATH):"
+	@echo "  $(BIN)/xlalint path/to/train.py                 # each finding with its source lines"
+	@echo "  $(BIN)/xlalint --fix --unsafe-fixes --diff path/to/train.py   # what --fix would change"
+	@echo "  make test                                       # + torch 2.9 and torch_xla 2.9 for --verify"
 
+# Both cores (pytest-xdist); --dist loadfile keeps a file's tests on one worker, so a file's session
+# fixtures (the pre-commit hook's environment) are built once. -v prints one line per test as it ends.
+PYTEST_JOBS ?= auto
 test: $(VENV)/.installed-test
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || echo "chromium missing: tests/test_verify_html.py will skip (fail under CI=true)"
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile -v --durations=10 $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,12 +57,27 @@ def write(root: Path, files: dict) -> Path:
     return root
 
 
+_FULL_HEAD = re.compile(r"^(?P<code>[A-Z]+[0-9]+) ")
+_FULL_PLACE = re.compile(r"^ +--> (?P<place>.+:[0-9]+:[0-9]+)$")
+
+
 def finding_lines(stdout: str) -> list[str]:
-    """The ``path:line:col: CODE`` prefix of each finding line of the text format."""
+    """``path:line:col: CODE`` of each finding, from the concise format (one line each) or the full
+    one (``CODE headline`` then `` --> path:line:col``)."""
     out = []
+    code = None
     for line in stdout.splitlines():
+        head = _FULL_HEAD.match(line)
+        if head:
+            code = head.group("code")
+            continue
+        place = _FULL_PLACE.match(line)
+        if place and code:
+            out.append(f"{place.group('place')}: {code}")
+            code = None
+            continue
         parts = line.split(": ", 1)
-        if len(parts) == 2 and parts[0].count(":") == 2:
+        if len(parts) == 2 and parts[0].count(":") == 2 and not line.startswith(" "):
             out.append(f"{parts[0]}: {parts[1].split(' ', 1)[0]}")
     return out
 

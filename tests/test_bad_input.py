@@ -21,7 +21,7 @@ GOOD = "good.py:4:9: XLA001"
 
 
 def lint_dir(tmp_path, *args):
-    r = run_xlalint("-q", *args, ".", cwd=tmp_path, timeout=120)
+    r = run_xlalint("-q", "--output-format", "concise", *args, ".", cwd=tmp_path, timeout=120)
     assert_no_traceback(r)
     return r
 
@@ -110,7 +110,7 @@ def test_generated_table_over_max_tokens_is_one_xla901_and_uses_little_memory(tm
     rows = "".join(f"    ({i}, {i + 1}, {i + 2}, {i + 3}),\n" for i in range(8000))
     write(tmp_path, {"good.py": HOST_READ, "table.py": "import torch\nTABLE = [\n" + rows + "]\n"})
     code = ("import resource, subprocess, sys\n"
-            "r = subprocess.run([sys.executable, '-m', 'xlalint', '-q', '--no-cache', '.'], capture_output=True, text=True)\n"
+            "r = subprocess.run([sys.executable, '-m', 'xlalint', '-q', '--no-cache', '--output-format', 'concise', '.'], capture_output=True, text=True)\n"
             "print(r.stdout)\n"
             "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)

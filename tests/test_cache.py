@@ -48,7 +48,7 @@ def test_roundtrip_and_key():
 
 def test_put_get(tmp_path):
     c = Cache.open(tmp_path / "c", None, pytest.fail)
-    row = (3, 5, "XLA001", 3, 9, "host-read", "msg", "warning", "fix")
+    row = (3, 5, "XLA001", 3, 9, "host-read", "msg", "warning", "fix", "head", "cost", ((3, 5, 3, 9, "x"),), "unsafe", "title")
     c.put("ab" + "0" * 38, [row])
     assert c.get("ab" + "0" * 38) == [row]
     assert c.get("cd" + "0" * 38) is None

@@ -84,15 +84,44 @@ def test_unknown_selector_is_a_usage_error(tmp_path):
     assert "XLA1234" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_text_format_and_summary(tmp_path):
+def test_full_format_is_the_default_and_concise_is_one_line(tmp_path):
     write(tmp_path, {"t.py": HOST_READ})
     r = run_xlalint("t.py", cwd=tmp_path)
-    lines = r.stdout.splitlines()
-    assert lines[0].startswith("t.py:4:9: XLA001 `.item()`"), lines
-    assert lines[-1] == "Found 1 finding in 1 file checked."
+    assert r.stdout.splitlines() == [
+        "XLA001 `loss.item()` reads one value to the host every step",
+        " --> t.py:4:9",
+        "  |",
+        "2 | for x in loader:",
+        "3 |     loss = model(x).sum()",
+        "4 |     v = loss.item()",
+        "  |         ^^^^^^^^^^^",
+        "  |",
+        "cost: 1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)",
+        "help: accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`",
+        "",
+        "Found 1 finding in 1 file checked.",
+    ], r.stdout
     assert "\033[" not in r.stdout  # a pipe is not a terminal
     r = run_xlalint("-q", "t.py", cwd=tmp_path)
-    assert r.stdout.splitlines() == lines[:1]
+    assert "Found" not in r.stdout and finding_lines(r.stdout) == ["t.py:4:9: XLA001"]
+    for fmt in ("concise", "text"):  # text: the old name of the one-line format
+        r = run_xlalint("--output-format", fmt, "t.py", cwd=tmp_path)
+        lines = r.stdout.splitlines()
+        assert lines[0].startswith("t.py:4:9: XLA001 `loss.item()` reads one value to the host every step: 1 extra"), lines
+        assert lines[-1] == "Found 1 finding in 1 file checked."
+
+
+def test_frequencies_read_right(tmp_path):
+    # every N steps: the cost is said per occurrence ("each time"), never "per step"
+    write(tmp_path, {"t.py": HOST_READ.replace("    v = loss.item()\n", "    if step % args.log_every == 0:\n        v = loss.item()\n")})
+    r = run_xlalint("--output-format", "concise", "t.py", cwd=tmp_path)
+    assert "every `args.log_every` steps: 1 extra graph execution + 1 device-to-host transfer each time" in r.stdout, r.stdout
+    assert "per step" not in r.stdout
+
+
+def test_full_format_on_standard_input_shows_the_source(tmp_path):
+    r = run_xlalint("--stdin-filename", "train.py", input=HOST_READ, cwd=tmp_path)
+    assert " --> train.py:4:9" in r.stdout and "4 |     v = loss.item()" in r.stdout, r.stdout
 
 
 def test_color_always_and_never(tmp_path):
@@ -110,8 +139,11 @@ def test_json_format_fields(tmp_path):
     data = json.loads(r.stdout)
     assert isinstance(data, list) and len(data) == 1
     f = data[0]
-    assert set(f) == {"code", "name", "message", "filename", "line", "column", "end_line", "end_column",
-                      "severity", "fix"}
+    assert set(f) == {"code", "name", "message", "headline", "cost", "help", "filename", "line", "column",
+                      "end_line", "end_column", "location", "end_location", "severity", "fix"}
+    assert f["fix"] is None  # `v = loss.item()` has no automatic fix
+    assert f["headline"] == "`loss.item()` reads one value to the host every step"
+    assert f["message"] == f"{f['headline']}: {f['cost']}. Fix: {f['help']}"
     assert (f["code"], f["name"], f["filename"]) == ("XLA001", "host-read", "t.py")
     # `loss.item()` spans columns 9..20 of line 4; the end is exclusive
     assert (f["line"], f["column"], f["end_line"], f["end_column"]) == (4, 9, 4, 20)
@@ -125,8 +157,14 @@ def test_statistics(tmp_path):
     r = run_xlalint("--statistics", ".", cwd=tmp_path)
     assert r.returncode == 1
     rows = [line.split("\t") for line in r.stdout.splitlines()]
-    assert [(n.strip(), code, name) for n, code, name in rows] == [
-        ("2", "XLA001", "host-read"), ("1", "XLA006", rows[1][2])]
+    assert [(n.strip(), code, name.split()[-1]) for n, code, name in rows] == [
+        ("2", "XLA001", "host-read"), ("1", "XLA006", "per-step-format")]
+    r = run_xlalint("--statistics", "--output-format", "json", ".", cwd=tmp_path)
+    assert r.returncode == 1
+    assert json.loads(r.stdout) == [
+        {"code": "XLA001", "name": "host-read", "count": 2, "fixable": False, "fixable_count": 0},
+        {"code": "XLA006", "name": "per-step-format", "count": 1, "fixable": False, "fixable_count": 0},
+    ]
 
 
 def test_exit_zero(tmp_path):
@@ -136,14 +174,17 @@ def test_exit_zero(tmp_path):
 
 
 def test_version_list_rules_explain():
-    r = run_xlalint("--version")
-    assert (r.returncode, r.stdout.strip()) == (0, f"xlalint {__version__}")
+    for flag in ("--version", "-V"):
+        r = run_xlalint(flag)
+        assert (r.returncode, r.stdout.strip()) == (0, f"xlalint {__version__}")
     r = run_xlalint("--list-rules")
     assert r.returncode == 0
     listed = [line.split()[0] for line in r.stdout.splitlines()]
     assert listed == [rule.code for rule in all_rules()]
     r = run_xlalint("--explain", "xla001")
     assert r.returncode == 0 and r.stdout.startswith("XLA001 (host-read)")
+    by_name = run_xlalint("--explain", "host-read")
+    assert (by_name.returncode, by_name.stdout) == (0, r.stdout)
     r = run_xlalint("--explain", "XLA999")
     assert r.returncode == 2 and r.stdout == ""
     assert "XLA999" in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -157,6 +198,16 @@ def test_missing_path_exits_2_but_lints_the_others(tmp_path):
     assert finding_lines(r.stdout) == ["t.py:4:9: XLA001"]
     assert "nope.py: no such file or directory" in r.stderr
     assert "nodir/: no such file or directory" in r.stderr
+    assert "2 paths not found" in r.stdout
+
+
+def test_a_missing_path_is_never_all_checks_passed(tmp_path):
+    for args in (("nope.py",), ("nope.py", "--output-format", "concise"), ("nope.py", "--stdin-filename", "x.py")):
+        r = run_xlalint(*args, cwd=tmp_path, input=CLEAN)
+        assert_no_traceback(r)
+        assert r.returncode == 2, args
+        assert "All checks passed" not in r.stdout, args
+        assert r.stderr.strip() == "xlalint: error: nope.py: no such file or directory"
 
 
 def test_unknown_option_is_a_usage_error():

@@ -217,7 +217,9 @@ def _encode(rows: list) -> bytes:
     return MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
 
 
-_ROW_TYPES = (int, int, str, int, int, str, str, str, str, (int, type(None)))  # the last: a notebook's cell
+# the Finding fields after the path (findings.ROW_FIELDS): ..., fix, headline, cost, edits, applicability,
+# fix_title, and a notebook's cell (or None)
+_ROW_TYPES = (int, int, str, int, int, str, str, str, str, str, str, tuple, str, str, (int, type(None)))
 
 
 def _decode(blob: bytes) -> Optional[list]:

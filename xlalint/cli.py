@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from xlalint import __version__
-from xlalint.config import ConfigError, build_settings, find_config
+from xlalint.config import ConfigError
 from xlalint.report import FORMATS, get_reporter
 from xlalint.rules import all_rules, rules_by_code
 
@@ -40,27 +40,35 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--select", type=_codes, action="append", metavar="CODES", help="comma-separated codes or prefixes to enable (XLA0, ALL); replaces the config's")
     sel.add_argument("--extend-select", type=_codes, action="append", metavar="CODES", help="codes or prefixes to enable on top of the selection")
     sel.add_argument("--ignore", type=_codes, action="append", metavar="CODES", help="codes or prefixes to disable")
+    sel.add_argument("--extend-ignore", type=_codes, action="append", metavar="CODES", help="codes or prefixes to disable, on top of --ignore and the config's")
     sel.add_argument("--per-file-ignores", action="append", metavar="GLOB:CODES", help="disable codes for files matching GLOB (repeatable)")
     files = p.add_argument_group("files")
     files.add_argument("--exclude", type=_codes, action="append", metavar="GLOBS", help="globs of paths to skip (replaces the defaults)")
     files.add_argument("--extend-exclude", type=_codes, action="append", metavar="GLOBS", help="globs of paths to skip, on top of the defaults")
-    files.add_argument("--force-exclude", action="store_true", help="apply the exclude globs to paths given on the command line too (use in pre-commit)")
-    files.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from standard input")
+    files.add_argument("--force-exclude", action="store_true", help="apply the exclude globs to paths given on the command line too, and to their parent directories (use in pre-commit)")
+    files.add_argument("--respect-gitignore", dest="respect_gitignore", action="store_true", default=None, help="skip files that .gitignore ignores when walking a directory (the default)")
+    files.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false", help="lint them too")
+    files.add_argument("--stdin-filename", metavar="PATH", help="read standard input and report it under this name (with no PATH, or with -)")
     files.add_argument("--config", metavar="FILE", help="a pyproject.toml (or xlalint.toml) to use instead of the nearest one")
     files.add_argument("--isolated", action="store_true", help="ignore every config file")
     files.add_argument("-j", "--jobs", type=int, default=0, metavar="N", help="lint with N processes (default: one per core)")
     files.add_argument("--no-cache", action="store_true", help="do not read or write the findings cache")
     files.add_argument("--cache-dir", metavar="DIR", help="where to keep the findings cache (default: .xlalint_cache at the project root)")
     out = p.add_argument_group("output")
-    out.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
-    out.add_argument("--statistics", action="store_true", help="show the number of findings per code instead of the findings")
+    out.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="full", help="output format (default: full: each finding with its source lines; concise: one line each)")
+    out.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of standard output")
+    out.add_argument("--statistics", action="store_true", help="show the number of findings per code instead of the findings (also with --format json)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only: no summary line")
-    out.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the text output (default: auto, only on a terminal)")
+    out.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the text output (default: auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
+    fix = p.add_argument_group("fixes")
+    fix.add_argument("--fix", action="store_true", help="apply the safe fixes ([*] in the output) to the files, then report what is left")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="apply the unsafe fixes too (with --fix or --diff)")
+    fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them; exit 1 if there is one")
     info = p.add_argument_group("information")
-    info.add_argument("--version", action="version", version=f"xlalint {__version__}")
+    info.add_argument("-V", "--version", action="version", version=f"xlalint {__version__}")
     info.add_argument("--list-rules", action="store_true", help="list every rule: code, name, summary")
-    info.add_argument("--explain", metavar="CODE", help="show the full documentation of one rule")
+    info.add_argument("--explain", metavar="RULE", help="show the full documentation of one rule, by code (XLA001) or name (host-read)")
     ver = p.add_argument_group("verify (needs the `verify` extra: torch and torch_xla)")
     ver.add_argument("--verify", metavar="TARGET", help="run TARGET (train.py or file.py::function) on an XLA device and confirm each finding with live counters; program arguments go after --")
     ver.add_argument("--max-steps", type=int, default=20, metavar="N", help="with --verify: stop after N steps (default 20)")
@@ -114,6 +122,36 @@ def _lint_files(files: list, settings, args, warn) -> list:
     return parallel.lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
 
 
+VERIFY_MISSING = (
+    "the program runs under torch_xla, which is not installed here ({reason}). Install the "
+    "`verify` extra: `pip install '.[verify]'` in a clone of xlalint (torch 2.9.0 and torch-xla 2.9.0, "
+    "about 7 GB on Linux x86_64 because torch's default wheel brings its CUDA libraries). torch-xla "
+    "publishes wheels for Linux x86_64 (CPython 3.10-3.13) only: on macOS or Windows run --verify in a "
+    "Linux container or VM; the static checks work everywhere"
+)
+
+
+def _explain(name: str, out) -> int:
+    key = name.strip()
+    rule = rules_by_code().get(key.upper()) or next((r for r in all_rules() if r.name == key.lower()), None)
+    if rule is None:
+        known = ", ".join(f"{r.code} ({r.name})" for r in all_rules())
+        print(f"xlalint: error: unknown rule {name!r} (known: {known})", file=sys.stderr)
+        return EXIT_ERROR
+    out.write(rule.explain())
+    return EXIT_CLEAN
+
+
+def _use_color(args, out) -> bool:
+    if args.color != "auto":
+        return args.color == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return not args.output_file and out.isatty()
+
+
 def _run(args, program_args: list) -> int:
     out = sys.stdout
     if args.list_rules:
@@ -121,98 +159,150 @@ def _run(args, program_args: list) -> int:
             out.write(f"{r.code}  {r.name:<28} {r.summary}\n")
         return EXIT_CLEAN
     if args.explain:
-        rule = rules_by_code().get(args.explain.strip().upper())
-        if rule is None:
-            known = ", ".join(r.code for r in all_rules())
-            print(f"xlalint: error: unknown rule code {args.explain!r} (known: {known})", file=sys.stderr)
-            return EXIT_ERROR
-        out.write(rule.explain())
-        return EXIT_CLEAN
+        return _explain(args.explain, out)
     if args.verify:
         if args.max_steps <= 0:
             raise ConfigError(f"--max-steps must be a positive number, got {args.max_steps}")
         if args.timeout <= 0:
             raise ConfigError(f"--timeout must be a positive number of seconds, got {args.timeout}")
-        try:
-            from xlalint import verify
-        except ImportError as e:  # pragma: no cover - the package ships verify
-            raise ConfigError(f"--verify is unavailable: {e}") from None
-        fmt = args.format if args.format in ("text", "json") else "text"
+        import importlib.util
+
+        for mod in ("torch", "torch_xla"):
+            try:
+                found = importlib.util.find_spec(mod) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                # the verify report's own first words, so that a hook's log names what it tried to run
+                print(f"xlalint --verify {args.verify}: cannot run it: "
+                      + VERIFY_MISSING.format(reason=f"no module named {mod!r}"), file=sys.stderr)
+                return EXIT_ERROR
+        from xlalint import verify
+
+        fmt = args.format if args.format == "json" else "text"
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
                           timeout=args.timeout, fmt=fmt, out=out, html=args.html)
 
-    paths = args.paths or ["."]
+    from xlalint import engine
+    from xlalint.config import Resolver
+
+    # `--stdin-filename NAME` with no path reads standard input, as in ruff
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
     stdin_name = args.stdin_filename or "-"
-    first = stdin_name if paths[0] == "-" and args.stdin_filename else paths[0]
-    if args.isolated:
-        config_path = None
-    elif args.config:
+    if args.config and not args.isolated:
         config_path = Path(args.config)
         if not config_path.is_file():
             raise ConfigError(f"--config: {args.config}: no such file")
     else:
-        config_path = find_config(first if first != "-" else ".")
-    settings = build_settings(
-        config_path,
-        select=_flatten(args.select),
-        ignore=_flatten(args.ignore),
-        extend_select=_flatten(args.extend_select),
-        exclude=_flatten(args.exclude),
-        extend_exclude=_flatten(args.extend_exclude),
-        per_file_ignores=args.per_file_ignores,
+        config_path = None
+    resolver = Resolver(
+        dict(
+            select=_flatten(args.select),
+            ignore=_flatten(args.ignore),
+            extend_select=_flatten(args.extend_select),
+            extend_ignore=_flatten(args.extend_ignore),
+            exclude=_flatten(args.exclude),
+            extend_exclude=_flatten(args.extend_exclude),
+            per_file_ignores=args.per_file_ignores,
+            respect_gitignore=args.respect_gitignore,
+        ),
+        config=config_path,
+        isolated=args.isolated,
     )
-
-    from xlalint import engine
 
     missing = [p for p in paths if p != "-" and not os.path.lexists(p)]
     warnings: list = []
     findings = []
-    to_lint: list = []
+    sources: dict = {}  # path -> text, for the code frames and fixes of standard input
+    groups: dict = {}  # settings -> files (each file linted with its nearest config's settings)
     seen: set = set()
     n_files = 0
     for p in paths:
         if p in missing:
             continue
         if p == "-":
-            if args.force_exclude and args.stdin_filename and settings.is_excluded(stdin_name):
+            settings = resolver.for_path(stdin_name if args.stdin_filename else ".")
+            if args.force_exclude and args.stdin_filename and settings.is_excluded(stdin_name, ancestors=True):
                 continue
             data = sys.stdin.buffer.read(settings.max_file_size + 1)
             if len(data) > settings.max_file_size:
                 findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
             else:
+                sources[stdin_name] = data
                 findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), max_tokens=settings.max_tokens))
             n_files += 1
             continue
-        if args.force_exclude and settings.is_excluded(p):
+        if args.force_exclude and resolver.for_path(p).is_excluded(p, ancestors=True):
             continue
-        for f in engine.iter_python_files([p], settings, warn=warnings.append):
+        for f in engine.iter_python_files([p], resolver, warn=warnings.append):
             key = os.path.realpath(f)
             if key in seen:  # given twice, or by name and inside a directory
                 continue
             seen.add(key)
             n_files += 1
-            to_lint.append(f)
-    findings.extend(_lint_files(to_lint, settings, args, warnings.append))
+            groups.setdefault(id(s := resolver.for_path(f)), (s, []))[1].append(f)
+    for settings, files in groups.values():
+        findings.extend(_lint_files(files, settings, args, warnings.append))
     findings.sort()
 
-    color = args.color == "always" or (args.color == "auto" and out.isatty() and not os.environ.get("NO_COLOR"))
-    if args.statistics and args.format == "text":
-        from xlalint.report.text import render_statistics
+    if args.fix or args.diff:
+        from xlalint import fix as fixer
 
-        render_statistics(findings, out, color=color)
-    else:
-        get_reporter(args.format).render(findings, out, color=color, root=settings.root)
-    if args.format == "text" and not args.quiet and not args.statistics:
-        from xlalint.report.text import render_summary
+        findings, status, changed = fixer.run(findings, sources, resolver, args, out, warnings.append)
+        if args.diff:
+            _flush_warnings(warnings, missing)
+            return EXIT_ERROR if missing else status
+        if changed:  # what is left in the rewritten files, seen as part of their project again
+            findings = [f for f in findings if f.path not in changed]
+            for settings, files in groups.values():
+                redo = [f for f in files if f in changed]
+                if redo:
+                    findings.extend(_lint_files(redo, settings, args, warnings.append))
+            findings.sort()
 
-        render_summary(findings, n_files, out, color=color)
+    report_out = out
+    if args.output_file:
+        try:
+            report_out = open(args.output_file, "w", encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"-o/--output-file: cannot write {args.output_file}: {e.strerror or e}") from None
+    try:
+        _report(findings, n_files, missing, args, report_out, sources, resolver)
+    finally:
+        if report_out is not out:
+            report_out.close()
     out.flush()
-    for w in warnings:
-        print(f"xlalint: warning: {w}", file=sys.stderr)
-    for p in missing:
-        print(f"xlalint: error: {p}: no such file or directory", file=sys.stderr)
+    _flush_warnings(warnings, missing)
     if missing:
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _flush_warnings(warnings: list, missing: list) -> None:
+    for w in warnings:
+        print(f"xlalint: warning: {w}", file=sys.stderr)
+    for p in missing:
+        print(f"xlalint: error: {p}: no such file or directory", file=sys.stderr)
+
+
+def _report(findings, n_files, missing, args, out, sources, resolver) -> None:
+    from xlalint.report import text
+
+    color = _use_color(args, out)
+    fmt = args.format
+    unsafe = bool(args.unsafe_fixes)
+    if args.statistics:
+        if fmt == "json":
+            text.render_statistics_json(findings, out, unsafe=unsafe)
+        else:
+            text.render_statistics(findings, out, color=color, unsafe=unsafe)
+    elif fmt in ("full", "concise", "text"):
+        text.render(findings, out, color=color, full=fmt == "full", sources=sources, unsafe=unsafe)
+    else:
+        root = resolver.for_path(".").root
+        get_reporter(fmt).render(findings, out, color=color, root=root)
+    if fmt in ("full", "concise", "text") and not args.quiet and not args.statistics:
+        text.render_summary(findings, n_files, out, color=color, missing=missing, unsafe=unsafe,
+                            fixed=getattr(args, "fixed_count", 0))

@@ -37,6 +37,7 @@ KNOWN_KEYS = {
     "per-file-ignores": dict,
     "max-file-size": int,
     "max-tokens": int,
+    "respect-gitignore": bool,
 }
 
 
@@ -54,6 +55,7 @@ class Settings:
     max_tokens: int = 64_000
     root: Path = field(default_factory=Path.cwd)
     config_path: Optional[Path] = None
+    respect_gitignore: bool = True
 
     def codes_for(self, path: str) -> frozenset:
         """The codes enabled for ``path`` after per-file-ignores."""
@@ -66,14 +68,42 @@ class Settings:
                 codes = {c for c in codes if not any(c.startswith(i) for i in ignored)}
         return frozenset(codes)
 
-    def is_excluded(self, path: str) -> bool:
-        """``path`` matches an exclude glob: a bare glob (``build``, ``*.pyc``) matches the file or
+    def is_excluded(self, path: str, ancestors: bool = False) -> bool:
+        """``path`` matches an exclude glob: a bare glob (``build``, ``*.pyc``) matches a file or
         directory name, a glob with a slash (``tests/fixtures``) the path relative to the project root.
-        Directories above a path the user gave are never tested: only what the walk finds."""
+
+        The walk tests each entry it finds (it never enters an excluded directory). With
+        ``ancestors=True`` (``--force-exclude``, for paths named on the command line) the directories
+        above the path are tested too, up to the project root, as ruff does: ``third_party`` then
+        excludes ``third_party/x.py`` and ``src/third_party/y.py``.
+        """
+        if self._excluded_here(path):
+            return True
+        if not ancestors:
+            return False
+        absolute = Path(os.path.abspath(path))
+        root = self.root.resolve()
+        try:
+            parts = absolute.relative_to(root).parts[:-1]
+            base = root
+        except ValueError:  # outside the project: only the directories the user wrote
+            given = Path(path)
+            parts = tuple(p for p in given.parts[:-1] if p not in ("..", ".") and p != given.anchor)
+            base = None
+        for i in range(len(parts), 0, -1):
+            sub = parts[:i]
+            candidate = str(base.joinpath(*sub)) if base is not None else os.path.join(*sub)
+            if self._excluded_here(candidate):
+                return True
+        return False
+
+    def _excluded_here(self, path: str) -> bool:
         name = os.path.basename(path.rstrip("/\\")) or path
         rel = None
         for pattern in self.exclude + self.extend_exclude:
             pat = pattern.rstrip("/")
+            if pat.startswith("./"):
+                pat = pat[2:]
             if "/" not in pat:
                 if fnmatch.fnmatchcase(name, pat):
                     return True
@@ -131,6 +161,14 @@ def default_enabled() -> set:
     return set(all_codes())
 
 
+def _has_xlalint_table(candidate: Path) -> bool:
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True  # let load_config report it
+    return "xlalint" in data.get("tool", {})
+
+
 def find_config(start: str) -> Optional[Path]:
     """The nearest pyproject.toml with a ``[tool.xlalint]`` table, looking upward from ``start``."""
     p = Path(os.path.abspath(start))
@@ -138,13 +176,8 @@ def find_config(start: str) -> Optional[Path]:
         p = p.parent
     for d in [p, *p.parents]:
         candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return candidate  # let load_config report it
-            if "xlalint" in data.get("tool", {}):
-                return candidate
+        if candidate.is_file() and _has_xlalint_table(candidate):
+            return candidate
     return None
 
 
@@ -186,9 +219,11 @@ def build_settings(
     select: Optional[list] = None,
     ignore: Optional[list] = None,
     extend_select: Optional[list] = None,
+    extend_ignore: Optional[list] = None,
     exclude: Optional[list] = None,
     extend_exclude: Optional[list] = None,
     per_file_ignores: Optional[list] = None,
+    respect_gitignore: Optional[bool] = None,
 ) -> Settings:
     table = load_config(config_path) if config_path else {}
     where = f"{config_path} [tool.xlalint]" if config_path else "config"
@@ -204,6 +239,8 @@ def build_settings(
         enabled |= expand_codes(extend_select, "--extend-select")
     if ignore:
         enabled -= expand_codes(ignore, "--ignore")
+    if extend_ignore:
+        enabled -= expand_codes(extend_ignore, "--extend-ignore")
 
     pfi = []
     for pattern, codes in table.get("per-file-ignores", {}).items():
@@ -235,4 +272,57 @@ def build_settings(
         max_tokens=max_tokens,
         root=root,
         config_path=config_path,
+        respect_gitignore=table.get("respect-gitignore", True) if respect_gitignore is None else respect_gitignore,
     )
+
+
+class Resolver:
+    """The settings of each file: those of the nearest pyproject.toml with a ``[tool.xlalint]`` table
+    above it (as ruff does: argument order never changes a file's findings), the command line's options
+    on top. With ``--config FILE`` or ``--isolated`` one settings object serves every file."""
+
+    def __init__(self, overrides: dict, config: Optional[Path] = None, isolated: bool = False):
+        self.overrides = overrides
+        self.fixed: Optional[Settings] = None
+        if isolated:
+            self.fixed = build_settings(None, **overrides)
+        elif config is not None:
+            self.fixed = build_settings(config, **overrides)
+        self._by_config: dict = {}
+        self._by_dir: dict = {}
+
+    def for_path(self, path: str) -> Settings:
+        """The settings for ``path`` (a file, or a directory being walked: its own config counts)."""
+        if self.fixed is not None:
+            return self.fixed
+        d = os.path.abspath(path)
+        if not os.path.isdir(d):
+            d = os.path.dirname(d)
+        cfg = self._config_for_dir(d)
+        s = self._by_config.get(cfg)
+        if s is None:
+            s = self._by_config[cfg] = build_settings(cfg, **self.overrides)
+        return s
+
+    def _config_for_dir(self, d: str) -> Optional[Path]:
+        """find_config, remembering the answer for every directory on the way up (a walk asks once per
+        directory, and each pyproject.toml is read once)."""
+        visited = []
+        cur = d
+        while True:
+            if cur in self._by_dir:
+                found = self._by_dir[cur]
+                break
+            visited.append(cur)
+            candidate = os.path.join(cur, "pyproject.toml")
+            if os.path.isfile(candidate) and _has_xlalint_table(Path(candidate)):
+                found = Path(candidate)
+                break
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                found = None
+                break
+            cur = parent
+        for v in visited:
+            self._by_dir[v] = found
+        return found

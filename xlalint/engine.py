@@ -14,12 +14,18 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from xlalint.findings import Finding
+from xlalint.findings import Finding, finding_row
 from xlalint.locate import Locator
 from xlalint.rules import all_rules, rules_by_code
 from xlalint.semantics.model import SemanticModel
 
-SKIP_FILE = re.compile(rb"#\s*xlalint\s*:\s*skip-file\b", re.IGNORECASE)
+# File-level suppressions, in a real comment (never in a string): `# xlalint: skip-file`, and as in
+# ruff `# xlalint: noqa` (every code) or `# xlalint: noqa: XLA001, XLA006` (those codes, in the file).
+FILE_DIRECTIVE_HINT = re.compile(rb"xlalint\s*:\s*(?:skip-file|noqa)", re.IGNORECASE)
+FILE_DIRECTIVE = re.compile(
+    r"#\s*xlalint\s*:\s*(?:(?P<skip>skip-file)\b|noqa(?![\w-])(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?)",
+    re.IGNORECASE,
+)
 NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
@@ -201,14 +207,20 @@ def analyse_module(
     else:
         raw = data
         text = None
-    if SKIP_FILE.search(raw):
-        return {"file": []}
     if text is None:
         try:
             text = decode_source(raw)
         except ValueError as e:
+            if FILE_DIRECTIVE_HINT.search(raw) and file_suppressions(raw.decode("utf-8", "replace")) is ALL_CODES:
+                return {"file": []}
             line, col = _line_col_of_offset(raw, e.args[1] if len(e.args) > 1 else 0)
             return _file_result([_file_finding("XLA900", path, f"cannot decode the file: {e.args[0]}", line, col)], codes)
+    if FILE_DIRECTIVE_HINT.search(raw):
+        off = file_suppressions(text)
+        if off is ALL_CODES:
+            return {"file": []}
+        if off:
+            codes = frozenset(c for c in codes if not any(c.startswith(o) for o in off))
     if text.startswith("\ufeff"):
         text = text[1:]
     # files under 2 bytes a token cannot pass the limit: count only the big ones
@@ -232,8 +244,7 @@ def _file_result(findings: list[Finding], codes) -> dict:
 
 
 def _row(f: Finding) -> list:
-    row = [f.line, f.column, f.code, f.end_line, f.end_column, f.name, f.message, f.severity, f.fix]
-    return row if f.cell is None else row + [f.cell]
+    return list(finding_row(f))
 
 
 def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view,
@@ -324,8 +335,13 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
                 fr = None
             when = fr.describe(mod) if fr is not None else "every step"
             rule = by_code[c.code]
-            f = Finding(path, c.line, c.col, c.code, c.end_line, c.end_col, rule.name,
-                        c.message.replace("{when}", when), rule.severity, c.fix)
+            headline = c.message.replace("{when}", when)
+            cost = c.cost.replace("{when}", when)
+            # the one-line message (concise, flake8, SARIF, GitHub) is the parts joined
+            message = f"{headline}: {cost}. Fix: {c.fix}" if cost else headline
+            f = Finding(path, c.line, c.col, c.code, c.end_line, c.end_col, rule.name, message, rule.severity,
+                        c.fix, headline if cost else "", cost, tuple(tuple(e) for e in c.edits),
+                        c.applicability, c.fix_title)
             seen[(c.line, c.col, c.code)] = f
         out.extend(seen.values())
     cells = {p: results[p]["cells"] for p in asked if "cells" in results.get(p, {})}
@@ -339,12 +355,14 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
 class _Found:
     """A candidate in the project view: where it is, what it says, and the context that decides it."""
 
-    __slots__ = ("code", "line", "col", "end_line", "end_col", "message", "fix", "when", "ctx", "frequency")
+    __slots__ = ("code", "line", "col", "end_line", "end_col", "message", "fix", "when", "ctx", "frequency",
+                 "cost", "edit", "edits", "applicability", "fix_title")
 
     def __init__(self, row: list, ctx):
         (self.code, self.line, self.col, self.end_line, self.end_col, self.message, self.fix, self.when,
-         _ctx_i, self.frequency) = row
+         _ctx_i, self.frequency, self.cost, self.edits, self.applicability, self.fix_title) = row
         self.ctx = ctx
+        self.edit = None  # set_parts() in a project-wide decision: no tree here, so no edit
 
 
 def _display(path: str, root: str) -> str:
@@ -358,6 +376,32 @@ def _display(path: str, root: str) -> str:
         if not rel.startswith(".."):
             return rel
     return path
+
+
+ALL_CODES = object()
+
+
+def file_suppressions(text: str):
+    """The file-level directives in the comments of ``text``: ALL_CODES (skip the file), a set of
+    code prefixes to turn off in it, or None. Only comments count (``tokenize``): the same words in a
+    string do nothing. A file that does not tokenize to the end keeps the comments before the error."""
+    import io
+    import tokenize
+
+    off: set = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            m = FILE_DIRECTIVE.search(tok.string)
+            if m is None:
+                continue
+            if m.group("skip") or not m.group("codes"):
+                return ALL_CODES
+            off.update(c.upper() for c in re.split(r"[,\s]+", m.group("codes")) if c)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return off or None
 
 
 def _cpython_syntax_error(text: str) -> Optional[tuple]:
@@ -427,8 +471,14 @@ def read_file(path: str, max_size: int) -> tuple[Optional[bytes], Optional[Findi
         return None, _file_finding("XLA901", path, f"cannot read the file: {e.strerror or e}")
 
 
+def _settings_for(settings, path: str):
+    """``settings`` is one Settings for every file, or a config.Resolver (the nearest config per file)."""
+    return settings.for_path(path) if hasattr(settings, "for_path") else settings
+
+
 def iter_python_files(paths: Iterable[str], settings, warn=None) -> Iterator[str]:
-    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py`` and ``*.ipynb``."""
+    """Files to lint under ``paths``: explicit files always; directories walked for ``*.py`` and
+    ``*.ipynb``, skipping what the excludes (of the nearest config) and, in a git work tree, .gitignore say."""
     seen_dirs = set()
     for p in paths:
         if os.path.isdir(p):
@@ -453,17 +503,26 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
         if warn:
             warn(f"{root}: cannot list directory: {e.strerror or e}")
         return
+    here = _settings_for(settings, root) if settings is not None else None
+    gitignore = here is not None and getattr(here, "respect_gitignore", False)
     for entry in entries:
         path = os.path.join(root, entry.name) if root not in (".",) else entry.name
-        if settings is not None and settings.is_excluded(path):
+        if here is not None and here.is_excluded(path):
             continue
         try:
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
+        if not is_dir and not entry.name.endswith((".py", ".ipynb")):
+            continue
+        if gitignore:
+            from xlalint.gitignore import is_ignored
+
+            if is_ignored(path, is_dir):
+                continue
         if is_dir:
             yield from _walk_dir(path, settings, seen_dirs, warn)
-        elif entry.name.endswith((".py", ".ipynb")):
+        else:
             yield path
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 
 FORMATS = {
-    "text": "xlalint.report.text",
+    "full": "xlalint.report.text",
+    "concise": "xlalint.report.text",
+    "text": "xlalint.report.text",  # the old name of concise
     "json": "xlalint.report.json_format",
     "sarif": "xlalint.report.sarif",
     "github": "xlalint.report.github",

@@ -15,6 +15,8 @@ import pkgutil
 from functools import lru_cache
 from typing import ClassVar
 
+import libcst as cst
+
 
 class Rule:
     code: ClassVar[str] = ""
@@ -37,8 +39,33 @@ class Rule:
     def __init__(self) -> None:
         self.model = None
 
-    def report(self, node, message: str, fix: str = "", when: str = "step") -> None:
+    def report(self, node, message: str, fix: str = "", when: str = "step", *, cost: str = "", edit=None) -> None:
+        """``message`` is the headline: what this expression does, and ``{when}``; ``cost`` what it costs
+        on XLA (said per occurrence: "each time", since ``{when}`` says how often); ``fix`` how to fix
+        it, in words. ``edit`` is an automatic fix: ``(node, replacement node, "safe" or "unsafe",
+        title)``, a libcst transformation of this tree."""
         self.model.report(self, node, message, fix, when)
+        if cost or edit is not None:
+            set_parts(self.model.candidates[-1], cost=cost, edit=edit)
+
+    def text(self, node, limit: int = 40) -> str:
+        """The source of ``node`` on one line, shortened to about ``limit`` characters, for a headline
+        that names the expression: `` `loss.item()` ``, `` `….sum().item()` ``, `` `DataLoader(...)` ``."""
+        code = " ".join(self.model.module.code_for_node(node).split())
+        if len(code) <= limit:
+            return code
+        if isinstance(node, cst.Call):
+            args = "()" if not node.args else "(...)"
+            func = " ".join(self.model.module.code_for_node(node.func).split())
+            if len(func) + len(args) <= limit:
+                return func + args
+            if isinstance(node.func, cst.Attribute):
+                tail = f".{node.func.attr.value}{args}"
+                return self.text(node.func.value, max(limit - len(tail), 8)) + tail
+        if isinstance(node, cst.Attribute):
+            tail = f".{node.attr.value}"
+            return self.text(node.value, max(limit - len(tail), 8)) + tail
+        return code[: limit - 1].rstrip() + "…"
 
     def before_rewalk(self) -> None:
         """The model is about to walk a function again with better-known parameters: drop any
@@ -76,6 +103,18 @@ class Rule:
             if text.strip():
                 parts += [f"## {title}", _dedent(text), ""]
         return "\n".join(parts).rstrip() + "\n"
+
+
+def set_parts(candidate, *, message=None, cost=None, fix=None, edit=None) -> None:
+    """Fill in a reported candidate later (rules that decide in ``finalize``)."""
+    if message is not None:
+        candidate.message = message
+    if fix is not None:
+        candidate.fix = fix
+    if cost is not None:
+        candidate.cost = cost
+    if edit is not None:
+        candidate.edit = edit
 
 
 def _dedent(text: str) -> str:

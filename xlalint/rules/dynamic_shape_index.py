@@ -10,8 +10,8 @@ from xlalint.semantics import tables as T
 from xlalint.semantics.model import keyword_arg, positional_args
 
 COST = (
-    "torch_xla runs `{op}` on the CPU (graph cut + device-to-host transfer) and compiles a new graph "
-    "whenever {changes}"
+    "torch_xla runs `{op}` on the CPU (a graph cut + a device-to-host transfer each time) and compiles "
+    "a new graph whenever {changes}"
 )
 CHANGES_SELECTED = "the number of selected elements changes (measured: a recompile on almost every step)"
 CHANGES_DISTINCT = "the number of distinct values changes"
@@ -127,13 +127,13 @@ class DynamicShapeIndex(Rule):
         if m.kind(node.value) in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
             return
         if id(node) in self._stores:
-            self._flag(node, "`x[mask] = v` writes through a boolean mask, whose indices depend on the data,", "aten::nonzero", FIX_MASK_SET)
+            self._flag(node, f"`{self.text(node)}` writes through a boolean mask (indices that depend on the data)", "aten::nonzero", FIX_MASK_SET)
         elif id(node) in self._reduced:
-            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_REDUCE)
+            self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_REDUCE)
         elif id(node) in self._loss_args:
-            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_LOSS)
+            self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_LOSS)
         else:
-            self._flag(node, "`x[mask]` (a boolean-mask index) has a data-dependent shape", "aten::nonzero", FIX_MASK_GET)
+            self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_GET)
 
     # --------------------------------------------------------------- calls
     def on_Call(self, node: cst.Call) -> None:
@@ -151,13 +151,13 @@ class DynamicShapeIndex(Rule):
                 self._flag_function(node, fn)
             elif q == "torch.where":
                 if len(node.args) == 1 and args and self._maybe_device(args[0]):
-                    self._flag(node, "one-argument `torch.where(cond)` returns the indices of the `True`s, a data-dependent shape,", "aten::nonzero", FIX_NONZERO)
+                    self._flag(node, f"`{self.text(node)}` (one argument) returns the indices of the `True`s: a data-dependent shape", "aten::nonzero", FIX_NONZERO)
             elif q == "torch.repeat_interleave":
                 reps = args[1] if len(args) > 1 else keyword_arg(node, "repeats")
                 if len(args) == 1 and reps is None:
                     reps = args[0]  # torch.repeat_interleave(repeats)
                 if reps is not None and m.is_tensor(reps) and keyword_arg(node, "output_size") is None:
-                    self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
+                    self._flag(node, f"`{self.text(node)}` repeats by a tensor: a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
             return
         if not isinstance(func, cst.Attribute):
             return
@@ -176,7 +176,7 @@ class DynamicShapeIndex(Rule):
                 and m.kind(recv) not in (K.CPU_TENSOR, K.NOT_TENSOR)
                 and keyword_arg(node, "output_size") is None
             ):
-                self._flag(node, "`repeat_interleave` with tensor repeats has a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
+                self._flag(node, f"`{self.text(node)}` repeats by a tensor: a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
 
     def _maybe_device(self, expr) -> bool:
         """An argument of a torch function: a tensor unless known to be on the CPU (or not one)."""
@@ -199,16 +199,16 @@ class DynamicShapeIndex(Rule):
 
     def _flag_function(self, node: cst.Call, fn: str) -> None:
         if fn in ("nonzero", "argwhere"):
-            self._flag(node, f"`{fn}` returns one row per non-zero element, a data-dependent shape,", "aten::nonzero", FIX_NONZERO)
+            self._flag(node, f"`{self.text(node)}` returns one row per non-zero element: a data-dependent shape", "aten::nonzero", FIX_NONZERO)
         elif fn == "masked_select":
-            self._flag(node, "`masked_select` has a data-dependent shape", "aten::masked_select", FIX_MASKED_SELECT)
+            self._flag(node, f"`{self.text(node)}` has a data-dependent shape", "aten::masked_select", FIX_MASKED_SELECT)
         elif fn == "unique":
-            self._flag(node, "`unique` returns one entry per distinct value, a data-dependent shape,", "aten::_unique2", FIX_UNIQUE,
+            self._flag(node, f"`{self.text(node)}` returns one entry per distinct value: a data-dependent shape", "aten::_unique2", FIX_UNIQUE,
                        CHANGES_DISTINCT)
         elif fn == "unique_consecutive":
-            self._flag(node, "`unique_consecutive` returns one entry per run of equal values, a data-dependent shape,",
+            self._flag(node, f"`{self.text(node)}` returns one entry per run of equal values: a data-dependent shape",
                        "aten::unique_consecutive", FIX_UNIQUE, "the number of runs changes")
 
     def _flag(self, node, what: str, op: str, fix: str, changes: str = CHANGES_SELECTED) -> None:
         cost = COST.format(op=op, changes=changes)
-        self.report(node, f"{what} {{when}}: {cost}. Fix: {fix}", fix=fix, when="step-any")
+        self.report(node, f"{what}, {{when}}", fix=fix, when="step-any", cost=cost)

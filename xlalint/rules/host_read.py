@@ -10,6 +10,7 @@ from xlalint.semantics import tables as T
 from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
+COST = "1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
 
 
 class HostRead(Rule):
@@ -82,9 +83,18 @@ class HostRead(Rule):
         "import torch\nfor x in loader:\n    out = model(x)\n    preds = out.argmax(-1).cpu()\n    optimizer.step()\n",
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._accumulated: dict = {}  # id(call) -> the `total += call` statement
+
+    def on_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Call):
+            self._accumulated[id(node.value)] = node
+
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
+        t = self.text(node)
         if isinstance(func, cst.Attribute):
             meth = func.attr.value
             if meth in T.HOST_READ_METHODS:
@@ -93,13 +103,19 @@ class HostRead(Rule):
                 k = m.kind(func.value)
                 if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)):
                     what = T.HOST_READ_METHODS[meth]
-                    self._flag(node, f"`.{meth}()` {what} {{when}}")
+                    edit = None
+                    if meth == "item" and id(node) in self._accumulated:
+                        detached = node.with_changes(func=func.with_changes(attr=cst.Name("detach")))
+                        target = self.text(self._accumulated[id(node)].target)
+                        edit = (node, detached, "unsafe",
+                                f"replace with `{self.text(detached)}`; `{target}` becomes a device tensor, read it once after the loop")
+                    self._flag(node, f"`{t}` {what} {{when}}", edit=edit)
                 return
             if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
-                self._flag(node, "`.to(\"cpu\")` copies the tensor to the host {when}")
+                self._flag(node, f"`{t}` copies the tensor to the host {{when}}")
                 return
             if meth in ("equal", "allclose") and m.kind(func.value) in K.DEVICE_TENSORS:
-                self._flag(node, f"`.{meth}()` reads a device comparison to the host {{when}}")
+                self._flag(node, f"`{t}` reads a device comparison to the host {{when}}")
                 return
         q = m.qualname(func)
         if q is None:
@@ -107,17 +123,17 @@ class HostRead(Rule):
                 if m.is_builtin(func, b):
                     args = positional_args(node)
                     if len(args) == 1 and m.kind(args[0]) in K.DEVICE_TENSORS:
-                        self._flag(node, f"`{b}(tensor)` reads a device value to the host {{when}}")
+                        self._flag(node, f"`{t}` reads a device value to the host {{when}}")
                     return
             return
         mod, _, fn = q.rpartition(".")
         if mod == "math":
             if any(m.kind(a) in K.DEVICE_TENSORS for a in positional_args(node)):
-                self._flag(node, f"`math.{fn}(tensor)` reads a device value to the host {{when}}")
+                self._flag(node, f"`{t}` reads a device value to the host {{when}}")
             return
         if q in T.HOST_READ_TORCH_FUNCTIONS:
             if any(m.kind(a) in K.DEVICE_TENSORS for a in positional_args(node)):
-                self._flag(node, f"`torch.{fn}` reads a device comparison to the host {{when}}")
+                self._flag(node, f"`{t}` reads a device comparison to the host {{when}}")
             return
         if q in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
             args = positional_args(node)
@@ -125,16 +141,12 @@ class HostRead(Rule):
                 if any(m.kind(el.value) in K.DEVICE_TENSORS for el in args[0].elements):
                     self._flag(
                         node,
-                        f"`torch.{fn}([...])` of device tensors reads each element to the host {{when}}",
+                        f"`{t}` of device tensors reads each element to the host {{when}}",
                         fix="build it on the device: `torch.stack([...])`",
                     )
 
-    def _flag(self, node, message: str, fix: str = FIX) -> None:
-        self.report(
-            node,
-            f"{message}: the graph is cut and run early (1 extra execution + 1 transfer per step). Fix: {fix}",
-            fix=fix,
-        )
+    def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
+        self.report(node, message, fix=fix, cost=COST, edit=edit)
 
 
 def _to_cpu(m, node: cst.Call) -> bool:

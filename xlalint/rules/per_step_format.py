@@ -10,6 +10,8 @@ from xlalint.semantics.model import dotted_name, last_name, positional_args
 
 FIX = "log every N steps from `xm.add_step_closure(fn, args=(loss,))`, or accumulate with `.detach()` and print after the loop"
 
+COST = "its value is copied to the host: 1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
+
 _PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str", "write"})
 
 
@@ -60,12 +62,26 @@ class PerStepFormat(Rule):
     ]
 
     def _flag(self, node, what: str) -> None:
-        self.report(
-            node,
-            f"{what} formats a device tensor {{when}}: its value is copied to the host and the graph is "
-            f"cut (1 extra execution + 1 transfer per step). Fix: {FIX}",
-            fix=FIX,
-        )
+        tensor = self._tensor_in(node)
+        named = f"the device tensor `{self.text(tensor, 24)}`" if tensor is not None else "a device tensor"
+        self.report(node, f"`{self.text(node)}` formats {named} {{when}}", fix=FIX, cost=COST)
+
+    def _tensor_in(self, node):
+        """The first tensor the formatting reads, to name it in the headline."""
+        m = self.model
+        if isinstance(node, cst.FormattedString):
+            items = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        elif isinstance(node, cst.BinaryOperation):
+            right = node.right
+            items = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+        elif isinstance(node, cst.Call):
+            items = []
+            for a in node.args:
+                v = a.value
+                items.extend(p.expression for p in v.parts if isinstance(p, cst.FormattedStringExpression)) if isinstance(v, cst.FormattedString) else items.append(v)
+        else:
+            return None
+        return next((v for v in items if m.holds_tensor(v)), None)
 
     def on_FormattedString(self, node: cst.FormattedString) -> None:
         m = self.model

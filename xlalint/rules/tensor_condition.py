@@ -9,6 +9,11 @@ from xlalint.semantics import kinds as K
 
 FIX = "keep the decision on the device with `torch.where(cond, a, b)` / multiplying by a mask, or move the check out of the step (every N steps, or in `xm.add_step_closure`)"
 
+COST = (
+    "Python needs the bool now: 1 extra graph execution + 1 device-to-host transfer each time (the graph is "
+    "cut and run early), and a branch that flips compiles another graph"
+)
+
 # Methods whose truth value only makes sense on a tensor: flagged even when the receiver is unknown.
 _UNAMBIGUOUS = frozenset({"any", "all", "isnan", "isinf", "isfinite"})
 
@@ -62,40 +67,36 @@ class TensorCondition(Rule):
         self._done.clear()
 
     def on_If(self, node: cst.If) -> None:
-        self._truth(node.test)
+        self._truth(node.test, "`if`")
 
     def on_While(self, node: cst.While) -> None:
-        self._truth(node.test)
+        self._truth(node.test, "`while` (once per iteration)")
 
     def on_IfExp(self, node: cst.IfExp) -> None:
-        self._truth(node.test)
+        self._truth(node.test, "a conditional expression")
 
     def on_Assert(self, node: cst.Assert) -> None:
-        self._truth(node.test)
+        self._truth(node.test, "`assert`")
 
     def on_CompIf(self, node: cst.CompIf) -> None:
-        self._truth(node.test)
+        self._truth(node.test, "a comprehension's `if`")
 
     def on_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if isinstance(node.operator, cst.Not) and id(node) not in self._done:
-            self._truth(node)
+            self._truth(node, "`not`")
 
     def on_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         # outside a test, `a or b` still truth-tests `a`
         if id(node) not in self._done:
             self._done.add(id(node))
-            self._truth(node.left)
+            op = "`and`" if isinstance(node.operator, cst.And) else "`or`"
+            self._truth(node.left, op)
 
-    def _truth(self, e) -> None:
+    def _truth(self, e, by: str) -> None:
         """``e`` is truth-tested by Python: one finding for the whole test, at its first tensor operand."""
         hit = self._first_tensor_operand(e)
         if hit is not None:
-            self.report(
-                hit,
-                "tensor-valued condition: Python reads it on the host {when}: the graph is cut and run "
-                f"early (1 extra execution + 1 transfer per step), and a branch that flips compiles a new graph. Fix: {FIX}",
-                fix=FIX,
-            )
+            self.report(hit, f"`{self.text(hit)}` is a device tensor tested by {by} {{when}}", fix=FIX, cost=COST)
 
     def _first_tensor_operand(self, e):
         self._done.add(id(e))

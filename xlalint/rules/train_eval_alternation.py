@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.rules import Rule
+from xlalint.rules import Rule, set_parts
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import EVERY, PERIODIC, Frequency, last_name, name_words, positional_args
@@ -175,16 +175,19 @@ class TrainEvalAlternation(Rule):
                     found[id(r[2])] = (r[2], period, via, r[3], r[4])
         for cand, period, via, call, recv in found.values():
             freq = Frequency(PERIODIC, period) if period else Frequency(EVERY)
-            how = f" {freq.describe()}" if period else ""
+            how = " {when}" if period else ""
             through = f" (through `{via}()`)" if via else ""
             cand.frequency = freq
-            cand.message = (
-                f"`{call}` runs inside the training step loop{how}{through}, which also runs "
-                f"`{recv}.train()`: the eval forward is a different graph, so each distinct eval graph compiles "
-                "once more in the middle of training (measured: one extra compile per distinct eval graph, then "
-                f"cached; no recompile per switch). Fix: {FIX}"
+            set_parts(
+                cand,
+                message=f"`{call}` runs inside the training step loop{how}{through}, which also runs `{recv}.train()`",
+                cost=(
+                    "the eval forward is a different graph: each distinct eval graph compiles once more in the "
+                    "middle of training (measured: one extra compile per distinct eval graph, then cached; no "
+                    "recompile per switch)"
+                ),
+                fix=FIX,
             )
-            cand.fix = FIX
 
 
 def _skipped(ctx) -> bool:

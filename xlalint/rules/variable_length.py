@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.rules import Rule
+from xlalint.rules import Rule, set_parts
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import (
     EVERY, Frequency, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
@@ -254,22 +254,26 @@ class UnbucketedVariableLength(Rule):
                 func, ctx = extra
                 if not (self._is_collate(func) or m.frequency(ctx).per_step):
                     continue
-                self._emit(cand, "`pad_sequence` pads each batch to its own longest sequence", FIX_PAD)
+                self._emit(cand, f"`{self.text(cand.node)}` pads each batch to its own longest sequence", FIX_PAD)
             elif kind == "collator":
                 if extra == "DataCollatorForLanguageModeling" and self._group_texts:
                     continue  # fixed-size blocks: every example has the same length
                 given = keyword_arg(cand.node, "pad_to_multiple_of") is not None
                 how = "with `pad_to_multiple_of` that can be None (it is, on a TPU, when it depends on fp16)" if given else "without `pad_to_multiple_of`"
-                self._emit(cand, f"`{extra}` {how} pads each batch to its own longest example", FIX_COLLATOR)
+                edit = None if given else _add_keyword(
+                    cand.node, "pad_to_multiple_of", cst.Integer("64"), "safe",
+                    "add `pad_to_multiple_of=64`; the extra padding is masked out (attention mask), so results are unchanged",
+                )
+                self._emit(cand, f"`{extra}(...)` {how} pads each batch to its own longest example", FIX_COLLATOR, edit)
             elif kind == "tokenizer":
                 what = '`padding="longest"` (which ignores `max_length`)' if extra == "longest" else "`padding=True` (the longest text of the call)"
-                self._emit(cand, f"this tokenizer call pads with {what}", FIX_PAD)
+                self._emit(cand, f"`{self.text(cand.node.func)}(...)` pads with {what}", FIX_PAD, _max_length_padding(cand.node))
             elif kind == "tokenizer.pad":
-                self._emit(cand, "`tokenizer.pad(...)` pads each batch to its own longest example by default", FIX_PAD)
+                self._emit(cand, f"`{self.text(cand.node.func)}(...)` pads each batch to its own longest example by default", FIX_PAD)
         for cand, func, name in self._max_lens:
             if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs or not self._is_collate(func):
                 continue
-            self._emit(cand, f"this collate function pads to the batch maximum (`{name}`) without rounding it to a bucket", FIX_PAD)
+            self._emit(cand, f"`{name} = {self.text(cand.node, 32)}` pads to the batch maximum without rounding it to a bucket", FIX_PAD)
         if m.imports_xla:
             for cand, func, node, n, batch in self._loaders:
                 if not self._feeds_training_loop(func, node):
@@ -279,19 +283,23 @@ class UnbucketedVariableLength(Rule):
                 else:
                     why = "unless the dataset length is a multiple of the batch size, the last batch is smaller"
                 cand.frequency = Frequency(EVERY)
-                cand.message = (
-                    f"this `DataLoader` feeds the XLA training loop without `drop_last=True`: {why}, a "
-                    f"different input shape that compiles another graph (once per distinct size, at the end of "
-                    f"the epoch, stalling training). Fix: {FIX_DROP_LAST}"
+                set_parts(
+                    cand,
+                    message=f"`{self.text(node.func)}(...)` feeds the XLA training loop without `drop_last=True`",
+                    cost=(
+                        f"{why}: a different input shape that compiles another graph (once per distinct size, at "
+                        "the end of the epoch, stalling training)"
+                    ),
+                    fix=FIX_DROP_LAST,
+                    edit=_add_keyword(node, "drop_last", cst.Name("True"), "unsafe",
+                                      "add `drop_last=True`; the last partial batch of each epoch is no longer trained on"),
                 )
-                cand.fix = FIX_DROP_LAST
 
-    def _emit(self, cand, what: str, fix: str) -> None:
+    def _emit(self, cand, what: str, fix: str, edit=None) -> None:
         if cand.ctx.non_xla or cand.ctx.error_path:
             return  # `if on_tpu: return pad(..., "max_length")` then the dynamic fallback: never on XLA
         cand.frequency = Frequency(EVERY)
-        cand.message = f"{what}: {COST}. Fix: {fix}"
-        cand.fix = fix
+        set_parts(cand, message=what, cost=COST, fix=fix, edit=edit)
 
     def _is_collate(self, func) -> bool:
         f = func
@@ -462,3 +470,46 @@ def _dataset_length(m, call: cst.Call) -> Optional[int]:
     if isinstance(first, cst.Integer) and first.value.isdigit():
         return int(first.value)
     return None
+
+
+def _add_keyword(call: cst.Call, name: str, value, applicability: str, title: str) -> tuple:
+    """A fix that adds ``name=value`` as the call's last argument, keeping its layout (one line, or one
+    argument per line with or without a trailing comma)."""
+    args = list(call.args)
+    new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    if args and isinstance(args[-1].comma, cst.Comma):
+        # a trailing comma: the new argument takes it over; the old last one gets its neighbour's comma
+        last = args[-1]
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(
+            whitespace_after=call.whitespace_before_args if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
+            else cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=between)
+        new = new.with_changes(comma=last.comma)
+    elif args and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        # one argument per line, no trailing comma: the same line break before the new one, and the
+        # closing parenthesis stays where it was
+        last = args[-1]
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=call.whitespace_before_args),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    elif args:
+        last = args[-1]
+        args[-1] = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    args.append(new)
+    return (call, call.with_changes(args=args), applicability, title)
+
+
+def _max_length_padding(call: cst.Call):
+    """``padding="longest"`` / ``padding=True`` -> ``padding="max_length"`` when ``max_length=`` is given
+    (safe: the same tokens, more padding that the attention mask hides). None when there is no max_length."""
+    if keyword_arg(call, "max_length") is None:
+        return None
+    value = keyword_arg(call, "padding")
+    quote = '"'
+    if isinstance(value, cst.SimpleString) and value.value[-1:] == "'":
+        quote = "'"
+    replacement = cst.SimpleString(f"{quote}max_length{quote}")
+    return (value, replacement, "safe",
+            'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')

@@ -573,7 +573,8 @@ class SemanticModel(TensorInference):
             fr = c.frequency
             cand_ids[id(c)] = len(cands)
             cands.append([c.rule.code, line, col, end_line, end_col, c.message, c.fix, c.when, ctx_id(c.ctx),
-                          [fr.level, fr.period, fr.after_sync] if fr is not None and c.when == "custom" else None])
+                          [fr.level, fr.period, fr.after_sync] if fr is not None and c.when == "custom" else None,
+                          *self._fix_parts(locator, c)])
         rules = {}
         for r in self.rules:
             data = r.export(ctx_id, lambda c: cand_ids.get(id(c)))
@@ -582,6 +583,17 @@ class SemanticModel(TensorInference):
         summary = {"module": mod, "imports": dict(self.imports), "funcs": funcs, "top_calls": top_calls,
                    "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites}
         return {"summary": summary, "cands": cands, "rules": rules}
+
+    def _fix_parts(self, locator, c) -> list:
+        """The message's parts a rule attached (``rules.set_parts``): the cost, and an automatic fix as
+        text edits of this tree (node, replacement node -> its span and the replacement's code)."""
+        edit = getattr(c, "edit", None)
+        edits, applicability, title = (), "", ""
+        if edit is not None:
+            node, replacement, applicability, title = edit
+            line, col, end_line, end_col = locator.span(node, c.top_index)
+            edits = ((line, col, end_line, end_col, self.module.code_for_node(replacement)),)
+        return [getattr(c, "cost", ""), edits, applicability, title]
 
     @staticmethod
     def _noqa_lines(locator, c, line: int, end_line: int) -> set:

@@ -1,0 +1,140 @@
+"""``--fix``, ``--unsafe-fixes`` and ``--diff``, with ruff's meanings.
+
+A rule's fix is a libcst transformation of the tree it linted (a node and its replacement), carried by
+the finding as text edits (so it survives the cache and the process pool, and JSON shows it). Here the
+edits are applied to the file's text, the file is linted again, and what is still fixable is applied
+again, until nothing changes (at most ``MAX_ROUNDS`` rounds): the result is what one more ``--fix``
+would leave alone. ``--fix`` writes the files and reports what is left; ``--diff`` writes nothing and
+prints a unified diff (exit 1 if there is one, 0 if not). Safe fixes keep what the program computes;
+unsafe ones (``--unsafe-fixes``) change a type or drop data, so a person should read them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+
+from xlalint import engine
+from xlalint.report.text import fixable
+
+MAX_ROUNDS = 10
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def _offsets(text: str) -> list:
+    """The offset of the start of each line (1-based line n starts at offsets[n - 1])."""
+    starts, pos = [], 0
+    for m in _LINES.finditer(text):
+        starts.append(pos)
+        pos = m.end()
+    starts.append(pos)
+    return starts
+
+
+def apply_edits(text: str, edits: list) -> tuple:
+    """``text`` with the non-overlapping ``edits`` applied (later ones that overlap are left for the
+    next round); returns (new text, number applied)."""
+    starts = _offsets(text)
+
+    def offset(line: int, col: int) -> int:
+        return starts[min(line, len(starts)) - 1] + col - 1
+
+    spans = sorted(((offset(l, c), offset(el, ec), content) for (l, c, el, ec, content) in edits))
+    out, pos, applied = [], 0, 0
+    for start, end, content in spans:
+        if start < pos:
+            continue  # overlaps the previous edit
+        out.append(text[pos:start])
+        out.append(content)
+        pos = end
+        applied += 1
+    out.append(text[pos:])
+    return "".join(out), applied
+
+
+def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> tuple:
+    """(fixed text, fixes applied, findings left) for one file."""
+    applied = 0
+    codes = settings.codes_for(path)
+    for _ in range(MAX_ROUNDS):
+        edits = [e for f in findings if fixable(f, unsafe) for e in f.edits]
+        if not edits:
+            break
+        new, n = apply_edits(text, edits)
+        if new == text:
+            break
+        text, applied = new, applied + n
+        findings = engine.lint_source(text, path, codes, max_tokens=settings.max_tokens)
+    return text, applied, findings
+
+
+def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
+    """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff, the
+    paths rewritten). Between rounds a file is linted alone; the caller lints the rewritten files again
+    as part of their project for the report."""
+    unsafe = bool(args.unsafe_fixes)
+    by_path: dict = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    left, fixed, diffs, changed = [], 0, 0, set()
+    for path, fs in by_path.items():
+        if not any(fixable(f, unsafe) for f in fs):
+            left.extend(fs)
+            continue
+        if path in sources and not args.diff:
+            warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
+            left.extend(fs)
+            continue
+        data = sources.get(path)
+        if data is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                warn(f"{path}: cannot read it to fix it: {e.strerror or e}")
+                left.extend(fs)
+                continue
+        try:
+            encoding = _encoding(data)
+            text = data.decode(encoding)
+        except (ValueError, LookupError, SyntaxError) as e:
+            warn(f"{path}: cannot decode it to fix it: {e}")
+            left.extend(fs)
+            continue
+        new, n, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
+        if new == text:
+            left.extend(fs)
+            continue
+        if args.diff:
+            diffs += 1
+            out.writelines(difflib.unified_diff(
+                text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
+            if not new.endswith(("\n", "\r")):
+                out.write("\n\\ No newline at end of file\n")
+            fixed += n
+            left.extend(fs)
+            continue
+        try:
+            with open(path, "wb") as fh:
+                fh.write(new.encode(encoding))
+        except OSError as e:
+            warn(f"{path}: cannot write the fixes: {e.strerror or e}")
+            left.extend(fs)
+            continue
+        fixed += n
+        changed.add(path)
+        left.extend(remaining)
+    args.fixed_count = fixed
+    if args.diff:
+        print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''}." if fixed else "No fixes would be applied.", file=sys.stderr)
+        return sorted(left), 1 if diffs else 0, changed
+    return sorted(left), 0, changed
+
+
+def _encoding(data: bytes) -> str:
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return encoding
