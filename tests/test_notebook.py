@@ -156,7 +156,7 @@ def test_fix_notebook_edits_cells_in_place_and_keeps_the_rest(tmp_path: Path):
 def test_cli_discovers_notebooks_and_reports_cells(tmp_path: Path):
     write_nb(tmp_path, ["import torch", LOOP])
     (tmp_path / "clean.py").write_text("import torch\n")
-    r = run_xlalint("--isolated", "--no-cache", ".", cwd=tmp_path)
+    r = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert r.stdout.splitlines()[0].startswith("nb.ipynb:cell 2:3:9: XLA001 ")
     assert "in 2 files checked" in r.stdout
@@ -167,9 +167,9 @@ def test_a_notebook_is_a_module_of_its_project(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "helpers.py").write_text("def read(t):\n    return t.item()\n")
     write_nb(tmp_path, ["import torch\nfrom helpers import read", "for x in loader:\n    loss = model(x).sum()\n    read(loss)\n"])
-    r = run_xlalint("--no-cache", "helpers.py", cwd=tmp_path)
+    r = run_xlalint("--no-cache", "--output-format", "concise", "helpers.py", cwd=tmp_path)
     assert r.stdout.startswith("helpers.py:2:12: XLA001 "), r.stdout + r.stderr
-    r = run_xlalint("--no-cache", ".", cwd=tmp_path)
+    r = run_xlalint("--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert [ln.split(": ")[0] for ln in r.stdout.splitlines()[:-1]] == ["helpers.py:2:12"], r.stdout
 
 
@@ -195,7 +195,7 @@ def test_cli_sarif_and_github_point_at_the_line_of_the_ipynb_file(tmp_path: Path
 def test_cli_bad_notebook_does_not_stop_the_others(tmp_path: Path):
     (tmp_path / "bad.ipynb").write_text("{ this is not json")
     write_nb(tmp_path, ["import torch", LOOP])
-    r = run_xlalint("--isolated", "--no-cache", ".", cwd=tmp_path)
+    r = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert_no_traceback(r)
     assert r.returncode == 1
     assert [ln.split(" ", 2)[:2] for ln in r.stdout.splitlines()[:2]] == [
@@ -222,7 +222,7 @@ def test_big_outputs_do_not_count_against_max_file_size(tmp_path: Path):
     cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "A" * 2_000_000})]
     p = tmp_path / "big.ipynb"
     nbformat.write(new_notebook(cells=[cell]), str(p))
-    r = run_xlalint("--isolated", "--no-cache", "big.ipynb", cwd=tmp_path)
+    r = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", "big.ipynb", cwd=tmp_path)
     assert "XLA001" in r.stdout and "XLA901" not in r.stdout
 
 

@@ -41,22 +41,16 @@ async def _start(lsp_client: LanguageClient, root: Path):
 
 
 # The same server, with findings that carry an automatic fix the way `--fix` findings do (``edits``,
-# 1-based, end exclusive): `.item()` -> `.detach()`. The real edits come from the rules (xlalint/fix.py).
+# 1-based, end exclusive): `.item()` -> `.detach()`, whatever the rule's own fix is.
 FIXING = (
     "import sys, dataclasses, xlalint.server as s\n"
-    "from xlalint.findings import Finding\n"
-    "@dataclasses.dataclass(frozen=True)\n"
-    "class Fixable(Finding):\n"
-    "    edits: tuple = ()\n"
-    "    applicability: str = 'safe'\n"
-    "    fix_title: str = ''\n"
     "real = s.lint_document\n"
     "def lint(path, text, settings):\n"
     "    out = []\n"
     "    for f in real(path, text, settings):\n"
     "        if f.code == 'XLA001':\n"
     "            e = ((f.line, f.end_column - 7, f.line, f.end_column, '.detach()'),)\n"
-    "            f = Fixable(**{k.name: getattr(f, k.name) for k in dataclasses.fields(Finding)}, edits=e, fix_title='Keep it on the device')\n"
+    "            f = dataclasses.replace(f, edits=e, applicability='safe', fix_title='Keep it on the device')\n"
     "        out.append(f)\n"
     "    return out\n"
     "s.lint_document = lint\n"
