@@ -1,0 +1,23 @@
+"""Data for the rules XLA007-XLA011 (kept apart from ``tables.py``, which the model reads).
+
+Qualified names are written as the user's import resolves them. The CPU-fallback ops themselves are
+generated: see ``fallback_ops.py`` (``scripts/gen_fallback_ops.py`` writes it).
+"""
+
+# --- XLA011 sync-heavy-amp ---------------------------------------------------------------------
+# Loss scalers whose ``step(optimizer)`` reads ``found_inf`` on the host (``.item()``) every step.
+GRAD_SCALER_CLASSES = frozenset(
+    {
+        "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
+        "torch.GradScaler",
+    }
+)
+
+# Functions that take ``error_if_nonfinite=``: with ``True`` they read the norm's finiteness on the host.
+NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get_total_norm"})
+
+# --- XLA008 python-iteration-over-tensor -------------------------------------------------------
+# Builtins that iterate their (single) argument in Python: one element read per item.
+ITERATING_BUILTINS = frozenset({"max", "min", "sum", "list", "tuple", "sorted", "set", "any", "all", "enumerate", "iter", "reversed"})
