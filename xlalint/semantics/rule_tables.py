@@ -21,3 +21,25 @@ NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get
 # --- XLA008 python-iteration-over-tensor -------------------------------------------------------
 # Builtins that iterate their (single) argument in Python: one element read per item.
 ITERATING_BUILTINS = frozenset({"max", "min", "sum", "list", "tuple", "sorted", "set", "any", "all", "enumerate", "iter", "reversed"})
+
+# --- XLA007 cpu-fallback-op --------------------------------------------------------------------
+# Positional parameters of the calls whose fallback depends on an argument (``when`` in
+# fallback_ops.py), so that ``interpolate(x, None, 2, "bicubic")`` matches like ``mode="bicubic"``.
+# For a method call the first parameter (the tensor) is the receiver.
+CALL_SIGNATURES = {
+    "interpolate": ("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias"),
+    "upsample": ("input", "size", "scale_factor", "mode", "align_corners"),
+    "multinomial": ("input", "num_samples", "replacement"),
+    "pad": ("input", "pad", "mode", "value"),
+}
+
+# Default values of those parameters (a call that omits one gets the default).
+CALL_DEFAULTS = {
+    "interpolate": {"mode": "nearest", "antialias": False},
+    "upsample": {"mode": "nearest"},
+    "multinomial": {"replacement": False},
+    "pad": {"mode": "constant"},
+}
+
+# Fallback factories: they fall back only when asked to build on the device (``device=``).
+DEVICE_FACTORIES = frozenset({"torch.tril_indices", "torch.triu_indices"})
