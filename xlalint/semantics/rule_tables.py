@@ -19,8 +19,10 @@ GRAD_SCALER_CLASSES = frozenset(
 NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get_total_norm"})
 
 # --- XLA008 python-iteration-over-tensor -------------------------------------------------------
-# Builtins that iterate their (single) argument in Python: one element read per item.
-ITERATING_BUILTINS = frozenset({"max", "min", "sum", "list", "tuple", "sorted", "set", "any", "all", "enumerate", "iter", "reversed"})
+# Builtins that iterate their (single) argument in Python AND read each element's value (a comparison or
+# a truth test): one host read per element. ``sum``/``list``/``tuple`` only slice lazily (measured: no
+# transfer), so they are not here.
+COMPARING_BUILTINS = frozenset({"max", "min", "sorted", "any", "all"})
 
 # --- XLA007 cpu-fallback-op --------------------------------------------------------------------
 # Positional parameters of the calls whose fallback depends on an argument (``when`` in

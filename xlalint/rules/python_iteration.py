@@ -1,0 +1,125 @@
+"""XLA008 python-iteration-over-tensor: Python walks a device tensor element by element every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
+from xlalint.semantics import rule_tables as RT
+from xlalint.semantics.model import positional_args
+
+FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
+FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"
+FIX_LOOP = (
+    "vectorise the body over the whole tensor (`torch.where`, masks, `t.sum()`, `t.max()`), or read it "
+    "once with `t.tolist()` after the step's sync / in `xm.add_step_closure`"
+)
+
+
+class PythonIterationOverTensor(Rule):
+    code = "XLA008"
+    name = "python-iteration-over-tensor"
+    summary = "Python iterates a device tensor every step: one slice per element, and a graph cut for each element it compares."
+    what_it_does = """
+        Flags, in code that runs every step, Python-level iteration of a value known to be one device
+        tensor: `for v in t:` and comprehensions `[f(v) for v in t]` (the finding spans the loop, so
+        `--verify` counts what its body reads), and the builtins that compare elements on the host:
+        `max(t)`, `min(t)`, `sorted(t)`, `any(t)`, `all(t)`, and `x in t` / `x not in t`.
+        Not flagged: iterating a container of tensors (a batch, `nn.ModuleList`, `nn.ParameterList`,
+        a Python list of tensors, `t.split(...)` / `t.unbind()` results, `zip` of lists),
+        `t.shape`, `range(t.size(0))`, `max(a, b)` of two values, and `sum(t)`, `list(t)`,
+        `tuple(t)`, `a, b = t` on their own: measured on torch_xla 2.9 they only slice the tensor
+        lazily (no transfer, no recompile for a fixed length).
+    """
+    why_slow = """
+        Iterating a tensor unbinds it into one lazy slice per element: every element becomes its own
+        small graph input/output, traced every step. As soon as Python needs an element's value (a
+        comparison in `max`/`sorted`, `if v > 0`, `v.item()`), the graph is cut and that element is
+        copied to the host, once per element. Measured on the CPU device: `max(t)` of 6 elements runs 5
+        transfers and compiles new graphs on most steps (the comparison outcomes decide the graph);
+        `sorted(t)` 5-12 transfers per step; `x in t` one transfer and an extra execution per step.
+    """
+    example = """
+        for x, y in loader:
+            per_sample = loss_fn(model(x), y)          # reduction="none"
+            worst = max(per_sample)                     # XLA008: one host read per element
+            hard = 0
+            for l in per_sample:                        # XLA008
+                if l > threshold:                       # XLA002
+                    hard += 1
+            loss = per_sample.mean()
+    """
+    use_instead = """
+        for x, y in loader:
+            per_sample = loss_fn(model(x), y)
+            worst = per_sample.max()                    # stays on the device
+            hard = (per_sample > threshold).sum()       # a tensor: read it after the step, if at all
+            loss = per_sample.mean()
+    """
+    known_problems = """
+        A value is a tensor by inference; a model output that is really a tuple of tensors but is
+        inferred as one tensor would be reported. A loop over a fixed-size tensor whose body never
+        reads an element on the host costs tracing time, not counters: `--verify` reports such a finding
+        NOT CONFIRMED. Fix safety: vectorising the loop changes the code; no automatic fix.
+    """
+    verify = """
+        `TransferFromDeviceTime` samples (and `aten::_local_scalar_dense`) within the flagged expression or
+        loop on most steps, with the extra graph executions and the `UncachedCompile`s of the new graphs.
+    """
+    VALID = [
+        # containers of tensors, modules, shapes, ranges, zip over lists, pairs
+        "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n        self.scales = nn.ParameterList([nn.Parameter(torch.ones(4)) for _ in range(3)])\n    def forward(self, x):\n        for layer, s in zip(self.layers, self.scales):\n            x = layer(x) * s\n        for p in self.scales:\n            x = x + p\n        for i in range(x.size(0)):\n            x = x + i\n        for d in x.shape:\n            x = x * 1\n        return x\n",
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    tensors = [out, out * 2]\n    for t in tensors:\n        out = out + t\n    for a, b in zip(out.split(2), tensors):\n        out = out + 1\n    m = max(out.max(), 0)\n    loss = out.sum()\n    loss.backward()\n",
+        # measured free: slicing only
+        "import torch\nfor x in loader:\n    out = model(x)\n    s = sum(out)\n    parts = list(out)\n    a, b = out[:2]\n    loss = s + parts[0].sum()\n    loss.backward()\n",
+        # once, after training
+        "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
+    ]
+    INVALID = [
+        "import torch\nfor x, y in loader:\n    per_sample = loss_fn(model(x), y)\n    worst = max(per_sample)\n    loss = per_sample.mean()\n    loss.backward()\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        total = 0\n        for v in x.sum(-1):\n            total = total + v\n        return total\n",
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    if 0 in y:\n        out = out * 2\n    loss = out.sum()\n    loss.backward()\n",
+        "import torch\nfor x, y in loader:\n    out = model(x)\n    ranked = sorted(out.sum(-1))\n    flags = [v > 0 for v in out.sum(-1)]\n    loss = out.sum()\n    loss.backward()\n",
+    ]
+
+    def on_For(self, node: cst.For) -> None:
+        if self.model.kind(node.iter) in K.DEVICE_TENSORS:
+            self._flag(node, "`for ... in <tensor>:` iterates a device tensor element by element", FIX_LOOP)
+
+    def _comp(self, node) -> None:
+        comp = node.for_in
+        while comp is not None:
+            if self.model.kind(comp.iter) in K.DEVICE_TENSORS:
+                self._flag(node, "a comprehension iterates a device tensor element by element", FIX_LOOP)
+                return
+            comp = comp.inner_for_in
+
+    on_ListComp = on_SetComp = on_DictComp = on_GeneratorExp = _comp
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        if not isinstance(func, cst.Name) or func.value not in RT.COMPARING_BUILTINS:
+            return
+        args = positional_args(node)
+        if len(args) != 1 or len(node.args) - len([a for a in node.args if a.keyword is not None]) != 1:
+            return
+        if not m.is_builtin(func, func.value) or m.kind(args[0]) not in K.DEVICE_TENSORS:
+            return
+        fn = func.value
+        self._flag(node, f"`{fn}(tensor)` compares the elements of a device tensor in Python", FIX_REDUCE)
+
+    def on_Comparison(self, node: cst.Comparison) -> None:
+        for ct in node.comparisons:
+            if isinstance(ct.operator, (cst.In, cst.NotIn)) and self.model.kind(ct.comparator) in K.DEVICE_TENSORS:
+                self._flag(node, "`x in tensor` tests membership with a host read", FIX_IN)
+                return
+
+    def _flag(self, node, what: str, fix: str) -> None:
+        self.report(
+            node,
+            f"{what} {{when}}: every element Python reads is a graph cut and a device-to-host transfer, and "
+            f"the outcomes decide the next graph (recompiles). Fix: {fix}",
+            fix=fix,
+        )
