@@ -68,6 +68,8 @@ class PythonIterationOverTensor(Rule):
         loop on most steps, with the extra graph executions and the `UncachedCompile`s of the new graphs.
     """
     VALID = [
+        # a batch's list of target dicts (DETR): the elements are used as dicts, so it is not a tensor
+        "import torch\nfor samples, targets in loader:\n    out = model(samples)\n    targets = [{k: v.to(device) for k, v in t.items()} for t in targets]\n    for t in targets:\n        boxes = t['boxes']\n    loss = out.sum()\n    loss.backward()\n",
         # containers of tensors, modules, shapes, ranges, zip over lists, pairs
         "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])\n        self.scales = nn.ParameterList([nn.Parameter(torch.ones(4)) for _ in range(3)])\n    def forward(self, x):\n        for layer, s in zip(self.layers, self.scales):\n            x = layer(x) * s\n        for p in self.scales:\n            x = x + p\n        for i in range(x.size(0)):\n            x = x + i\n        for d in x.shape:\n            x = x * 1\n        return x\n",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    tensors = [out, out * 2]\n    for t in tensors:\n        out = out + t\n    for a, b in zip(out.split(2), tensors):\n        out = out + 1\n    m = max(out.max(), 0)\n    loss = out.sum()\n    loss.backward()\n",
@@ -84,13 +86,13 @@ class PythonIterationOverTensor(Rule):
     ]
 
     def on_For(self, node: cst.For) -> None:
-        if self.model.kind(node.iter) in K.DEVICE_TENSORS:
+        if self.model.kind(node.iter) in K.DEVICE_TENSORS and not _used_as_container(node.target, node.body):
             self._flag(node, "`for ... in <tensor>:` iterates a device tensor element by element", FIX_LOOP)
 
     def _comp(self, node) -> None:
         comp = node.for_in
         while comp is not None:
-            if self.model.kind(comp.iter) in K.DEVICE_TENSORS:
+            if self.model.kind(comp.iter) in K.DEVICE_TENSORS and not _used_as_container(comp.target, node):
                 self._flag(node, "a comprehension iterates a device tensor element by element", FIX_LOOP)
                 return
             comp = comp.inner_for_in
@@ -123,3 +125,33 @@ class PythonIterationOverTensor(Rule):
             f"the outcomes decide the next graph (recompiles). Fix: {fix}",
             fix=fix,
         )
+
+
+_CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "append", "pop", "update"})
+
+
+def _used_as_container(target, scope) -> bool:
+    """The loop variable is used as a dict or list (``t.items()``, ``t["boxes"]``): whatever is iterated is
+    a list of containers (a batch's list of target dicts), not a tensor, whatever the inference said."""
+    names = {e.value for e in _target_names(target)}
+    if not names:
+        return False
+    stack = [scope]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and n.attr.value in _CONTAINER_METHODS and isinstance(n.value, cst.Name) and n.value.value in names:
+            return True
+        if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value in names:
+            for el in n.slice:
+                if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    return True
+        stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+    return False
+
+
+def _target_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
