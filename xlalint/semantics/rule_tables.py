@@ -45,3 +45,20 @@ CALL_DEFAULTS = {
 
 # Fallback factories: they fall back only when asked to build on the device (``device=``).
 DEVICE_FACTORIES = frozenset({"torch.tril_indices", "torch.triu_indices"})
+
+# --- XLA009 step-varying-python-int ------------------------------------------------------------
+# torch factories whose positional ints are sizes: a new size on the device is a new graph.
+SHAPE_FACTORIES = frozenset(
+    {
+        "torch.arange", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand",
+        "torch.randn", "torch.randint", "torch.eye", "torch.linspace", "torch.tril_indices",
+        "torch.triu_indices",
+    }
+)
+# Tensor methods whose int arguments are shapes (or, for select/narrow, positions).
+SHAPE_METHODS = frozenset(
+    {
+        "view", "reshape", "expand", "repeat", "narrow", "select", "new_zeros", "new_ones", "new_empty",
+        "new_full", "unflatten", "tile",
+    }
+)
