@@ -95,7 +95,7 @@ CANDIDATES = [
     ("torch.nn.functional.interpolate", "F.interpolate(img, size=(12, 12), mode='bilinear', align_corners=False)", ("mode", "bilinear"), ""),
     ("torch.nn.functional.upsample", "F.upsample(img, size=(12, 12), mode='bicubic', align_corners=False)", ("mode", "bicubic"), ALT_BICUBIC),
     ("torch.nn.functional.interpolate", "F.interpolate(img, size=(12, 12), mode='nearest')", ("mode", "nearest"), ""),
-    ("torch.nn.functional.embedding_bag", "F.embedding_bag(i.view(8, 4), torch.randn(10, 3, device=d))", None, ALT_EMBEDDING_BAG),
+    ("torch.nn.functional.embedding_bag", "F.embedding_bag(i.view(8, 4), torch.randn(10, 3, device=d, requires_grad=True))", None, ALT_EMBEDDING_BAG),
     ("torch.nn.functional.ctc_loss", "F.ctc_loss(torch.randn(12, 2, 5, device=d).log_softmax(2), torch.randint(1, 5, (2, 4), device=d), torch.full((2,), 12, device=d, dtype=torch.long), torch.full((2,), 4, device=d, dtype=torch.long))", None, ""),
     ("torch.linalg.eig", "torch.linalg.eig(m)", None, ALT_EIG),
     ("torch.linalg.eigvals", "torch.linalg.eigvals(m)", None, ALT_EIG),

@@ -160,9 +160,9 @@ FALLBACK_FUNCTIONS = {'torch.bincount': [{'alternative': 'a fixed-size count on 
                                    'when': None}],
  'torch.nn.functional.embedding_bag': [{'alternative': '`F.embedding(ids, weight).sum(1)` / `.mean(1)` on '
                                                        'fixed-size bags',
-                                        'ops': ['aten::_embedding_bag_forward_only'],
-                                        'probe': 'F.embedding_bag(i.view(8, 4), torch.randn(10, 3, '
-                                                 'device=d))',
+                                        'ops': ['aten::_embedding_bag'],
+                                        'probe': 'F.embedding_bag(i.view(8, 4), torch.randn(10, 3, device=d, '
+                                                 'requires_grad=True))',
                                         'when': None}],
  'torch.nn.functional.grid_sample': [{'alternative': '',
                                       'ops': ['aten::grid_sampler_2d'],
