@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import positional_args
+from xlalint.semantics.model import dotted_name, positional_args
 
 FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
 FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"
@@ -80,6 +80,10 @@ class PythonIterationOverTensor(Rule):
         "import torch\nfor x in loader:\n    out = model(x)\n    s = sum(out)\n    parts = list(out)\n    a, b = out[:2]\n    loss = s + parts[0].sum()\n    loss.backward()\n",
         # from torch's sources: a forward parameter that is a tuple (parameters are assumed tensors)
         "import torch\nclass FnWithKwargs(torch.nn.Module):\n    def forward(self, pos0, tuple0, *myargs):\n        out = pos0\n        for arg in tuple0:\n            out = out * arg\n        return out * max(myargs)\n",
+        # from transformers: a module's output that is a list of (feature map, mask) pairs; a parameter
+        # typed as a tensor or a tuple of them
+        "import torch\nclass Backbone(torch.nn.Module):\n    def forward(self, pixel_values, pixel_mask):\n        out = self.conv_encoder(pixel_values, pixel_mask)\n        pos = []\n        for feature_map, mask in out:\n            pos.append(mask)\n        return pos\n",
+        "import torch\nfrom typing import Union\nclass M(torch.nn.Module):\n    def forward(self, x, gate_logits: Union[torch.Tensor, tuple[torch.Tensor]], class_labels: list[torch.Tensor]):\n        n = sum(len(c) for c in class_labels)\n        for g in gate_logits:\n            x = x + g.sum()\n        return x\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
     ]
@@ -92,27 +96,36 @@ class PythonIterationOverTensor(Rule):
 
     def __init__(self) -> None:
         super().__init__()
-        self._params: dict = {}  # function key -> unannotated parameter names not rebound yet
+        self._maybe_containers: dict = {}  # function key -> names that may hold a tuple/list of tensors
 
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
         p = node.params
-        names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params) if x.annotation is None}
-        self._params[self.model.step_context().func.key] = names
+        names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params) if not _plain_tensor(x.annotation)}
+        self._maybe_containers[self.model.step_context().func.key] = names
 
     def on_Assign(self, node: cst.Assign) -> None:
-        names = self._params.get(self.model.step_context().func.key)
-        if names:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
+        names = self._maybe_containers.setdefault(self.model.step_context().func.key, set())
+        m = self.model
+        from_module = isinstance(node.value, cst.Call) and (
+            m.kind(node.value.func) == K.MODULE
+            or (isinstance(node.value.func, cst.Attribute) and isinstance(node.value.func.value, cst.Name)
+                and node.value.func.value.value == "self")
+        )
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                if from_module:
+                    names.add(t.target.value)  # a module's output: often a list or tuple of tensors
+                else:
                     names.discard(t.target.value)
 
     def _tensor(self, e) -> bool:
-        """A device tensor for this rule: the model says so, and it is not a bare unannotated parameter
-        (``forward(self, x, tuple0)``: parameters are assumed tensors, but a tuple or a list of lengths
-        passed in is common, and iterating those is free)."""
+        """A device tensor for this rule: the model says so, and it is not a name that may well be a
+        container: a parameter not annotated as a plain tensor (``forward(self, x, tuple0)``,
+        ``gate_logits: Union[Tensor, tuple[Tensor]]``) or the output of a module call (``out =
+        self.backbone(x)``, often a list of feature maps). Iterating a tuple or list is free."""
         if self.model.kind(e) not in K.DEVICE_TENSORS:
             return False
-        if isinstance(e, cst.Name) and e.value in self._params.get(self.model.step_context().func.key, ()):
+        if isinstance(e, cst.Name) and e.value in self._maybe_containers.get(self.model.step_context().func.key, ()):
             return False
         return True
 
@@ -178,6 +191,18 @@ def _used_as_container(target, scope) -> bool:
                     return True
         stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
     return False
+
+
+def _plain_tensor(ann) -> bool:
+    """``x: torch.Tensor`` / ``Tensor`` / ``torch.FloatTensor`` / ``Optional[torch.Tensor]``."""
+    if ann is None:
+        return False
+    a = ann.annotation
+    if isinstance(a, cst.Subscript) and dotted_name(a.value) in ("Optional", "typing.Optional") and len(a.slice) == 1:
+        idx = a.slice[0].slice
+        a = idx.value if isinstance(idx, cst.Index) else None
+    name = dotted_name(a) if a is not None else None
+    return bool(name) and name.rsplit(".", 1)[-1].endswith("Tensor")
 
 
 def _target_names(target) -> list:
