@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import dotted_name, positional_args
+from xlalint.semantics.model import child_fields, dotted_name, positional_args
 
 FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
 FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"
@@ -83,6 +83,7 @@ class PythonIterationOverTensor(Rule):
         # from transformers: a module's output that is a list of (feature map, mask) pairs; a parameter
         # typed as a tensor or a tuple of them
         "import torch\nclass Backbone(torch.nn.Module):\n    def forward(self, pixel_values, pixel_mask):\n        out = self.conv_encoder(pixel_values, pixel_mask)\n        pos = []\n        for feature_map, mask in out:\n            pos.append(mask)\n        return pos\n",
+        "import torch\nclass Head(torch.nn.Module):\n    def forward(self, x):\n        hidden, all_hidden, attn = self.encoder(x)\n        y_hat = self.head(hidden)\n        y_hat = tuple(item.view(-1, 4) for item in y_hat)\n        return [h[:, 1:] for h in all_hidden], y_hat\n",
         "import torch\nfrom typing import Union\nclass M(torch.nn.Module):\n    def forward(self, x, gate_logits: Union[torch.Tensor, tuple[torch.Tensor]], class_labels: list[torch.Tensor]):\n        n = sum(len(c) for c in class_labels)\n        for g in gate_logits:\n            x = x + g.sum()\n        return x\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
@@ -111,12 +112,16 @@ class PythonIterationOverTensor(Rule):
             or (isinstance(node.value.func, cst.Attribute) and isinstance(node.value.func.value, cst.Name)
                 and node.value.func.value.value == "self")
         )
+        used = None
         for t in node.targets:
-            if isinstance(t.target, cst.Name):
+            for tn in _target_names(t.target):
                 if from_module:
-                    names.add(t.target.value)  # a module's output: often a list or tuple of tensors
-                else:
-                    names.discard(t.target.value)
+                    names.add(tn.value)  # a module's output: often a list or tuple of tensors
+                elif isinstance(t.target, cst.Name) and tn.value in names:
+                    if used is None:
+                        used = _names_in(node.value)
+                    if tn.value not in used:  # `y = tuple(f(i) for i in y)` reads the old value first
+                        names.discard(tn.value)
 
     def _tensor(self, e) -> bool:
         """A device tensor for this rule: the model says so, and it is not a name that may well be a
@@ -189,8 +194,30 @@ def _used_as_container(target, scope) -> bool:
             for el in n.slice:
                 if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString, cst.ConcatenatedString)):
                     return True
-        stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
+        stack.extend(_kids(n))
     return False
+
+
+def _kids(n) -> list:
+    """Child nodes, by the model's fast field walk (libcst's ``children`` runs its slow visitor)."""
+    out = []
+    for f in child_fields(type(n)):
+        v = getattr(n, f)
+        if isinstance(v, cst.CSTNode):
+            out.append(v)
+        elif type(v) in (tuple, list):
+            out.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return out
+
+
+def _names_in(node) -> set:
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        stack.extend(_kids(n))
+    return out
 
 
 def _plain_tensor(ann) -> bool:
