@@ -64,12 +64,25 @@ def cli(*args, cwd=ROOT) -> list:
 
 def test_flake8_reports_what_the_cli_reports_on_every_fixture():
     assert FIXTURES, "no fixtures found"
-    from_cli = cli(*FIXTURES)
+    # the same selection on both sides: `--select XLA` also turns on the rules that are off by default
+    from_cli = cli("--select", "XLA", *FIXTURES)
     from_flake8, proc = flake8("--select", "XLA", *FIXTURES)
     assert from_cli, "the fixtures should hold findings, or this comparison proves nothing"
     # same codes on the same lines and the same (1-based) columns, with the same messages
     assert from_flake8 == from_cli
     assert proc.returncode == 1
+
+
+def test_rules_off_by_default_stay_off_in_flake8_unless_selected():
+    from xlalint.rules import all_rules
+
+    off = [r.code for r in all_rules() if not r.on_by_default]
+    assert off, "no rule is off by default: this test proves nothing"
+    fixture = [f for f in FIXTURES if "per_sample_loss_iteration" in f]
+    default, _ = flake8(*fixture)
+    chosen, _ = flake8("--extend-select", ",".join(off), *fixture)
+    assert not [r for r in default if r[3] in off], default
+    assert [r for r in chosen if r[3] in off], chosen
 
 
 def test_flake8_columns_are_the_cli_columns_not_off_by_one(tmp_path):

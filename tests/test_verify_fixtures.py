@@ -24,12 +24,7 @@ PROGRAMS = FIXTURES + EXAMPLES
 MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
 
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
-KNOWN_DIFFERENCES = {
-    "repeat_interleave_lengths.py": {
-        ("miss", 22): "nonzero_static(size=K) still falls back to the CPU every step (aten::nonzero) but "
-        "has a static shape, so RULES.md keeps it silent under XLA003; the CPU fallback is XLA007's, a later rule",
-    },
-}
+KNOWN_DIFFERENCES: dict = {}
 
 
 def _torch_xla_or_fail():

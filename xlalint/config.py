@@ -158,7 +158,7 @@ def expand_codes(selectors: Iterable[str], where: str) -> set:
 
 
 def default_enabled() -> set:
-    return set(all_codes())
+    return {r.code for r in all_rules() if r.on_by_default}
 
 
 def _has_xlalint_table(candidate: Path) -> bool:

@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 
 from xlalint import __version__
 from xlalint import engine
-from xlalint.config import ConfigError, Settings, build_settings, default_enabled, find_config
+from xlalint.config import ConfigError, Settings, all_codes, build_settings, default_enabled, find_config
 
 
 class XlaLintChecker:
@@ -41,6 +41,12 @@ class XlaLintChecker:
         self.lines = lines
 
     @classmethod
+    def add_options(cls, option_manager) -> None:
+        off = sorted(set(all_codes()) - default_enabled())
+        if off:
+            option_manager.extend_default_ignore(off)
+
+    @classmethod
     def parse_options(cls, option_manager, options, filenames) -> None:
         """Find ``[tool.xlalint]`` like the CLI does: the nearest one above the first path given."""
         first = filenames[0] if filenames and filenames[0] != "-" else "."
@@ -54,8 +60,9 @@ class XlaLintChecker:
             from flake8.exceptions import ExecutionError
 
             raise ExecutionError(f"xlalint: {e}") from None
-        # selection is flake8's: start from xlalint's defaults, not the config's select/ignore
-        return dataclasses.replace(settings, enabled=frozenset(default_enabled()))
+        # selection is flake8's: every code, not the config's select/ignore; the rules that are off by
+        # default are in flake8's default ignore list (add_options), so `--extend-select` turns them on
+        return dataclasses.replace(settings, enabled=frozenset(all_codes()))
 
     def run(self) -> Iterator[tuple]:
         source = "".join(self.lines)

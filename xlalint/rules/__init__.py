@@ -35,6 +35,8 @@ class Rule:
     INVALID: ClassVar[list] = []
     # findings that are about a file as a whole (syntax errors) do not walk the tree
     walks: ClassVar[bool] = True
+    # off unless selected (`--extend-select`), for rules whose precision on real code is below the others'
+    on_by_default: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.model = None

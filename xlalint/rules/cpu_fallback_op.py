@@ -1,0 +1,177 @@
+"""XLA007 cpu-fallback-op: a per-step call of an op that torch_xla runs on the CPU."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import fallback_ops as FB
+from xlalint.semantics import kinds as K
+from xlalint.semantics import rule_tables as RT
+from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
+
+FIX_NONE = (
+    "no lowered equivalent is known: move it out of the step (every N steps, or after training), or "
+    "write it with lowered ops"
+)
+_UNKNOWN = object()  # an argument that is not a literal
+_MISSING = object()  # an argument that is not given and has no known default
+
+# (name, when) pairs measured lowered, by name: `multinomial(p, 1)` is lowered although `multinomial` falls back
+_LOWERED_WHEN: dict = {}
+for _name, _when in FB.LOWERED:
+    if _when is not None:
+        _LOWERED_WHEN.setdefault(_name, []).append(_when)
+
+
+class CpuFallbackOp(Rule):
+    code = "XLA007"
+    name = "cpu-fallback-op"
+    summary = "A per-step op that has no XLA lowering: torch_xla runs it on the CPU, cutting the graph and copying both ways."
+    what_it_does = f"""
+        Flags, in code that runs every step (also after the step's sync), calls of ops that the
+        installed torch_xla does not lower to XLA, from a table measured on the device by
+        `scripts/gen_fallback_ops.py` ({FB.MEASURED_ON}): `torch.histc`, `torch.bincount`,
+        `torch.bucketize`, `torch.searchsorted`, `median`/`nanmedian` with a `dim`, `mode`,
+        `multinomial` without replacement and more than one sample, `logcumsumexp`, `cummin`,
+        `torch.fft.*`, `torch.stft`, `F.grid_sample`, `F.adaptive_max_pool1d/2d`,
+        `F.interpolate(mode="bicubic")` / `antialias=True`, `F.embedding_bag`, `F.ctc_loss`,
+        `torch.linalg.eig/eigvals/det/solve/lstsq/cholesky`, `nonzero_static`, `tril_indices`/
+        `triu_indices` on the device. The message names the op and its cheapest lowered alternative
+        when there is one.
+        Not flagged: lowered ops (`sort`, `topk`, `argsort`, `kthvalue`, `cumprod`, `cummax`,
+        `quantile`, `randperm`, `svd`, `eigh`, `slogdet`, `inv`, `pinv`, `cdist`, `roll`, bilinear
+        and nearest `interpolate`, reflect `pad`, `multinomial(p, 1)` and with replacement), methods
+        on values not known to be device tensors, calls on tensors known to be on the CPU, a variant
+        whose deciding argument is not a literal (`mode=args.mode`). Ops with a data-dependent shape
+        are XLA003's (`nonzero`, `unique`, `masked_select`, ...).
+    """
+    why_slow = """
+        An op without an XLA lowering runs through PyTorch's CPU kernel: torch_xla cuts the graph,
+        runs it so far, copies the inputs to the host, runs the op there and uploads the result,
+        which starts a new graph. Measured on torch_xla 2.9 (CPU device): one `aten::<op>` fallback
+        counter, a device-to-host transfer and an extra graph execution per call, every step; on a TPU
+        each copy also waits for the device.
+    """
+    example = """
+        for x, y in loader:
+            logits = model(x)
+            bins = torch.bucketize(logits.sigmoid(), boundaries)   # XLA007 (aten::bucketize)
+            hist = torch.histc(bins.float(), bins=10, min=0, max=9) # XLA007 (aten::histc)
+            loss = loss_fn(logits, y) + hist.std()
+    """
+    use_instead = """
+        for x, y in loader:
+            logits = model(x)
+            bins = (logits.sigmoid().unsqueeze(-1) > boundaries).sum(-1)   # lowered comparisons
+            hist = F.one_hot(bins, 11).sum(0)                             # a fixed-size count
+            loss = loss_fn(logits, y) + hist.float().std()
+    """
+    known_problems = """
+        The table is for the torch_xla it was generated on; regenerate it with
+        `PJRT_DEVICE=CPU python scripts/gen_fallback_ops.py` when torch_xla changes (`--check` tells
+        whether it is current). Some fallbacks depend on shapes the source does not show
+        (`adaptive_avg_pool2d` to a size that does not divide the input): those are not flagged.
+        A torch function whose first argument is of unknown kind is taken to run on the device.
+        Fix safety: the alternatives change the code, not just a name; none is applied automatically.
+    """
+    verify = """
+        The op's fallback counter (`aten::histc`, `aten::bucketize.Tensor`, ... as in the message) moves
+        at the line on most steps, with a host transfer and an extra graph execution.
+    """
+    VALID = [
+        # lowered ops never fire
+        "import torch\nfor x in loader:\n    out = model(x)\n    a = torch.sort(out, dim=1).values\n    b = torch.topk(out, 3).values\n    c = torch.cumprod(out, 1)\n    d = torch.kthvalue(out, 2, dim=1).values\n    e = out.kthvalue(2, 1).values + out.topk(2).values.sum()\n    f = torch.multinomial(out.softmax(-1), 1)\n    g = torch.multinomial(out.softmax(-1), 4, replacement=True)\n    loss = a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum()\n    loss.backward()\n",
+        # bilinear / nearest interpolation; a mode that is not a literal stays unknown
+        "import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n    def forward(self, x):\n        a = F.interpolate(x, scale_factor=2, mode='bilinear')\n        b = F.interpolate(x, scale_factor=2)\n        return a, b, F.interpolate(x, scale_factor=2, mode=self.mode)\n",
+        # once, outside the step loop; on known-CPU tensors
+        "import torch\nedges = torch.histc(torch.rand(100), bins=10)\nfor x in loader:\n    out = model(x)\n    cpu = out.detach().cpu()\n    h = torch.histc(cpu, bins=10)\n    m = cpu.median(dim=0)\n    loss = out.sum()\n    loss.backward()\n",
+        # a `.mode()` / `.median()` of something that is not known to be a tensor (statistics, pandas)
+        "import torch\nfor x in loader:\n    s = stats.median()\n    m = df['col'].mode()\n    loss = model(x).sum()\n    loss.backward()\n",
+        # tril_indices built on the CPU (no device)
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        idx = torch.tril_indices(4, 4)\n        return x\n",
+    ]
+    INVALID = [
+        "import torch\nfor x in loader:\n    out = model(x)\n    h = torch.histc(out, bins=10, min=0, max=1)\n    loss = out.sum() + h.sum()\n    loss.backward()\n",
+        "import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n    def forward(self, x, grid):\n        y = F.grid_sample(x, grid)\n        return F.interpolate(y, scale_factor=2, mode='bicubic')\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.median(dim=1).values + torch.fft.rfft(x).abs()\n",
+        "import torch\nfor x in loader:\n    out = model(x)\n    idx = torch.multinomial(out.softmax(-1), 4)\n    b = torch.bucketize(out, boundaries)\n    loss = out.sum()\n    loss.backward()\n",
+    ]
+
+    def on_Call(self, node: cst.Call) -> None:
+        m = self.model
+        func = node.func
+        q = m.qualname(func)
+        if q is not None:
+            variants = FB.FALLBACK_FUNCTIONS.get(q)
+            if variants is None:
+                return
+            short = q.rsplit(".", 1)[-1]
+            if q in RT.DEVICE_FACTORIES:
+                dev = keyword_arg(node, "device")
+                if dev is None or string_value(dev) == "cpu":
+                    return
+            else:
+                args = positional_args(node)
+                first = args[0] if args else keyword_arg(node, "input")
+                if first is not None and m.kind(first) in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
+                    return
+            self._check(node, q, short, variants, method=False, shown=dotted_name(func) or q)
+            return
+        if isinstance(func, cst.Attribute):
+            meth = func.attr.value
+            variants = FB.FALLBACK_METHODS.get(meth)
+            if variants is None or m.kind(func.value) not in K.DEVICE_TENSORS:
+                return
+            self._check(node, "." + meth, meth, variants, method=True, shown=f".{meth}()")
+
+    def _check(self, node, key, short, variants, method, shown) -> None:
+        for when in _LOWERED_WHEN.get(key, ()):
+            v = _arg(node, short, when[0], method)
+            if v is _UNKNOWN or v == when[1]:
+                return  # a lowered variant, or one we cannot tell apart from it
+        hit = None
+        for var in variants:
+            when = var["when"]
+            if when is None:
+                hit = hit or var
+                continue
+            if _arg(node, short, when[0], method) == when[1]:
+                hit = var
+                break
+        if hit is None:
+            return
+        ops = ", ".join(f"`{o}`" for o in hit["ops"])
+        alt = hit["alternative"]
+        fix = alt or FIX_NONE
+        self.report(
+            node,
+            f"`{shown}` has no XLA lowering on this torch_xla: it runs on the CPU ({ops}) {{when}}: the graph "
+            "is cut, its inputs are copied to the host and the result back (1 extra execution and a "
+            f"transfer each way per call). Fix: {fix}",
+            fix=fix,
+            when="step-any",
+        )
+
+
+def _arg(call: cst.Call, short: str, param: str, method: bool):
+    """The literal value of ``param`` in ``call`` (keyword or positional), its default, or a marker."""
+    node = keyword_arg(call, param)
+    if node is None:
+        sig = RT.CALL_SIGNATURES.get(short, ())
+        if param in sig:
+            pos = sig.index(param) - (1 if method else 0)
+            args = positional_args(call)
+            if 0 <= pos < len(args):
+                node = args[pos]
+    if node is None:
+        return RT.CALL_DEFAULTS.get(short, {}).get(param, _MISSING)
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value, 0)
+        except ValueError:
+            return _UNKNOWN
+    s = string_value(node)
+    return s if s is not None else _UNKNOWN

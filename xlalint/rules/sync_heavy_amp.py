@@ -1,0 +1,162 @@
+"""XLA011 sync-heavy-amp: a CUDA-style loss scaler or a non-finite check that reads the host every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.rules import Rule
+from xlalint.semantics import rule_tables as RT
+from xlalint.semantics.model import dotted_name, keyword_arg, last_name, positional_args, string_value
+
+FIX_SCALER = (
+    "on XLA use bf16 autocast without loss scaling (`with torch.autocast(\"xla\", dtype=torch.bfloat16):`, "
+    "then `loss.backward()` and `optimizer.step()` directly, no `GradScaler`); fp16 needs a "
+    "`torch_xla.amp.syncfree` optimizer, which takes `found_inf` as a device tensor"
+)
+FIX_NONFINITE = (
+    "drop `error_if_nonfinite=True` (the default `False` keeps the check off the host; autofix, unsafe: "
+    "a non-finite norm no longer raises); to skip bad steps, keep the test on the device "
+    "(`torch.where(torch.isfinite(norm), ...)`) or check it every N steps"
+)
+
+
+class SyncHeavyAmp(Rule):
+    code = "XLA011"
+    name = "sync-heavy-amp"
+    summary = "A GradScaler step or clip_grad_norm_(error_if_nonfinite=True) reads a device value on the host every step."
+    what_it_does = """
+        Flags, in code that runs every step:
+        - `scaler.step(optimizer)` where `scaler` is a `torch.amp.GradScaler` /
+          `torch.cuda.amp.GradScaler` / `torch.GradScaler` made in this file, in a file that uses
+          torch_xla (or a scaler made with `GradScaler("xla")`);
+        - `clip_grad_norm_(..., error_if_nonfinite=True)` (also `clip_grad_norm`,
+          `get_total_norm`, and `accelerator.clip_grad_norm_` passing it through).
+        Not flagged: a scaler made with `enabled=False` or with `enabled=<expression>` (nanoGPT's
+        `GradScaler(enabled=(dtype == "float16"))`: off for bf16, unknown here), `scaler.scale(loss)`,
+        `scaler.unscale_()`, `scaler.update()` (they stay on the device), `clip_grad_norm_` without
+        `error_if_nonfinite` or with `False` (the default), `clip_grad_value_` (it has no such check),
+        a scaler in a file that never imports torch_xla (CUDA code, where it is the right tool).
+    """
+    why_slow = """
+        `GradScaler.step()` decides whether to skip the optimizer step with
+        `sum(v.item() for v in found_inf_per_device)`: a host read of a value the lazy graph has not
+        computed yet, so torch_xla compiles and runs the graph so far and copies `found_inf` back
+        (measured on torch_xla 2.9, CPU device: 1 transfer + 1 extra execution per step, with the
+        default "cuda" device and with `GradScaler("xla")`). TPUs train in bf16, which needs no loss
+        scaling. `error_if_nonfinite=True` makes `clip_grad_norm_` test the total norm with a Python
+        `if` (measured: 2 transfers + 2 extra executions per step); the default `False` is clean.
+    """
+    example = """
+        scaler = torch.amp.GradScaler()
+        for x, y in loader:
+            with torch.autocast("xla", dtype=torch.float16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)  # XLA011
+            scaler.step(optimizer)  # XLA011
+            scaler.update()
+            torch_xla.sync()
+    """
+    use_instead = """
+        for x, y in loader:
+            with torch.autocast("xla", dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            torch_xla.sync()
+    """
+    known_problems = """
+        A scaler is recognised by the name it is assigned to in this file (`scaler`, `self.scaler`);
+        one passed in from another file is not seen. Fix safety: removing `error_if_nonfinite=True`
+        is mechanical but unsafe (a non-finite norm stops raising); replacing a `GradScaler` with bf16
+        autocast changes numerics and is left to you.
+    """
+    verify = """
+        `TransferFromDeviceTime` samples (and `aten::_local_scalar_dense`) at the `scaler.step(...)` /
+        `clip_grad_norm_(...)` line on most steps, with the extra graph executions of the cut.
+    """
+    VALID = [
+        # bf16 autocast without a scaler; clip without the host check
+        "import torch, torch_xla\nfor x, y in loader:\n    with torch.autocast('xla', dtype=torch.bfloat16):\n        loss = model(x).sum()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)\n    torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)\n    optimizer.step()\n    torch_xla.sync()\n",
+        # a disabled scaler, and one enabled by an expression (nanoGPT: off for bf16)
+        "import torch, torch_xla\nscaler = torch.cuda.amp.GradScaler(enabled=False)\nscaler2 = torch.amp.GradScaler(enabled=(dtype == 'float16'))\nfor x in loader:\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler2.step(optimizer)\n    scaler.update()\n",
+        # CUDA code: no torch_xla in the file
+        "import torch\nscaler = torch.amp.GradScaler()\nfor x in loader:\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n",
+        # an lr scheduler's step and a step on something that is not a scaler
+        "import torch, torch_xla\nscaler = torch.amp.GradScaler()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    scheduler.step()\n",
+        # once, after training
+        "import torch, torch_xla\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n",
+    ]
+    INVALID = [
+        "import torch, torch_xla\nscaler = torch.amp.GradScaler()\nfor x in loader:\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n    torch_xla.sync()\n",
+        "import torch\nfrom torch.cuda.amp import GradScaler\nclass Trainer:\n    def __init__(self):\n        self.scaler = GradScaler('xla')\n    def train(self, loader):\n        for x in loader:\n            loss = self.model(x).sum()\n            self.scaler.scale(loss).backward()\n            self.scaler.step(self.optimizer)\n            self.scaler.update()\n",
+        "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n    optimizer.step()\n",
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._scalers: set = set()  # names (`scaler`, `self.scaler`) bound to an enabled GradScaler
+        self._xla_scalers: set = set()  # ... made with GradScaler("xla")
+        self._steps: list = []  # (candidate, receiver name) of `<name>.step(...)`, decided in finalize
+
+    # ------------------------------------------------------------------ scalers
+    def on_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._note_scaler(t.target, node.value)
+
+    def on_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._note_scaler(node.target, node.value)
+
+    def _note_scaler(self, target, value) -> None:
+        if not isinstance(value, cst.Call) or self.model.qualname(value.func) not in RT.GRAD_SCALER_CLASSES:
+            return
+        name = dotted_name(target)
+        if name is None:
+            return
+        enabled = keyword_arg(value, "enabled")
+        if enabled is not None and not (isinstance(enabled, cst.Name) and enabled.value == "True"):
+            return  # disabled, or enabled by an expression we cannot evaluate: unknown stays unknown
+        self._scalers.add(name)
+        args = positional_args(value)
+        device = args[0] if args else keyword_arg(value, "device")
+        if device is not None and string_value(device) == "xla":
+            self._xla_scalers.add(name)
+
+    # ------------------------------------------------------------------ calls
+    def on_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+            name = dotted_name(func.value)
+            if name is not None:
+                self.report(node, "", fix=FIX_SCALER, when="custom")
+                self._steps.append((self.model.candidates[-1], name))
+            return
+        if last_name(func) in RT.NONFINITE_CHECK_FUNCTIONS:
+            flag = keyword_arg(node, "error_if_nonfinite")
+            if isinstance(flag, cst.Name) and flag.value == "True":
+                fn = last_name(func)
+                self.report(
+                    node,
+                    f"`{fn}(..., error_if_nonfinite=True)` tests the total norm with a Python `if` {{when}}: "
+                    "the graph is cut and the result copied to the host (measured: 2 extra executions + "
+                    f"2 transfers per step). Fix: {FIX_NONFINITE}",
+                    fix=FIX_NONFINITE,
+                )
+
+    def finalize(self) -> None:
+        m = self.model
+        for cand, name in self._steps:
+            if name not in self._scalers or not (m.imports_xla or name in self._xla_scalers):
+                continue
+            fr = m.frequency(cand.ctx)
+            if not fr.per_step or fr.after_sync:
+                continue
+            cand.frequency = fr
+            cand.message = (
+                f"`{name}.step(...)` of a `GradScaler` reads `found_inf` on the host {{when}} "
+                "(`.item()` inside `GradScaler.step`): the graph is cut and run early (1 extra execution + "
+                f"1 transfer per step). Fix: {FIX_SCALER}"
+            )

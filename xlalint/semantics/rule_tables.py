@@ -1,0 +1,64 @@
+"""Data for the rules XLA007-XLA011 (kept apart from ``tables.py``, which the model reads).
+
+Qualified names are written as the user's import resolves them. The CPU-fallback ops themselves are
+generated: see ``fallback_ops.py`` (``scripts/gen_fallback_ops.py`` writes it).
+"""
+
+# --- XLA011 sync-heavy-amp ---------------------------------------------------------------------
+# Loss scalers whose ``step(optimizer)`` reads ``found_inf`` on the host (``.item()``) every step.
+GRAD_SCALER_CLASSES = frozenset(
+    {
+        "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
+        "torch.GradScaler",
+    }
+)
+
+# Functions that take ``error_if_nonfinite=``: with ``True`` they read the norm's finiteness on the host.
+NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get_total_norm"})
+
+# --- XLA008 python-iteration-over-tensor -------------------------------------------------------
+# Builtins that iterate their (single) argument in Python AND read each element's value (a comparison or
+# a truth test): one host read per element. ``sum``/``list``/``tuple`` only slice lazily (measured: no
+# transfer), so they are not here.
+COMPARING_BUILTINS = frozenset({"max", "min", "sorted", "any", "all"})
+
+# --- XLA007 cpu-fallback-op --------------------------------------------------------------------
+# Positional parameters of the calls whose fallback depends on an argument (``when`` in
+# fallback_ops.py), so that ``interpolate(x, None, 2, "bicubic")`` matches like ``mode="bicubic"``.
+# For a method call the first parameter (the tensor) is the receiver.
+CALL_SIGNATURES = {
+    "interpolate": ("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias"),
+    "upsample": ("input", "size", "scale_factor", "mode", "align_corners"),
+    "multinomial": ("input", "num_samples", "replacement"),
+    "pad": ("input", "pad", "mode", "value"),
+}
+
+# Default values of those parameters (a call that omits one gets the default).
+CALL_DEFAULTS = {
+    "interpolate": {"mode": "nearest", "antialias": False},
+    "upsample": {"mode": "nearest"},
+    "multinomial": {"replacement": False},
+    "pad": {"mode": "constant"},
+}
+
+# Fallback factories: they fall back only when asked to build on the device (``device=``).
+DEVICE_FACTORIES = frozenset({"torch.tril_indices", "torch.triu_indices"})
+
+# --- XLA009 step-varying-python-int ------------------------------------------------------------
+# torch factories whose positional ints are sizes: a new size on the device is a new graph.
+SHAPE_FACTORIES = frozenset(
+    {
+        "torch.arange", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand",
+        "torch.randn", "torch.randint", "torch.eye", "torch.linspace", "torch.tril_indices",
+        "torch.triu_indices",
+    }
+)
+# Tensor methods whose int arguments are shapes (or, for select/narrow, positions).
+SHAPE_METHODS = frozenset(
+    {
+        "view", "reshape", "expand", "repeat", "narrow", "select", "new_zeros", "new_ones", "new_empty",
+        "new_full", "unflatten", "tile",
+    }
+)

@@ -1,0 +1,173 @@
+"""Which Python ints change from step to step: the fact XLA009 needs, inferred from the model's walk.
+
+A value varies per step when it is (in the function that runs the loop, flow-ordered like the model's
+own bindings):
+- the counter of a loop: ``for step in range(n)``, ``for i, batch in enumerate(loader)``, a name
+  incremented by a literal inside the loop (``global_step += 1``);
+- derived from one by arithmetic (``n = step * 2 + 1``), ``int()``/``abs()``/``round()`` of one;
+- an item of a Python list (not a tensor) indexed by one (``lengths[step]``).
+It does not vary (or takes few values: a bounded number of graphs) when it is a literal, a name never
+rebound inside the loop, ``v % K`` with a literal ``K <= BUCKET_LIMIT`` (K values), ``min(v, K)``/
+``max(v, K)``, or an item of a literal list of at most BUCKET_LIMIT ints. Each varying name remembers the
+loop that makes it vary; whether that loop is a step loop is the model's answer, known after the walk
+(``model.is_step_loop``).
+
+Fed only by the model's public answers (``kind``, ``step_context``); the model itself is not changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics import kinds as K
+
+
+@dataclass(frozen=True)
+class Varying:
+    loop: cst.CSTNode  # the For/While node whose iterations change the value
+    name: str  # the name the user sees (`step`, `n`)
+    origin: str  # how it varies, for the message: "the loop counter", "derived from `step`", ...
+
+
+# At most this many distinct values (`step % K`, a literal list of K ints) is a bucket set: K graphs
+# compiled once each, then cached. More values are reported.
+BUCKET_LIMIT = 16
+
+# Calls that keep an int varying: int(step), abs(i - j), round(x)
+_PASS_THROUGH = frozenset({"int", "abs", "round"})
+
+
+class StepValues:
+    def __init__(self, model) -> None:
+        self.model = model
+        self._names: dict = {}  # (func key, name) -> Varying
+        self._int_lists: dict = {}  # (func key, name) -> number of literal ints
+
+    # ------------------------------------------------------------------ events from the walk
+    def on_for(self, node: cst.For) -> None:
+        """Called before the loop's body is walked (the loop is not on the model's stack yet)."""
+        key = self._key()
+        it, target = node.iter, node.target
+        self._forget(target, key)
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name):
+            fn = it.func.value
+            if fn == "range" and isinstance(target, cst.Name) and _is_builtin(self.model, fn):
+                self._names[(key, target.value)] = Varying(node, target.value, "the loop counter")
+            elif fn == "enumerate" and _is_builtin(self.model, fn) and isinstance(target, (cst.Tuple, cst.List)):
+                first = target.elements[0].value if target.elements else None
+                if isinstance(first, cst.Name):
+                    self._names[(key, first.value)] = Varying(node, first.value, "the loop counter")
+
+    def on_assign(self, target, value) -> None:
+        key = self._key()
+        if isinstance(target, cst.Name):
+            name = target.value
+            n = _literal_int_list(value)
+            if n is not None:
+                self._int_lists[(key, name)] = n
+            else:
+                self._int_lists.pop((key, name), None)
+            v = self.varying(value)
+            if v is not None:
+                origin = v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`"
+                if v.name == name:
+                    origin = v.origin
+                self._names[(key, name)] = Varying(v.loop, name, origin)
+            else:
+                self._names.pop((key, name), None)
+        else:
+            self._forget(target, key)
+
+    def on_aug_assign(self, node: cst.AugAssign) -> None:
+        """``global_step += 1`` inside a loop: a counter of that loop."""
+        t = node.target
+        if not isinstance(t, cst.Name):
+            return
+        key = self._key()
+        loops = self.model.step_context().loops
+        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) and isinstance(node.value, cst.Integer) and loops:
+            self._names[(key, t.value)] = Varying(loops[-1].node, t.value, "a counter incremented every iteration")
+        elif self.varying(node.value) is None:
+            self._names.pop((key, t.value), None)
+
+    # ------------------------------------------------------------------ the question
+    def varying(self, e) -> Optional[Varying]:
+        """The loop that makes ``e`` a different Python int on each of its iterations, or None."""
+        if isinstance(e, cst.Name):
+            return self._names.get((self._key(), e.value))
+        if isinstance(e, cst.UnaryOperation):
+            return self.varying(e.expression)
+        if isinstance(e, cst.BinaryOperation):
+            left, right = self.varying(e.left), self.varying(e.right)
+            if isinstance(e.operator, cst.Modulo) and isinstance(e.right, cst.Integer) and left is not None:
+                k = _int(e.right)
+                if k is not None and k <= BUCKET_LIMIT:
+                    return None  # step % K: K values, K graphs, then the cache
+                return Varying(left.loop, left.name, f"`{_code(e)}` takes {k} values: {k} graphs")
+            v = left or right
+            if v is None:
+                return None
+            for side in (e.left, e.right):
+                if self.model.kind(side) in K.ANY_TENSOR:
+                    return None  # a tensor expression, not a Python int
+            return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`")
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and _is_builtin(self.model, e.func.value):
+            fn = e.func.value
+            args = [a.value for a in e.args]
+            if fn in _PASS_THROUGH and args:
+                return self.varying(args[0])
+            return None  # min(step, K), max(...), len(...): bounded or not derived
+        if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+            idx = self.varying(e.slice[0].slice.value)
+            if idx is None:
+                return None
+            base = e.value
+            if isinstance(base, cst.Name) and self._int_lists.get((self._key(), base.value), BUCKET_LIMIT + 1) <= BUCKET_LIMIT:
+                return None  # a literal bucket list: as many graphs as it has items
+            if isinstance(base, (cst.List, cst.Tuple)):
+                return None
+            if self.model.kind(base) is not K.NOT_TENSOR and self.model.kind(base) is not K.UNKNOWN:
+                return None  # an element of a tensor or a batch: a tensor, not a Python int
+            label = _code(base)
+            return Varying(idx.loop, f"{label}[{idx.name}]", f"an item of the Python list `{label}` indexed by `{idx.name}`")
+        return None
+
+    # ------------------------------------------------------------------ helpers
+    def _key(self) -> str:
+        return self.model.step_context().func.key
+
+    def _forget(self, target, key) -> None:
+        if isinstance(target, cst.Name):
+            self._names.pop((key, target.value), None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._forget(el.value, key)
+
+
+def _is_builtin(model, name: str) -> bool:
+    return name not in model.imports and name not in getattr(model, "toplevel_defs", ())
+
+
+def _int(node) -> Optional[int]:
+    try:
+        return int(node.value, 0)
+    except ValueError:
+        return None
+
+
+def _literal_int_list(value) -> Optional[int]:
+    if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
+        isinstance(el.value, cst.Integer) for el in value.elements
+    ):
+        return len(value.elements)
+    return None
+
+
+def _code(node) -> str:
+    try:
+        return cst.Module(body=[]).code_for_node(node)
+    except Exception:  # noqa: BLE001
+        return "..."
