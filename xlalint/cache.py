@@ -38,7 +38,7 @@ FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, 
 
 
 # The modules whose code decides a file's findings (the CLI, reporters and --verify do not).
-_FINDING_CODE = ("engine.py", "locate.py", "findings.py", "semantics", "rules")
+_FINDING_CODE = ("engine.py", "guard.py", "locate.py", "findings.py", "semantics", "rules")
 
 
 def _code_fingerprint() -> str:

@@ -175,7 +175,7 @@ def _run(args, program_args: list) -> int:
             if len(data) > settings.max_file_size:
                 findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
             else:
-                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), max_tokens=settings.max_tokens))
+                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
             n_files += 1
             continue
         if args.force_exclude and settings.is_excluded(p):

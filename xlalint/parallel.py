@@ -41,7 +41,7 @@ def _lint_one(path: str, settings, want_key: bool) -> tuple:
     if err is not None:
         return path, None, [_row(err)]
     codes = settings.codes_for(path) if settings is not None else None
-    findings = engine.lint_source(data, path, codes, max_tokens=_max_tokens(settings))
+    findings = engine.lint_source(data, path, codes, limits=_limits(settings))
     key = Cache.key(data, codes if codes is not None else _all_codes()) if want_key else None
     return path, key, [_row(f) for f in findings]
 
@@ -139,7 +139,7 @@ def lint_files(
             if rows is not None:
                 out.extend(Finding(path, *r) for r in rows)
             elif jobs == 1:
-                findings = engine.lint_source(data, path, codes, max_tokens=_max_tokens(settings))
+                findings = engine.lint_source(data, path, codes, limits=_limits(settings))
                 cache.put(key, [_row(f) for f in findings])
                 out.extend(findings)
             else:
@@ -174,5 +174,5 @@ def _collect(results: Iterable, out: list, cache: Optional[Cache]) -> None:
         out.extend(Finding(path, *r) for r in rows)
 
 
-def _max_tokens(settings) -> int:
-    return settings.max_tokens if settings is not None else engine.DEFAULT_MAX_TOKENS
+def _limits(settings):
+    return settings.limits if settings is not None else None

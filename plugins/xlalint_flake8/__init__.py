@@ -70,7 +70,7 @@ class XlaLintChecker:
         limit = cls._settings.max_file_size
         if len(source) * 4 > limit and len(source.encode("utf-8", "surrogatepass")) > limit:
             return
-        for f in engine.lint_source(source, self.filename, codes, honor_noqa=False, max_tokens=cls._settings.max_tokens):
+        for f in engine.lint_source(source, self.filename, codes, honor_noqa=False, limits=cls._settings.limits):
             if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
                 continue
             # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
