@@ -362,3 +362,11 @@ def test_compile_warnings_are_not_errors(capfd):
     src = HOST_READ + "    s = '\\d'\n    t = x is 1\n"
     assert [f.code for f in lint_source(src, "x.py")] == ["XLA001"]
     assert capfd.readouterr().err == ""
+
+
+def test_config_given_a_directory_says_so(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "proj/pyproject.toml": "[tool.xlalint]\n"})
+    r = run_xlalint("--config", "proj", "good.py", cwd=tmp_path)
+    assert_no_traceback(r)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "xlalint: error: --config: proj: is a directory; give a file (its pyproject.toml or an xlalint.toml)\n"

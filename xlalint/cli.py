@@ -143,6 +143,8 @@ def _run(args, program_args: list) -> int:
         config_path = None
     elif args.config:
         config_path = Path(args.config)
+        if config_path.is_dir():
+            raise ConfigError(f"--config: {args.config}: is a directory; give a file (its pyproject.toml or an xlalint.toml)")
         if not config_path.is_file():
             raise ConfigError(f"--config: {args.config}: no such file")
     else:
