@@ -58,7 +58,10 @@ LOOKALIKE = {
     "dim_cond": ["if out.dim() == 2:", "    flat = False"],
 }
 SHAPES = ("plain", "function", "step_fn", "trainer", "decode")
-PLACES = ("body", "periodic", "helper", "step_fn")
+# where a snippet goes: the loop body, under `if step % N == 0:`, under `with torch.no_grad():` (still
+# every step), in a helper called from the loop, in the step function, or at the end of an epoch (inside
+# the epoch loop, after the step loop: once per epoch, never reported)
+PLACES = ("body", "periodic", "no_grad", "helper", "periodic_helper", "step_fn", "epoch_end")
 
 
 @dataclass
@@ -136,10 +139,13 @@ def programs(draw, shapes=SHAPES, exclude=()):
     snippets = [s for s in draw(_snippets()) if s not in exclude]
     if shape == "decode":
         # a generation loop has no loss or backward: only the snippets about `out`, `x`, `step`
-        snippets = [s for s in snippets if s[2] in ("body", "periodic", "helper")
+        snippets = [s for s in snippets if s[2] in ("body", "periodic", "no_grad", "helper", "periodic_helper")
                     and not any("loss" in t or "y." in t or "(y)" in t for t in _lines_of(s[0], s[1])[1])]
-    if shape in ("decode",) or shape != "step_fn":
+    if shape != "step_fn":
         snippets = [(k, n, "body" if p == "step_fn" else p) for k, n, p in snippets]
+    if shape not in ("plain", "function"):
+        snippets = [(k, n, p) for k, n, p in snippets if p != "epoch_end"]
+    epochs = any(p == "epoch_end" for _, _, p in snippets) or (shape in ("plain", "function") and draw(st.booleans()))
     period = draw(st.sampled_from([2, 4, 10]))
     sync = draw(st.sampled_from(["torch_xla.sync()", "xm.mark_step()"]))
     opt_step = draw(st.sampled_from(["optimizer.step()", "xm.optimizer_step(optimizer)"]))
@@ -147,7 +153,7 @@ def programs(draw, shapes=SHAPES, exclude=()):
     b = _Builder()
     for h in HEADER:
         b.add(h)
-    helpers = [s for s in snippets if s[2] == "helper"]
+    helpers = [s for s in snippets if s[2] in ("helper", "periodic_helper")]
     placed = []
     # helpers, defined before use, each with one snippet
     for k, (kind, name, _) in enumerate(helpers):
@@ -155,7 +161,7 @@ def programs(draw, shapes=SHAPES, exclude=()):
         code, lines = _lines_of(kind, name)
         start = len(b.lines) + 1
         b.block(lines, code, 1)
-        placed.append((kind, name, "helper", start))
+        placed.append((kind, name, helpers[k][2], start))
         b.add("return None", None, 1)
         b.add("")
         b.add("")
@@ -167,12 +173,16 @@ def programs(draw, shapes=SHAPES, exclude=()):
             if place == "body":
                 placed.append((kind, name, place, len(b.lines) + 1))
                 b.block(lines, code, indent)
-            elif place == "periodic":
-                b.add(f"if step % {period} == 0:", None, indent)
+            elif place in ("periodic", "no_grad"):
+                b.add(f"if step % {period} == 0:" if place == "periodic" else "with torch.no_grad():", None, indent)
                 placed.append((kind, name, place, len(b.lines) + 1))
                 b.block(lines, code, indent + 1)
-        for k in range(len(helpers)):
-            b.add(f"helper_{k}(model, x, y, out, loss, step)", None, indent)
+        for k, (_, _, place) in enumerate(helpers):
+            if place == "periodic_helper":  # an `evaluate()` every N steps
+                b.add(f"if (step + 1) % {period} == 0:", None, indent)
+                b.add(f"helper_{k}(model, x, y, out, loss, step)", None, indent + 1)
+            else:
+                b.add(f"helper_{k}(model, x, y, out, loss, step)", None, indent)
         b.add(sync, None, indent)
         if trailing == "after_sync" and with_loss:
             b.add("seen = loss.item()", None, indent)  # after the step's sync: a copy, not a cut
@@ -198,18 +208,35 @@ def programs(draw, shapes=SHAPES, exclude=()):
         b.add("loss.backward()", None, indent)
         b.add(opt_step, None, indent)
 
+    def epoch_end(indent):
+        for kind, name, place in snippets:
+            if place == "epoch_end":
+                _, lines = _lines_of(kind, name)
+                placed.append((kind, name, place, len(b.lines) + 1))
+                b.block(lines, None, indent)  # once per epoch: never reported
+
     if shape == "plain":
         setup(0)
-        b.add("for step, (x, y) in enumerate(loader):")
-        forward(1)
-        body(1)
+        e = 1 if epochs else 0
+        if epochs:
+            b.add("for epoch in range(2):")
+        b.add("for step, (x, y) in enumerate(loader):", None, e)
+        forward(1 + e)
+        body(1 + e)
+        if epochs:
+            epoch_end(1)
         if trailing == "after_loop":
             b.add("final = loss.item()")  # once, after training
     elif shape == "function":
         b.add("def train(model, optimizer, loader):")
-        b.add("for step, (x, y) in enumerate(loader):", None, 1)
-        forward(2)
-        body(2)
+        e = 1 if epochs else 0
+        if epochs:
+            b.add("for epoch in range(2):", None, 1)
+        b.add("for step, (x, y) in enumerate(loader):", None, 1 + e)
+        forward(2 + e)
+        body(2 + e)
+        if epochs:
+            epoch_end(2)
         if trailing == "after_loop":
             b.add("final = loss.item()", None, 1)
         b.add("return model", None, 1)
