@@ -370,3 +370,11 @@ def test_config_given_a_directory_says_so(tmp_path):
     assert_no_traceback(r)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == "xlalint: error: --config: proj: is a directory; give a file (its pyproject.toml or an xlalint.toml)\n"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_the_guard_ends_statements_at_every_kind_of_line_end(newline):
+    # 600 short statements are 600 shallow statements, not one 600-deep chain, whatever the line ends
+    src = ("import torch\n" + "f()[0].g\n" * 600).replace("\n", newline)
+    assert lint_source(src, "x.py") == []
+    assert lint_source(src + "x = " + "+".join(["a"] * 600) + newline, "x.py")[0].code == "XLA901"

@@ -72,9 +72,9 @@ _TOKEN = re.compile(
     r"""
       [rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?\"\"\"|'''(?:[^\\]|\\.)*?'''
                       |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-    | \#[^\n]*
-    | \n
-    | \\\r?\n
+    | \#[^\r\n]*
+    | \r\n?|\n
+    | \\(?:\r\n?|\n)
     | \b(?:not|and|or|if|elif|else|lambda|await|for)\b
     | \b[^\W\d]\w*(?=[ \t]*[(\[])
     | \b\d[\w.]*(?:[eE][+-]\d+\w*)?
@@ -172,7 +172,7 @@ def _scan(text: str, limits: Limits, stats: Optional[dict]) -> Optional[Problem]
             continue
         if c == "\\" and len(tok) > 1:
             continue  # a line continuation
-        if c == "\n":
+        if c == "\n" or c == "\r":
             line_offset = m.end()
             if level == 0 and not line_start:
                 # the end of a logical line
