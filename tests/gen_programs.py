@@ -33,7 +33,7 @@ ANTI = {
     "format_out": ("XLA006", ['msg = "{}".format(out)']),
     "assert_loss": ("XLA002", ["assert loss > 0"]),
     "tensor_of": ("XLA001", ["pair = torch.tensor([loss, loss])"]),
-    "numpy": ("XLA001", ["arr = out.detach().numpy()"]),
+    "numpy": ("XLA001", ["arr = out.detach().cpu().numpy()"]),
     "unique": ("XLA003", ["labels = torch.unique(y)"]),
     "eval": ("XLA004", ["model.eval()", "model.train()"]),
 }
