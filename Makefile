@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 export PJRT_DEVICE ?= CPU
 
-.PHONY: run test bench clean
+.PHONY: run test bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,3 +46,9 @@ bench: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) .xlalint_cache .pytest_cache build dist *.egg-info
+
+# A long soak of the generated-program property (tests/test_generated.py); a counterexample is written
+# as a fixture with `# expect:` marks to tests/fixtures/generated/. FUZZ_EXAMPLES=N for a longer run.
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(VENV)/.installed-test
+	XLALINT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_generated.py tests/test_metamorphic.py

@@ -53,6 +53,23 @@ for path in open(sys.argv[1]).read().splitlines():
         bad += 1
 print(f"{bad} files failed to parse")
 """
+# xlalint's checks before libcst (xlalint/guard.py): the token scan, then CPython's compile, per file
+GUARD_ONLY = r"""
+import sys
+from xlalint import guard
+from xlalint.engine import decode_source
+refused = 0
+for path in open(sys.argv[1]).read().splitlines():
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = decode_source(data).lstrip("\ufeff")
+    except ValueError:
+        continue
+    if (guard.check(text) or guard.cpython_refuses(text, path)) is not None:
+        refused += 1
+print(f"{refused} files stopped before the parse")
+"""
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -284,6 +301,8 @@ def main(argv=None) -> int:
     file_list.write_text("\n".join(files))
     parse_script = work / "parse_only.py"
     parse_script.write_text(PARSE_ONLY)
+    guard_script = work / "guard_only.py"
+    guard_script.write_text(GUARD_ONLY)
     cache_dir = work / "cache"
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     # concise: the one-line format these rows have always measured (full re-reads each file for its frames)
@@ -291,6 +310,8 @@ def main(argv=None) -> int:
 
     rows: dict[str, Result] = {}
     rows["parse"] = measure("libcst.parse_module only", [python, str(parse_script), str(file_list)],
+                            files, lines, cwd=work, env=env)
+    rows["guard"] = measure("guard scan + CPython compile only", [python, str(guard_script), str(file_list)],
                             files, lines, cwd=work, env=env)
     rows["j1"] = measure("xlalint -j 1 --no-cache", xlalint + common + ["-j", "1", "--no-cache"] + files,
                          files, lines, cwd=work, env=env)
@@ -389,7 +410,7 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
     L.append("## Results\n")
     L.append("| Run | Files | Wall s | CPU s | Files/s | Lines/s | Peak MB (largest process / all processes) |")
     L.append("|---|---:|---:|---:|---:|---:|---:|")
-    order = ["parse", "j1", "jN", "cold", "warm", "one_warm", "flake8", "torchfix", "j1_sample"]
+    order = ["parse", "guard", "j1", "jN", "cold", "warm", "one_warm", "flake8", "torchfix", "j1_sample"]
     for k in order:
         x = r[k]
         if x.skipped:
@@ -402,6 +423,8 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
     L.append("| Measure | Value | Target |")
     L.append("|---|---:|---|")
     L.append(f"| xlalint -j 1 CPU time / libcst parse CPU time | {_ratio(r['j1'].cpu, r['parse'].cpu)} | at most 2.5x |")
+    L.append(f"| guard scan + CPython compile CPU time / xlalint -j 1 CPU time (the cost of #18's checks, "
+             f"interpreter start included) | {100 * r['guard'].cpu / r['j1'].cpu:.1f}% | |")
     if not r["torchfix"].skipped:
         tf, xs = r["torchfix"], r["j1_sample"]
         L.append(f"| xlalint -j 1 / TorchFix -j 1 throughput, wall (same {len(sample)} files) | "

@@ -223,3 +223,158 @@ def test_unreadable_file(tmp_path):
             assert r.stdout.startswith("secret.py:1:1: XLA901 cannot read the file: Permission denied")
     finally:
         p.chmod(0o644)
+
+
+# ------------------------------------------------------------------ pathological but small files (#18)
+# The cases of issue #18, at its sizes: libcst took minutes or gigabytes on each; CPython refuses them.
+PATHOLOGICAL = {
+    "plus": "x = " + "+".join(["a"] * 20_000),  # 40 KB; libcst was still parsing after 120 s
+    "lambda": "x = " + "lambda: " * 5_000 + "1",  # 26 s and 4.7 GB
+    "power": "x = " + "**".join(["2"] * 5_000),  # 3.0 GB
+    "calls": "x = f" + "()" * 5_000,  # 81 s
+    "attributes": "x = a" + ".b" * 5_000,  # 55 s
+    "subscripts": "x = a" + "[0]" * 5_000,
+    "elif": "if a:\n    pass\n" + "elif a:\n    pass\n" * 5_000,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PATHOLOGICAL))
+def test_pathological_file_is_answered_at_once_in_little_memory(tmp_path, kind):
+    write(tmp_path, {"good.py": HOST_READ, "patho.py": "import torch\n" + PATHOLOGICAL[kind] + "\n"})
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run([sys.executable, '-m', 'xlalint', '-q', '--no-cache', '.'], capture_output=True, text=True)\n"
+            "print(r.stdout)\nprint(r.stderr, file=sys.stderr)\n"
+            "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    # the timeout is a hang detector (each took 26 s to hours before the guard), not a speed measurement
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert_no_traceback(r)
+    (bad,) = [line for line in r.stdout.splitlines() if line.startswith("patho.py:")]
+    assert " XLA901 too complex to analyse (" in bad and "[tool.xlalint]" in bad, bad
+    assert GOOD in r.stdout
+    maxrss_kb = int(r.stdout.rsplit("MAXRSS", 1)[1])
+    assert maxrss_kb < 300 * 1024, f"peak memory {maxrss_kb / 1024:.0f} MB"
+
+
+def test_many_moderately_deep_statements_are_bounded_too():
+    # each statement is under max-expression-depth, but libcst's cost grows with depth squared per
+    # statement: twenty 300-deep `lambda:` chains would take over a GB
+    src = "import torch\n" + ("x = " + "lambda: " * 300 + "1\n") * 20
+    (f,) = lint_source(src, "x.py")
+    assert f.code == "XLA901" and "max-nesting-cost" in f.message
+
+
+def test_complexity_limits_can_be_raised(tmp_path):
+    deep = "import torch\nx = " + "+".join(["a"] * 700) + "\n"
+    write(tmp_path, {"good.py": HOST_READ, "deep.py": deep})
+    r = lint_dir(tmp_path)
+    assert "XLA901" in only(r, "deep.py")[0] and "max-expression-depth" in only(r, "deep.py")[0]
+    (tmp_path / "pyproject.toml").write_text("[tool.xlalint]\nmax-expression-depth = 1000\n")
+    r = lint_dir(tmp_path)
+    assert finding_lines(r.stdout) == [GOOD]
+    (tmp_path / "pyproject.toml").write_text("[tool.xlalint]\nmax-expression-depth = 1000\nmax-nesting-cost = 1000\n")
+    r = lint_dir(tmp_path)
+    assert "max-nesting-cost" in only(r, "deep.py")[0]
+
+
+@pytest.mark.parametrize("key", ["max-expression-depth", "max-nesting-cost"])
+def test_complexity_limits_are_validated(tmp_path, key):
+    write(tmp_path, {"good.py": HOST_READ, "pyproject.toml": f"[tool.xlalint]\n{key} = 0\n"})
+    r = run_xlalint(".", cwd=tmp_path)
+    assert r.returncode == 2 and key in r.stderr and r.stderr.count("\n") == 1
+    (tmp_path / "pyproject.toml").write_text(f'[tool.xlalint]\n{key} = "big"\n')
+    r = run_xlalint(".", cwd=tmp_path)
+    assert r.returncode == 2 and key in r.stderr
+
+
+def _ast_depth(node) -> int:
+    import ast
+
+    depth, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        depth = max(depth, d)
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(n) if not isinstance(c, (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)))
+    return depth
+
+
+@pytest.mark.parametrize("expr", [
+    "a" + ".b(c)[0]" * 40, "-" * 60 + "a", "not " * 60 + "a", "lambda: " * 40 + "x", "2" + "**2" * 60,
+    "a if b else " * 30 + "c", "f(" * 30 + ")" * 30, "[a for a in " * 20 + "b" + "]" * 20,
+    "a + (b * (c - (d / (e % (f @ g)))))" + " + a.b.c.d" * 20, '"a" "b" "c" ' * 20,
+    "{k: lambda x, y=1: x + (lambda: y) for k in z}" + ".get(1)(2)" * 20,
+])
+def test_the_guard_bounds_the_depth_of_cpythons_tree(expr):
+    # the guard's depth is an upper bound: what it lets through is no deeper for CPython's compiler
+    import ast
+
+    from xlalint.guard import measure
+
+    src = f"x = {expr}\n"
+    tree_depth = _ast_depth(ast.parse(src)) - 2  # minus Module and Assign
+    assert measure(src)["depth"] >= tree_depth - 1, (measure(src), tree_depth)
+
+
+def test_real_code_is_far_under_the_limits():
+    # the deepest statements of this repository's own sources and fixtures
+    from xlalint.engine import decode_source
+    from xlalint.guard import DEFAULT_MAX_EXPRESSION_DEPTH, DEFAULT_MAX_NESTING_COST, measure
+
+    from conftest import ROOT
+
+    worst = {"depth": 0, "cost": 0}
+    for p in list(ROOT.glob("xlalint/**/*.py")) + list(ROOT.glob("tests/**/*.py")):
+        m = measure(decode_source(p.read_bytes()))
+        worst = {k: max(worst[k], m[k]) for k in worst}
+    assert 5 < worst["depth"] < DEFAULT_MAX_EXPRESSION_DEPTH / 4
+    assert worst["cost"] < DEFAULT_MAX_NESTING_COST / 20
+
+
+# ------------------------------------------------------------------ what CPython would not compile (#18)
+@pytest.mark.parametrize("src, line, col, message", [
+    ("import torch\nreturn 1\n", 2, 1, "'return' outside function"),
+    ("import torch\nfor x in y:\n    pass\nbreak\n", 4, 1, "'break' outside loop"),
+    ("import torch\nyield 1\n", 2, 1, "'yield' outside function"),
+    ("import torch\nawait x\n", 2, 1, "'await' outside function"),
+    ("import torch\nnonlocal x\n", 2, 1, "nonlocal declaration not allowed at module level"),
+    ("import torch\ndef f(a, a):\n    pass\n", 2, 10, "duplicate argument 'a' in function definition"),
+    ("import torch\nx = 1\nfrom __future__ import annotations\n", 3, 1, "from __future__ imports must occur at the beginning of the file"),
+    ("import torch\nf(a=1, a=2)\n", 2, 8, "keyword argument repeated: a"),
+    ("import torch\n" + "".join("    " * i + "for a in b:\n" for i in range(21)) + "    " * 21 + "pass\n", 22, None,
+     "too many statically nested blocks"),
+    ("import torch\n" + "".join(" " * i + "if a:\n" for i in range(101)) + " " * 101 + "pass\n", 102, 1,
+     "too many levels of indentation"),
+])
+def test_what_cpython_refuses_to_compile_is_xla900_with_its_message(src, line, col, message):
+    (f,) = lint_source(src, "x.py")
+    assert (f.code, f.message) == ("XLA900", f"syntax error: {message}")
+    assert f.line == line and (col is None or f.column == col)
+
+
+def test_compile_errors_do_not_stop_other_files(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "ret.py": "import torch\n\ndef f():\n    pass\n\nreturn f\n"})
+    r = lint_dir(tmp_path)
+    assert only(r, "ret.py") == ["ret.py:6:1: XLA900 syntax error: 'return' outside function"]
+    assert GOOD in finding_lines(r.stdout) and r.returncode == 1
+
+
+def test_compile_warnings_are_not_errors(capfd):
+    # invalid escapes and `is` with a literal are warnings in CPython: linted as usual, nothing printed
+    src = HOST_READ + "    s = '\\d'\n    t = x is 1\n"
+    assert [f.code for f in lint_source(src, "x.py")] == ["XLA001"]
+    assert capfd.readouterr().err == ""
+
+
+def test_config_given_a_directory_says_so(tmp_path):
+    write(tmp_path, {"good.py": HOST_READ, "proj/pyproject.toml": "[tool.xlalint]\n"})
+    r = run_xlalint("--config", "proj", "good.py", cwd=tmp_path)
+    assert_no_traceback(r)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "xlalint: error: --config: proj: is a directory; give a file (its pyproject.toml or an xlalint.toml)\n"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_the_guard_ends_statements_at_every_kind_of_line_end(newline):
+    # 600 short statements are 600 shallow statements, not one 600-deep chain, whatever the line ends
+    src = ("import torch\n" + "f()[0].g\n" * 600).replace("\n", newline)
+    assert lint_source(src, "x.py") == []
+    assert lint_source(src + "x = " + "+".join(["a"] * 600) + newline, "x.py")[0].code == "XLA901"

@@ -175,9 +175,113 @@ def test_read_only_cache_dir(project, tmp_path):
         c = Cache.open(tmp_path / "c", settings, warnings.append)
         out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
         assert out == parallel.lint_files(_files(project), settings, jobs=1, cache=None)
-        assert len(warnings) == 1
+        assert warnings == [] and c.hits == len(files) and not c.writable  # used read-only, silently
     finally:
         for d in (tmp_path / "c").rglob("*"):
             if d.is_dir():
                 os.chmod(d, 0o755)
         os.chmod(tmp_path / "c", 0o755)
+
+
+# A read-only cache (a cache directory shared by CI, a read-only mount) is used read-only: its entries
+# are read, nothing is written, nothing is printed (#18). The tests run as root, which ignores permission
+# bits, so the cache is made read-only in two ways that hold for root too: the immutable attribute
+# (chattr +i, what the kernel refuses with EPERM), and a read-only file system (EROFS) at the one call
+# that creates an entry.
+def _snapshot(root: Path) -> dict:
+    return {p: p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
+
+
+def _chattr(flag: str, root: Path) -> bool:
+    import subprocess
+
+    try:
+        r = subprocess.run(["chattr", "-R", flag, str(root)], capture_output=True, text=True)
+    except FileNotFoundError:
+        return False
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(os.name != "posix", reason="chattr is Linux")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_immutable_cache_is_used_read_only_by_the_cli(project, tmp_path, capfd, jobs):
+    cache = tmp_path / "c"
+    args = ["--isolated", "--cache-dir", str(cache), "-q", "-j", jobs, str(project)]
+    assert cli.main(args) == 1
+    cold = capfd.readouterr()
+    assert cold.err == ""
+    for i in range(6):  # new files: misses that would be written, enough for the pool
+        (project / f"new{i}.py").write_text(SLOW.replace("loss.item()", f"loss.item() + {i}"))
+    expected_rc = cli.main(["--isolated", "--no-cache", "-q", str(project)])
+    expected = capfd.readouterr()
+    if not _chattr("+i", cache):
+        pytest.skip("this file system has no immutable attribute")
+    try:
+        before = _snapshot(cache)
+        for _ in range(2):
+            assert cli.main(args) == expected_rc
+            out = capfd.readouterr()
+            assert out.out == expected.out
+            assert out.err == ""  # no warning, on no run
+        assert _snapshot(cache) == before  # nothing written
+    finally:
+        _chattr("-i", cache)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_read_only_file_system_cache_reads_hits_and_writes_nothing(project, tmp_path, monkeypatch, jobs):
+    import errno
+    import tempfile
+
+    from xlalint import cache as cache_mod
+
+    settings = build_settings(None)
+    warm = Cache.open(tmp_path / "c", settings, pytest.fail)
+    parallel.lint_files(_files(project), settings, jobs=1, cache=warm)
+    for i in range(6):
+        (project / f"new{i}.py").write_text(SLOW.replace("loss.item()", f"loss.item() + {i}"))
+    files = _files(project)
+    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    before = _snapshot(tmp_path / "c")
+    attempts = []
+
+    def read_only_fs(*args, **kwargs):
+        attempts.append(args)
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if str(self).startswith(str(tmp_path / "c")) and not self.is_dir():
+            read_only_fs(self)
+        return real_mkdir(self, *args, **kwargs)
+
+    # the calls that create a shard directory and an entry
+    monkeypatch.setattr(tempfile, "mkstemp", read_only_fs)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    assert cache_mod.tempfile.mkstemp is read_only_fs
+    warnings = []
+    c = Cache.open(tmp_path / "c", settings, warnings.append)
+    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert c.hits == 3 and c.misses == 6  # the old entries were read
+    assert len(attempts) == 1 and not c.writable  # one write tried, then none
+    assert warnings == []
+    assert _snapshot(tmp_path / "c") == before
+
+
+def test_a_full_disk_still_warns_once(project, tmp_path, monkeypatch):
+    # not read-only by intent: a write that fails for another reason is worth one line
+    import errno
+    import tempfile
+
+    settings = build_settings(None)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    warnings = []
+    c = Cache.open(tmp_path / "c", settings, warnings.append)
+    files = _files(project) * 2
+    assert parallel.lint_files(files, settings, jobs=1, cache=c) == parallel.lint_files(files, settings, jobs=1, cache=None)
+    assert len(warnings) == 1 and "No space left" in warnings[0] and "read-only" in warnings[0]

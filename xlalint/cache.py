@@ -12,12 +12,16 @@ reads the path or another file must add that to the key.
 One file per entry because parallel writers (two xlalint runs, pre-commit beside an editor) then never
 contend: each entry is written to a temporary file and renamed into place, and two writers of the same key
 write the same bytes. An entry is ``MAGIC + crc32 + marshal(findings)``; one that fails the check is
-treated as a miss, reported once, and rewritten. A cache directory that cannot be created or written
-degrades to no cache (or to read-only) with one warning on stderr: a cache never makes a run fail.
+treated as a miss, reported once, and rewritten. A read-only cache directory (permissions, an immutable
+or read-only mount: a cache shared by CI) is used read-only: its entries are read, nothing is written,
+nothing is printed. A cache directory that cannot be created, or fails to write for another reason (a
+full disk, a shard taken by a file), degrades to no cache or to read-only with one warning on stderr: a
+cache never makes a run fail.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import marshal
 import os
@@ -39,7 +43,7 @@ FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, 
 
 
 # The modules whose code decides a file's findings (the CLI, reporters and --verify do not).
-_FINDING_CODE = ("engine.py", "locate.py", "findings.py", "notebook.py", "semantics", "rules")
+_FINDING_CODE = ("engine.py", "guard.py", "locate.py", "findings.py", "notebook.py", "semantics", "rules")
 
 
 def _code_fingerprint() -> str:
@@ -116,7 +120,8 @@ class Cache:
         except OSError as e:
             if cache.dir.is_dir() and os.access(cache.dir, os.R_OK | os.X_OK):
                 cache.writable = False  # read what is there, write nothing
-                warn(f"cache directory {cache.root} is not writable ({e.strerror or e}): using it read-only")
+                if not _read_only(e):
+                    warn(f"cache directory {cache.root} is not writable ({e.strerror or e}): using it read-only")
                 return cache
             warn(f"cannot use the cache directory {cache.root} ({e.strerror or e}): running without a cache")
             return None
@@ -203,13 +208,20 @@ class Cache:
                     pass
                 raise
         except OSError as e:
-            self.writable = False
-            self._warn(f"cannot write to the cache directory {self.root} ({e.strerror or e}): not caching this run")
+            self.writable = False  # the entries already there are still read
+            if not _read_only(e):
+                self._warn(f"cannot write to the cache directory {self.root} ({e.strerror or e}): "
+                           "using it read-only for this run")
 
     def _corrupt(self, message: str) -> None:
         if not self._warned_corrupt:
             self._warned_corrupt = True
             self._warn(f"{message}: ignoring it (and any other corrupt entry) and linting again")
+
+
+def _read_only(e: OSError) -> bool:
+    """The cache is read-only by intent (permissions, an immutable or read-only mount), not broken."""
+    return e.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _encode(rows: list) -> bytes:

@@ -191,6 +191,8 @@ def _run(args, program_args: list) -> int:
     stdin_name = args.stdin_filename or "-"
     if args.config and not args.isolated:
         config_path = Path(args.config)
+        if config_path.is_dir():
+            raise ConfigError(f"--config: {args.config}: is a directory; give a file (its pyproject.toml or an xlalint.toml)")
         if not config_path.is_file():
             raise ConfigError(f"--config: {args.config}: no such file")
     else:
@@ -229,7 +231,7 @@ def _run(args, program_args: list) -> int:
                 findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
             else:
                 sources[stdin_name] = data
-                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), max_tokens=settings.max_tokens))
+                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
             n_files += 1
             continue
         if args.force_exclude and resolver.for_path(p).is_excluded(p, ancestors=True):

@@ -18,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10
     import tomli as tomllib
 
+from xlalint import guard
 from xlalint.rules import all_rules
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "build", "dist",
@@ -38,6 +39,8 @@ KNOWN_KEYS = {
     "max-file-size": int,
     "max-tokens": int,
     "respect-gitignore": bool,
+    "max-expression-depth": int,
+    "max-nesting-cost": int,
 }
 
 
@@ -52,7 +55,9 @@ class Settings:
     extend_exclude: tuple = ()
     per_file_ignores: tuple = ()  # ((glob, frozenset(codes)), ...)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    max_tokens: int = 64_000
+    max_tokens: int = guard.DEFAULT_MAX_TOKENS
+    max_expression_depth: int = guard.DEFAULT_MAX_EXPRESSION_DEPTH
+    max_nesting_cost: int = guard.DEFAULT_MAX_NESTING_COST
     root: Path = field(default_factory=Path.cwd)
     config_path: Optional[Path] = None
     respect_gitignore: bool = True
@@ -114,8 +119,13 @@ class Settings:
                 return True
         return False
 
+    @property
+    def limits(self) -> guard.Limits:
+        """What the pre-parse guard allows (xlalint/guard.py)."""
+        return guard.Limits(self.max_tokens, self.max_expression_depth, self.max_nesting_cost)
+
     def fingerprint(self) -> str:
-        return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size, self.max_tokens))
+        return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size, self.limits))
 
 
 def _relative(path: str, root: Path) -> str:
@@ -257,9 +267,12 @@ def build_settings(
 
     excl = tuple(exclude) if exclude is not None else tuple(table.get("exclude", DEFAULT_EXCLUDE))
     extend = tuple(table.get("extend-exclude", ())) + tuple(extend_exclude or ())
-    max_tokens = table.get("max-tokens", Settings.max_tokens)
-    if max_tokens <= 0:
-        raise ConfigError(f"{where} max-tokens must be a positive number, got {max_tokens}")
+    limits = {}
+    for key in ("max-tokens", "max-expression-depth", "max-nesting-cost"):
+        value = table.get(key, getattr(Settings, key.replace("-", "_")))
+        if value <= 0:
+            raise ConfigError(f"{where} {key} must be a positive number, got {value}")
+        limits[key.replace("-", "_")] = value
     max_size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
     if max_size <= 0:
         raise ConfigError(f"{where} max-file-size must be a positive number of bytes, got {max_size}")
@@ -269,7 +282,7 @@ def build_settings(
         extend_exclude=extend,
         per_file_ignores=tuple(pfi),
         max_file_size=max_size,
-        max_tokens=max_tokens,
+        **limits,
         root=root,
         config_path=config_path,
         respect_gitignore=table.get("respect-gitignore", True) if respect_gitignore is None else respect_gitignore,

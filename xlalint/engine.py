@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
+from xlalint import guard
 from xlalint.findings import Finding, finding_row
 from xlalint.locate import Locator
 from xlalint.rules import all_rules, rules_by_code
@@ -58,35 +59,9 @@ def decode_source(data: bytes) -> str:
         raise ValueError(f"unknown encoding {encoding!r}", 0) from None
 
 
-# CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses"), so no
-# runnable file has more; libcst's native parser overflows the C stack (a segfault) at about 1,500.
-MAX_BRACKET_DEPTH = 200
-_BRACKETS_SCAN = re.compile(
-    r"#[^\r\n]*"  # a comment
-    r"|\'\'\'(?:[^\\]|\\.)*?\'\'\'|\"\"\"(?:[^\\]|\\.)*?\"\"\""  # triple-quoted strings
-    r"|'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""  # one-line strings
-    r"|[()\[\]{}]",
-    re.DOTALL,
-)
 # libcst's parser recurses natively once per nesting level of any kind (`a and a and ...`, long `elif`
 # chains): parse on a thread with a large stack so that such valid code cannot crash the interpreter.
 PARSE_STACK_SIZE = 512 * 1024 * 1024
-
-
-def _too_deep(text: str) -> Optional[int]:
-    """The offset of the first bracket nested deeper than CPython allows, or None (strings and comments skipped)."""
-    if text.count("(") + text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
-        return None
-    depth = 0
-    for m in _BRACKETS_SCAN.finditer(text):
-        c = m.group()
-        if c in "([{":
-            depth += 1
-            if depth > MAX_BRACKET_DEPTH:
-                return m.start()
-        elif c in ")]}":
-            depth = max(depth - 1, 0)
-    return None
 
 
 # The walk of the semantic model recurses once per nesting level too (a 10,000-operand `and` chain is
@@ -129,24 +104,8 @@ def _line_col_of_offset(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-# libcst's tree costs about 3.5 KB of memory per token: a 200,000-token generated table needs 700 MB.
-# Strings and comments count as one token each. 64,000 tokens (~10,000 lines of hand-written code; the
-# largest hand-written file in torch has 55,000) keeps a lint under ~300 MB.
-DEFAULT_MAX_TOKENS = 64_000
-_TOKENS = re.compile(
-    r'[rbuRBUfF]{0,2}(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
-    r"|#[^\n]*|\w+|[^\s\w]"
-)
-
-
-def count_tokens(text: str, limit: int) -> int:
-    """Roughly Python's token count (a string or comment is one), counting no further than ``limit + 1``."""
-    n = 0
-    for _ in _TOKENS.finditer(text):
-        n += 1
-        if n > limit:
-            break
-    return n
+# pathological input is answered by xlalint/guard.py before libcst sees it
+DEFAULT_MAX_TOKENS = guard.DEFAULT_MAX_TOKENS
 
 
 def lint_source(
@@ -158,6 +117,7 @@ def lint_source(
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     notebook: Optional[bool] = None,
     parse=None,
+    limits: Optional[guard.Limits] = None,
 ) -> list[Finding]:
     """Lint one file's contents (bytes or str) on its own, as a project of one module. Never raises for
     bad input: it becomes a finding. (``lint_project`` sees the modules around it.)
@@ -167,7 +127,7 @@ def lint_source(
     """
     name = os.path.splitext(os.path.basename(path))[0] or "__main__"
     result = analyse_module(data, path, enabled, module=name, honor_noqa=honor_noqa, max_tokens=max_tokens,
-                            notebook=notebook, parse=parse)
+                            notebook=notebook, parse=parse, limits=limits)
     return decide({path: result}, [path], root=os.path.dirname(os.path.abspath(path)))
 
 
@@ -184,6 +144,7 @@ def analyse_module(
     call_lines: Optional[dict] = None,
     notebook: Optional[bool] = None,
     parse=None,
+    limits: Optional[guard.Limits] = None,
 ) -> dict:
     """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
@@ -199,7 +160,7 @@ def analyse_module(
 
         if notebook or not nb.is_program(data):
             return nb.analyse_notebook(data, path, enabled, module=module, is_package=is_package, facts=facts,
-                                       honor_noqa=honor_noqa, max_tokens=max_tokens)
+                                       honor_noqa=honor_noqa, max_tokens=max_tokens, limits=limits)
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -223,18 +184,12 @@ def analyse_module(
             codes = frozenset(c for c in codes if not any(c.startswith(o) for o in off))
     if text.startswith("\ufeff"):
         text = text[1:]
-    # files under 2 bytes a token cannot pass the limit: count only the big ones
-    if max_tokens is not None and len(text) > 2 * max_tokens and count_tokens(text, max_tokens) > max_tokens:
-        return _file_result([_file_finding(
-            "XLA901", path,
-            f"skipped: more than {max_tokens:,} tokens (a generated table?); its syntax tree would take over "
-            f"{max_tokens * 3.5 / 1000:.0f} MB of memory (raise `max-tokens` in [tool.xlalint] to lint it)",
-        )], codes)
-    deep = _too_deep(text)
-    if deep is not None:
-        line = text.count("\n", 0, deep) + 1
-        col = deep - (text.rfind("\n", 0, deep) + 1) + 1
-        return _file_result([_file_finding("XLA900", path, "syntax error: too many nested parentheses", line, col)], codes)
+    # too big or too deep for libcst (guard.py), or refused by CPython's compile: one finding
+    problem = guard.check(text, limits or guard.Limits(max_tokens=max_tokens))
+    if problem is None:
+        problem = _on_big_stack(guard.cpython_refuses, text, path)
+    if problem is not None:
+        return _file_result([_file_finding(problem.code, path, problem.message, problem.line, problem.column)], codes)
     view = facts.view(module) if facts is not None else None
     return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, call_lines)
 

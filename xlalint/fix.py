@@ -65,7 +65,7 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
         if new == text:
             break
         text, applied = new, applied + n
-        findings = engine.lint_source(text, path, codes, max_tokens=settings.max_tokens)
+        findings = engine.lint_source(text, path, codes, limits=settings.limits)
     return text, applied, findings
 
 

@@ -294,7 +294,7 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     module, is_pkg = index.module_of(path)
     decl = _DECLS.get(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
-                                   honor_noqa=honor_noqa, max_tokens=_max_tokens(settings),
+                                   honor_noqa=honor_noqa, limits=_limits(settings),
                                    call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path))
     return path, _cache_key(data, path, index, settings), result
 
@@ -308,5 +308,5 @@ def _max_size(settings) -> int:
     return settings.max_file_size if settings is not None else engine_default_max_size()
 
 
-def _max_tokens(settings) -> int:
-    return settings.max_tokens if settings is not None else engine.DEFAULT_MAX_TOKENS
+def _limits(settings):
+    return settings.limits if settings is not None else None

@@ -62,7 +62,7 @@ def lint_document(path: str, text: str, settings: Settings) -> list:
     while len(_PARSERS) > MAX_PARSERS:
         del _PARSERS[next(iter(_PARSERS))]
     if not os.path.isfile(path):  # an unsaved buffer: the text alone
-        return engine.lint_source(text, path, settings.codes_for(path), max_tokens=settings.max_tokens, parse=parser)
+        return engine.lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
     # as part of its project (a helper's findings depend on its callers), the rest from the cache
     from xlalint import parallel
     from xlalint.cache import Cache

@@ -89,7 +89,7 @@ def _lint(filename: str, source: str, codes, settings) -> list:
     if filename in ("-", "stdin") or not os.path.isfile(filename):
         if not any(k in source for k in RELEVANT_TEXT):
             return []
-        return engine.lint_source(source, filename, codes, honor_noqa=False, max_tokens=settings.max_tokens)
+        return engine.lint_source(source, filename, codes, honor_noqa=False, limits=settings.limits)
     from xlalint import parallel
     from xlalint.cache import Cache
     from xlalint.semantics.project import find_root

@@ -10,8 +10,10 @@ class SyntaxErrorRule(Rule):
     severity = "error"
     walks = False
     what_it_does = """
-        Reports files that libcst cannot parse: syntax errors, bytes that are not valid in the
-        file's encoding, NUL bytes. The location is where the parser stopped.
+        Reports files that do not parse or that CPython would not compile (its own `compile` runs
+        on every file, nothing is executed): syntax errors, `return`/`yield`/`await` outside a
+        function, `break` outside a loop, duplicate arguments, bytes that are not valid in the file's
+        encoding, NUL bytes. The message and the location are CPython's.
     """
     why_slow = """
         It is not slow: it is unchecked. Every other rule needs a parse tree, so a file that does not
@@ -37,7 +39,9 @@ class UnreadableFileRule(Rule):
         Reports a path that was given or found but could not be read: permission denied, a dangling
         symlink, a file larger than `max-file-size` (default 1 MB) or with more than `max-tokens`
         tokens (default 64,000; a string or a comment is one token). Such files are almost always
-        generated tables, and libcst's syntax tree costs about 3.5 KB of memory per token.
+        generated tables, and libcst's syntax tree costs about 3.5 KB of memory per token. Also
+        "too complex to analyse": a statement nested deeper than `max-expression-depth` (500) or
+        deep statements over `max-nesting-cost`, whose parse would take minutes or gigabytes.
     """
     why_slow = """
         It is not slow: it is unchecked.
