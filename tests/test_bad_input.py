@@ -242,7 +242,7 @@ PATHOLOGICAL = {
 def test_pathological_file_is_answered_at_once_in_little_memory(tmp_path, kind):
     write(tmp_path, {"good.py": HOST_READ, "patho.py": "import torch\n" + PATHOLOGICAL[kind] + "\n"})
     code = ("import resource, subprocess, sys\n"
-            "r = subprocess.run([sys.executable, '-m', 'xlalint', '-q', '--no-cache', '.'], capture_output=True, text=True)\n"
+            "r = subprocess.run([sys.executable, '-m', 'xlalint', '-q', '--no-cache', '--output-format', 'concise', '.'], capture_output=True, text=True)\n"
             "print(r.stdout)\nprint(r.stderr, file=sys.stderr)\n"
             "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
     # the timeout is a hang detector (each took 26 s to hours before the guard), not a speed measurement
