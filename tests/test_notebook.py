@@ -261,3 +261,21 @@ def test_verify_runs_the_notebook_and_confirms_its_marks():
     got = {(v.finding.line, v.finding.code): v.status for v in report.findings}
     assert set(got) == want
     assert set(got.values()) == {CONFIRMED}, report.findings
+
+
+def test_cli_fix_rewrites_the_cells_of_a_notebook(tmp_path: Path):
+    """`xlalint --fix --unsafe-fixes nb.ipynb`: the accumulation's host read becomes `.detach()` in its
+    cell; the other cells, the outputs and the magics stay as they were."""
+    loop = ("import torch\nrunning = 0.0\n"
+            "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+            "    running += loss.item()\n")
+    path = write_nb(tmp_path, ["!pip install torch_xla", loop, "print('done')"])
+    r = run_xlalint("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", "nb.ipynb",
+                    cwd=tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    nb = nbformat.read(str(path), as_version=4)
+    assert nb.cells[0].source == "!pip install torch_xla"
+    assert "running += loss.detach()" in nb.cells[1].source and ".item()" not in nb.cells[1].source
+    assert nb.cells[2].source == "print('done')"
+    again = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", "nb.ipynb", cwd=tmp_path)
+    assert "XLA001" not in again.stdout

@@ -86,6 +86,15 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
             warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
             left.extend(fs)
             continue
+        if path.lower().endswith(".ipynb") and path not in sources:
+            n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
+            if n:
+                fixed += n
+                diffs += 1 if args.diff else 0
+                if not args.diff:
+                    changed.add(path)
+            left.extend(fs)
+            continue
         data = sources.get(path)
         if data is None:
             try:
@@ -130,6 +139,36 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''}." if fixed else "No fixes would be applied.", file=sys.stderr)
         return sorted(left), 1 if diffs else 0, changed
     return sorted(left), 0, changed
+
+
+def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:
+    """A notebook's code cells fixed as the one program they are linted as (xlalint/notebook.py), the
+    cells written back in place (outputs and metadata kept); with --diff, the program's diff. Returns
+    the number of fixes."""
+    from xlalint import notebook
+
+    codes = settings.codes_for(path)
+    count = [0]
+
+    def fix_program(program: str) -> str:
+        findings = engine.lint_source(program, path, codes, limits=settings.limits)
+        new, n, _ = fix_source(program, path, findings, settings, unsafe)
+        count[0] = n
+        return new
+
+    try:
+        if args.diff:
+            with open(path, "rb") as fh:
+                program = notebook.program_for(fh.read()).text
+            new = fix_program(program)
+            out.writelines(difflib.unified_diff(program.splitlines(keepends=True), new.splitlines(keepends=True),
+                                                fromfile=f"{path} (code cells)", tofile=f"{path} (code cells)"))
+        else:
+            notebook.fix_notebook(path, fix_program)
+    except (OSError, ValueError, notebook.NotebookError) as e:
+        warn(f"{path}: cannot fix the notebook: {e}")
+        return 0
+    return count[0]
 
 
 def _encoding(data: bytes) -> str:

@@ -14,8 +14,8 @@ FIX_SCALER = (
     "`torch_xla.amp.syncfree` optimizer, which takes `found_inf` as a device tensor"
 )
 FIX_NONFINITE = (
-    "drop `error_if_nonfinite=True` (the default `False` keeps the check off the host; autofix, unsafe: "
-    "a non-finite norm no longer raises); to skip bad steps, keep the test on the device "
+    "drop `error_if_nonfinite=True` (the default `False` keeps the check off the host; the autofix sets "
+    "`False`, unsafe: a non-finite norm no longer raises); to skip bad steps, keep the test on the device "
     "(`torch.where(torch.isfinite(norm), ...)`) or check it every N steps"
 )
 
@@ -69,8 +69,8 @@ class SyncHeavyAmp(Rule):
     """
     known_problems = """
         A scaler is recognised by the name it is assigned to in this file (`scaler`, `self.scaler`);
-        one passed in from another file is not seen. Fix safety: removing `error_if_nonfinite=True`
-        is mechanical but unsafe (a non-finite norm stops raising); replacing a `GradScaler` with bf16
+        one passed in from another file is not seen. Fix safety: `--fix --unsafe-fixes` sets
+        `error_if_nonfinite=False` (the default): mechanical but unsafe (a non-finite norm stops raising); replacing a `GradScaler` with bf16
         autocast changes numerics and is left to you.
     """
     verify = """
@@ -140,10 +140,13 @@ class SyncHeavyAmp(Rule):
                 fn = last_name(func)
                 self.report(
                     node,
-                    f"`{fn}(..., error_if_nonfinite=True)` tests the total norm with a Python `if` {{when}}: "
-                    "the graph is cut and the result copied to the host (measured: 2 extra executions + "
-                    f"2 transfers per step). Fix: {FIX_NONFINITE}",
+                    f"`{fn}(..., error_if_nonfinite=True)` tests the total norm with a Python `if` {{when}}",
                     fix=FIX_NONFINITE,
+                    cost="the graph is cut and the result copied to the host (measured: 2 extra executions + "
+                         "2 transfers each time)",
+                    # `False` is the default: the same as dropping the argument, and the layout is kept
+                    edit=(flag, cst.Name("False"), "unsafe",
+                          "Set `error_if_nonfinite=False`, the default (a non-finite norm no longer raises)"),
                 )
 
     def finalize(self) -> None:
@@ -160,3 +163,4 @@ class SyncHeavyAmp(Rule):
                 "(`.item()` inside `GradScaler.step`): the graph is cut and run early (1 extra execution + "
                 f"1 transfer per step). Fix: {FIX_SCALER}"
             )
+
