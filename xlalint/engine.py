@@ -145,6 +145,7 @@ def analyse_module(
     notebook: Optional[bool] = None,
     parse=None,
     limits: Optional[guard.Limits] = None,
+    checked: bool = False,
 ) -> dict:
     """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
@@ -154,7 +155,8 @@ def analyse_module(
     ``notebook``: the contents are a Jupyter notebook's JSON (default: a ``.ipynb`` path); its code cells
     are analysed as one program and the result carries ``"cells"``, which ``decide`` uses to report
     lines by cell (xlalint/notebook.py). ``parse``: a replacement for ``libcst.parse_module`` that
-    returns the same tree (the language server's incremental parse, xlalint/incremental.py)."""
+    returns the same tree (the language server's incremental parse, xlalint/incremental.py).
+    ``checked``: ``declare`` found these contents fine (guard and CPython): not checked again."""
     if notebook or (notebook is None and path.lower().endswith(".ipynb")):
         from xlalint import notebook as nb
 
@@ -185,13 +187,49 @@ def analyse_module(
     if text.startswith("\ufeff"):
         text = text[1:]
     # too big or too deep for libcst (guard.py), or refused by CPython's compile: one finding
-    problem = guard.check(text, limits or guard.Limits(max_tokens=max_tokens))
-    if problem is None:
+    problem = None if checked else guard.check(text, limits or guard.Limits(max_tokens=max_tokens))
+    if problem is None and not checked:
         problem = _on_big_stack(guard.cpython_refuses, text, path)
     if problem is not None:
         return _file_result([_file_finding(problem.code, path, problem.message, problem.line, problem.column)], codes)
     view = facts.view(module) if facts is not None else None
     return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, call_lines)
+
+
+def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) -> Optional[dict]:
+    """The project pass's first look at a module, before any walk (xlalint/parallel.py): the guard and
+    CPython's compile once per file and run (not once per walk), and from CPython's tree the module's
+    declarations (``project.declarations``), marked ``checked``. None when the file is not fine: its
+    walk then reports why (a decode error, a syntax error, a file-level directive)."""
+    import ast
+    import warnings
+
+    from xlalint.semantics.project import declarations
+
+    try:
+        text = decode_source(data)
+    except ValueError:
+        return None
+    if FILE_DIRECTIVE_HINT.search(data) or text.startswith("\ufeff"):
+        return None  # rare: the walk handles directives and BOMs as usual
+    if guard.check(text, limits or guard.Limits()) is not None:
+        return None
+
+    def compile_both():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(tree, path, "exec", dont_inherit=True)  # CPython's later stages (`return` outside a def)
+        return tree
+
+    try:
+        tree = _on_big_stack(compile_both)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    decl = declarations(tree, module, is_package)
+    if decl is not None:
+        decl["checked"] = True
+    return decl
 
 
 def _file_result(findings: list[Finding], codes) -> dict:

@@ -185,8 +185,7 @@ _PARSE: dict = {}  # path -> the parse function for it, for this run
 
 
 def _declarations(path: str, index, settings, cache: Optional[Cache]) -> Optional[dict]:
-    from xlalint.semantics.project import declarations
-
+    """A file's declarations and CPython's verdict (``engine.declare``), from the cache when it has them."""
     data, err = _read(path, settings)
     if err is not None:
         return None
@@ -197,11 +196,7 @@ def _declarations(path: str, index, settings, cache: Optional[Cache]) -> Optiona
         if hit:
             return hit[0]
     module, is_pkg = index.module_of(path)
-    try:
-        text = engine.decode_source(data)
-    except ValueError:
-        return None
-    d = declarations(text, module, is_pkg)
+    d = engine.declare(data, path, module, is_pkg, _limits(settings))
     if d is not None and key is not None:
         cache.store(key, [d])
     return d
@@ -295,7 +290,8 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     decl = _DECLS.get(path)
     result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
                                    honor_noqa=honor_noqa, limits=_limits(settings),
-                                   call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path))
+                                   call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path),
+                                   checked=bool(decl and decl.get("checked")))
     return path, _cache_key(data, path, index, settings), result
 
 

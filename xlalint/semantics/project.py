@@ -496,17 +496,21 @@ def connected_files(index: ProjectIndex, asked: Iterable[str], read) -> list:
 # --------------------------------------------------------------------------------------------------
 # Declarations: what other modules need to resolve names, from CPython's parser, before any walk
 # --------------------------------------------------------------------------------------------------
-def declarations(text: str, module: str, is_package: bool) -> Optional[dict]:
+def declarations(text, module: str, is_package: bool) -> Optional[dict]:
     """A module's names (functions, classes with their methods and bases, imports) and the lines of its
     calls, from ``ast`` (about a tenth of libcst's parse): with every module's declarations known
     before the first walk, names resolve across modules from the start and only what the walks infer
-    (returns, attributes, arguments) can send a module round again. None if CPython cannot parse it."""
+    (returns, attributes, arguments) can send a module round again. ``text``: the source, or its
+    ``ast.Module`` when CPython has parsed it already. None if CPython cannot parse it."""
     import ast
 
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
+    if isinstance(text, ast.Module):
+        tree = text
+    else:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return None
     pkg = module.split(".") if module != "__main__" else []
     if not is_package:
         pkg = pkg[:-1]
