@@ -324,6 +324,11 @@ class SemanticModel(TensorInference):
         if info.class_key is None:
             self.class_key = None
         self._bind_params(node, info)
+        if info.parent is None and self.facts is not None:
+            # what callers in other modules pass is known before the walk: seed it now, and walk the
+            # function again after the file only if this file's own callers change the answer
+            info.seeds = self._param_seeds(info, self._external_sites(info))
+            info.env.update(info.seeds)
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth = saved
@@ -688,14 +693,20 @@ class SemanticModel(TensorInference):
     # ------------------------------------------------------------------ parameters from call sites
     _SEEDABLE = frozenset({K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER})
 
-    def _param_seeds(self, f: FuncInfo) -> dict:
-        """Kinds for ``f``'s unknown parameters from what its callers in this file pass."""
+    def _external_sites(self, f: FuncInfo) -> list:
+        """What callers in other modules pass to ``f`` (the project's facts)."""
+        if self.facts is None:
+            return []
+        return [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
+
+    def _param_seeds(self, f: FuncInfo, sites: Optional[list] = None) -> dict:
+        """Kinds for ``f``'s unknown parameters from what its callers pass: in this file and in other
+        modules (or only ``sites``)."""
         node = f.node
         if not isinstance(node, cst.FunctionDef):
             return {}
-        sites = list(self.call_sites.get(f.key, ()))
-        if self.facts is not None:  # and what callers in other modules pass
-            sites += [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
+        if sites is None:
+            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f)
         if not sites:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -711,7 +722,7 @@ class SemanticModel(TensorInference):
                 seen.setdefault(name, []).append(k)
         seeds = {}
         for name, ks in seen.items():
-            if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env:
+            if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
                 continue
@@ -730,10 +741,11 @@ class SemanticModel(TensorInference):
         for f in list(self.funcs.values()):
             if f.parent is None and f.node is not None:
                 seeds = self._param_seeds(f)
-                if seeds:
+                if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
         for f, seeds in plans:
             self._rewalk(f, seeds)
+            f.seeds = seeds
 
     def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
         prefix = f.key + ".<locals>."

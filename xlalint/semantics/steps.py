@@ -38,6 +38,7 @@ class FuncInfo:
     calls: list = field(default_factory=list)  # (callee key, Ctx)
     return_kind: object = K.UNKNOWN
     top_index: int = 0
+    seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
     module: str = ""  # the module it is defined in (project view)
     path: str = ""  # that module's file, as the user named it
 
