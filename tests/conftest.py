@@ -85,3 +85,22 @@ def finding_lines(stdout: str) -> list[str]:
 @pytest.fixture
 def xlalint_cli():
     return run_xlalint
+
+
+# ---------------------------------------------------------------------------------------- torch_xla
+HAVE_XLA = __import__("importlib.util").util.find_spec("torch_xla") is not None
+
+
+def require_torch_xla() -> None:
+    """For a test that runs torch_xla: skip locally without it, fail under CI=true (make test installs
+    the verify extra, and --verify must be tested in CI)."""
+    if not HAVE_XLA:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("torch_xla is not installed, and CI=true: --verify must be tested in CI")
+        pytest.skip("torch_xla is not installed (run `make test`)")
+
+
+@pytest.fixture
+def xla():
+    """Marks a test that runs torch_xla (``require_torch_xla``)."""
+    require_torch_xla()

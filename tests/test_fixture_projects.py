@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_torch_xla
+
 from xlalint.findings import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,15 +63,6 @@ def test_projects_exist_and_have_marks_outside_train_py():
 # ---- live ---------------------------------------------------------------------------------------
 
 
-def _torch_xla_or_fail():
-    try:
-        import torch_xla  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("torch_xla is required under CI=true (make test installs the verify extra)")
-        pytest.skip("torch_xla is not installed (run `make test`)")
-
-
 def _marks_as_findings(paths: list) -> list:
     out = []
     for path in paths:
@@ -83,7 +76,7 @@ def _marks_as_findings(paths: list) -> list:
 
 @pytest.fixture(scope="module")
 def live_reports():
-    _torch_xla_or_fail()
+    require_torch_xla()
     from xlalint.verify import collect
 
     def one(project: Path):

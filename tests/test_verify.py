@@ -6,7 +6,6 @@ and the tests share the report. Under CI=true a missing torch_xla fails these te
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from tests.conftest import HAVE_XLA
 
 from xlalint.findings import Finding
 from xlalint.verify import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, collect, render_json, render_text
@@ -23,16 +24,6 @@ from xlalint.verify.runner import split_target
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "verify_programs")
 ROOT = os.path.dirname(HERE)
-HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
-
-
-@pytest.fixture
-def xla():
-    """Marks a test that runs torch_xla: skip locally without it, fail in CI."""
-    if not HAVE_XLA:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-            pytest.fail("torch_xla is not installed, and CI=true: --verify must be tested in CI")
-        pytest.skip("torch_xla is not installed")
 
 
 def prog(name: str) -> str:

@@ -10,12 +10,13 @@ These are real tests: under ``CI=true`` a missing torch_xla is a failure, never 
 
 from __future__ import annotations
 
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import require_torch_xla
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if not p.name.startswith("_"))
@@ -25,15 +26,6 @@ MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
 
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
 KNOWN_DIFFERENCES: dict = {}
-
-
-def _torch_xla_or_fail():
-    try:
-        import torch_xla  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("torch_xla is required under CI=true (make test installs the verify extra)")
-        pytest.skip("torch_xla is not installed (run `make test`)")
 
 
 def _marks(path: Path) -> set:
@@ -47,7 +39,7 @@ def _marks(path: Path) -> set:
 
 @pytest.fixture(scope="module")
 def reports():
-    _torch_xla_or_fail()
+    require_torch_xla()
     from xlalint.verify import collect
 
     def one(path: Path):

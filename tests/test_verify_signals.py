@@ -8,7 +8,6 @@ torch_xla fails these tests instead of skipping them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -20,15 +19,6 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PROGRAM = os.path.join(HERE, "verify_programs", "long_run.py")
-HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
-
-
-@pytest.fixture
-def xla():
-    if not HAVE_XLA:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-            pytest.fail("torch_xla is not installed, and CI=true: --verify must be tested in CI")
-        pytest.skip("torch_xla is not installed")
 
 
 def _alive(pid: int) -> bool:
