@@ -40,13 +40,18 @@ def find_root(path: str) -> str:
     for i in range(len(parts) - 1, 0, -1):  # an installed package: its modules are named from here
         if parts[i] in ("site-packages", "dist-packages"):
             return os.sep.join(parts[: i + 1]) or os.sep
-    d = start
+    return marked_root(start) or start
+
+
+def marked_root(directory: str) -> Optional[str]:
+    """The nearest directory at or above ``directory`` with a root marker, or None."""
+    d = directory
     while True:
         if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
             return d
         parent = os.path.dirname(d)
         if parent == d:
-            return start
+            return None
         d = parent
 
 

@@ -94,20 +94,12 @@ def split_target(target: str) -> tuple:
     return target, None
 
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-
-
 def project_root(target_file: str) -> str | None:
     """The user's project: the nearest directory at or above the program with a pyproject.toml, setup.py,
-    setup.cfg or .git. None when there is none."""
-    cur = os.path.dirname(os.path.realpath(target_file))
-    while True:
-        if any(os.path.exists(os.path.join(cur, m)) for m in PROJECT_MARKERS):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
+    setup.cfg or .git (the linter's own notion, semantics/project.py). None when there is none."""
+    from xlalint.semantics.project import marked_root
+
+    return marked_root(os.path.dirname(os.path.realpath(target_file)))
 
 
 def child_env(dump_path: str | None) -> dict:
