@@ -553,7 +553,8 @@ class SemanticModel(TensorInference):
         funcs = {}
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
-                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls]]
+                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
+                          [(s, callee_ref(c) if c is not None else None) for s, c in f.sync_points]]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
@@ -671,11 +672,14 @@ class SemanticModel(TensorInference):
                 self.loop_stack[-1].calls.append(callee)
         if self.loop_stack:
             loop = self.loop_stack[-1]
-            if self.cond_depth == loop.cond_depth and self.closure_depth == 0:
-                if barrier:
-                    loop.sync_points.append((self.seq, None))
-                elif callee is not None:
-                    loop.sync_points.append((self.seq, callee))
+            points, depth = loop.sync_points, loop.cond_depth
+        else:
+            points, depth = self.func.sync_points, 0
+        if self.cond_depth == depth and self.closure_depth == 0:
+            if barrier:
+                points.append((self.seq, None))
+            elif callee is not None:
+                points.append((self.seq, callee))
 
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
@@ -758,6 +762,7 @@ class SemanticModel(TensorInference):
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()
+        f.sync_points.clear()
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()

@@ -413,6 +413,7 @@ class Program:
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
+            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None) for seq, c in rec[9]]
         top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
 
     @staticmethod

@@ -36,6 +36,7 @@ class FuncInfo:
     barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
     trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee key, Ctx)
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None) in its own body, outside loops
     return_kind: object = K.UNKNOWN
     top_index: int = 0
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
@@ -176,8 +177,10 @@ class Steps:
         ff = self.function_frequency(ctx.func)
         if not ff.per_step:
             return NOT_PER_STEP
-        if ctx.period:
-            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via)
+        after = ff.after_sync or any(seq < ctx.seq and (callee is None or self.syncs(callee))
+                                     for seq, callee in ctx.func.sync_points)  # the step's body ends it
+        if ctx.period or after != ff.after_sync:
+            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via)
         return ff
 
     def callers(self) -> dict:
