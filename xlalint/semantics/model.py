@@ -554,7 +554,7 @@ class SemanticModel(TensorInference):
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
-                          [(s, callee_ref(c) if c is not None else None) for s, c in f.sync_points]]
+                          [(s, callee_ref(c) if c is not None else None) for s, c in f.sync_points], f.sets_up]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
@@ -641,6 +641,8 @@ class SemanticModel(TensorInference):
                 trains = meth == "optimizer_step"
             elif meth == "sync" and recv == "torch_xla":
                 step = barrier = True
+        if not self.loop_stack and self.func is not self.top and _sets_up(q, func):
+            self.func.sets_up = True
         if q in T.COMPILE_WRAPPERS:
             for a in positional_args(node)[:1]:
                 n = dotted_name(a)
@@ -763,6 +765,7 @@ class SemanticModel(TensorInference):
         f.step_counters.clear()
         f.calls.clear()
         f.sync_points.clear()
+        f.sets_up = False
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
@@ -990,6 +993,21 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+def _sets_up(q: Optional[str], func) -> bool:
+    """The call sets a training run up (an optimizer, a loader, an accelerator): see T.SETUP_FUNCTIONS."""
+    if q is not None:
+        if q in T.SETUP_FUNCTIONS:
+            return True
+        if q.startswith(T.SETUP_FUNCTION_PREFIXES):
+            last = q.rsplit(".", 1)[-1]
+            return last[:1].isupper() and "." not in q[len("torch.optim."):]
+    if isinstance(func, cst.Attribute):
+        hints = T.SETUP_METHODS.get(func.attr.value)
+        recv = (last_name(func.value) or "").lower()
+        return bool(hints) and any(h in recv for h in hints)
+    return False
 
 
 def _config_like_param(name: str) -> bool:

@@ -414,6 +414,7 @@ class Program:
         for key, rec in s["funcs"].items():
             funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
             funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None) for seq, c in rec[9]]
+            funcs[key].sets_up = rec[10]
         top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
 
     @staticmethod

@@ -37,6 +37,7 @@ class FuncInfo:
     trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee key, Ctx)
     sync_points: list = field(default_factory=list)  # (seq, callee key or None) in its own body, outside loops
+    sets_up: bool = False  # makes an optimizer, a loader or an accelerator itself: a whole run, not a step
     return_kind: object = K.UNKNOWN
     top_index: int = 0
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
@@ -148,7 +149,7 @@ class Steps:
         if key in memo:
             return memo[key]
         f = self.funcs.get(key)
-        if f is None:
+        if f is None or f.sets_up:
             return False
         memo[key] = False  # cycle guard
         # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
