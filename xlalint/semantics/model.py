@@ -80,6 +80,7 @@ class SemanticModel(TensorInference):
         self.error_depth = 0
         self.cond_depth = 0
         self.seq = 0
+        self._block_syncs: list[list] = [[]]  # sync points recorded in each open block (their reach ends with it)
         self.stmt: Optional[cst.CSTNode] = None
         self.top_index = 0
 
@@ -188,12 +189,15 @@ class SemanticModel(TensorInference):
         if block is None:
             return
         depth = len(self.guards)
+        self._block_syncs.append([])
         if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for s in block.body:
                 self.walk(s)
         else:
             self.walk(block)
         del self.guards[depth:]
+        for point in self._block_syncs.pop():
+            point[2] = self.seq  # a barrier ends the step for what follows it in its own block only
 
     # statements ----------------------------------------------------------
     def _stmt(self, node) -> None:
@@ -378,7 +382,8 @@ class SemanticModel(TensorInference):
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index)
+                        cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         self.walk(node.target)
@@ -393,7 +398,8 @@ class SemanticModel(TensorInference):
         self.seq += 1
         prev = self.stmt
         self.stmt = node
-        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index)
+        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -554,10 +560,11 @@ class SemanticModel(TensorInference):
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
-                          [(s, callee_ref(c) if c is not None else None) for s, c in f.sync_points], f.sets_up]
+                          [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
-                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
+                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
+                  loop_ids.get(id(lp.outer))]
                  for lp in self.loops]
         classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
                    for k, c in self.classes.items()}
@@ -672,16 +679,10 @@ class SemanticModel(TensorInference):
                 self._site_refs[id(ctx)] = (text, ordinal)
             if self.loop_stack:
                 self.loop_stack[-1].calls.append(callee)
-        if self.loop_stack:
-            loop = self.loop_stack[-1]
-            points, depth = loop.sync_points, loop.cond_depth
-        else:
-            points, depth = self.func.sync_points, 0
-        if self.cond_depth == depth and self.closure_depth == 0:
-            if barrier:
-                points.append((self.seq, None))
-            elif callee is not None:
-                points.append((self.seq, callee))
+        if self.closure_depth == 0 and (barrier or callee is not None):
+            point = [self.seq, None if barrier else callee, None]
+            (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)
+            self._block_syncs[-1].append(point)
 
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}

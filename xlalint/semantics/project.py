@@ -400,10 +400,11 @@ class Program:
             self.funcs[f.key] = f
         self.tops.append(top)
         loops = []
-        for fk, loader, direct, trains, calls, syncs in s["loops"]:
+        for fk, loader, direct, trains, calls, syncs, outer in s["loops"]:
             loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
                                   direct_step_call=direct, trains=trains, calls=[self._callee(mod, c) for c in calls],
-                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None) for seq, c in syncs]))
+                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in syncs],
+                                  outer=loops[outer] if outer is not None else None))
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []
@@ -413,7 +414,7 @@ class Program:
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
-            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None) for seq, c in rec[9]]
+            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in rec[9]]
             funcs[key].sets_up = rec[10]
         top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
 
