@@ -242,8 +242,10 @@ class Facts:
             out: dict = {}
             for mod, s in self.summaries.items():
                 for callee, sites in s["sites"].items():
-                    for t in self.callee_targets(callee, mod, overrides=False):
-                        out.setdefault(t, []).extend(sites)
+                    own = callee.startswith(f"@{mod}:")  # a method's calls through self.: for its overrides
+                    for t in self.callee_targets(callee, mod, overrides=own):
+                        if not (own and t.startswith(f"{mod}:")):
+                            out.setdefault(t, []).extend(sites)
             self._sites = out
         return self._sites.get(gkey, [])
 
@@ -293,7 +295,7 @@ class Facts:
 
 def _seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
-    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR) or K.instance_class(kind):
+    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind):
         return kind
     return None
 
