@@ -237,6 +237,10 @@ class SemanticModel(TensorInference):
         if mod:
             self._note_import(mod)
         if isinstance(node.names, cst.ImportStar):
+            if mod and self.facts is not None and self.facts.knows(mod):
+                for nm in self.facts.star_names(mod):  # `from utils import *` of a project module
+                    self.imports.setdefault(nm, f"{mod}.{nm}")
+                    self._bind_name(nm, K.NOT_TENSOR)
             return
         for alias in node.names:
             nm = dotted_name(alias.name)
@@ -532,7 +536,25 @@ class SemanticModel(TensorInference):
             self.walk(a.value)
         if closure:
             self.closure_depth -= 1
+        self._register_buffer(node)
         self._note_call(node, q)
+
+    def _register_buffer(self, node: cst.Call) -> None:
+        """``self.register_buffer("queue_ptr", torch.zeros(1))``: the module's attribute is a tensor, on
+        the module's device."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
+                and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return
+        args = positional_args(node)
+        name = string_value(args[0]) if args else None
+        cls = self._current_class()
+        if name is None or len(args) < 2 or cls is None or cls not in self.classes:
+            return
+        if self.kind(args[1]) in K.ANY_TENSOR or isinstance(args[1], cst.Call) and (
+                self.qualname(args[1].func) or "").startswith(("torch.", "nn.")):
+            attrs = self.classes[cls]["attrs"]
+            attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
 
     # ------------------------------------------------------------------ what this module exports
     def export(self, locator, noqa=None, call_lines: Optional[dict] = None) -> dict:
@@ -834,6 +856,9 @@ class SemanticModel(TensorInference):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
+                held = self.classes.get(cls, {}).get("func_attrs", {}).get(func.attr.value)
+                if held is not None and f"{cls}.{func.attr.value}" not in self.funcs:
+                    return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
         if self.facts is None:
             return None
@@ -932,6 +957,10 @@ class SemanticModel(TensorInference):
                     name = target.attr.value
                     if isinstance(value, cst.Name) and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
+                    if isinstance(value, cst.Name):
+                        f = self._lookup_func(value.value)
+                        if f is not None or value.value in getattr(self, "toplevel_defs", ()):
+                            self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
                     attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)

@@ -329,6 +329,12 @@ class FactsView:
         if op == "m":
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
+        if op == "star":  # the public names `from mod import *` binds (its functions and classes)
+            r = f.resolve(arg, self.module)
+            s = f.summaries.get(r[1]) if r is not None and r[0] == "module" else None
+            if s is None:
+                return []
+            return sorted({n for n in list(s["funcs"]) + list(s["classes"]) if "." not in n and not n.startswith("_")})
         if op == "sites":
             # only what can seed a parameter matters to the walk (a known kind, or "not a tensor", which
             # vetoes a seed): sites that pass nothing known are left out, so they send nobody round again
@@ -369,6 +375,9 @@ class FactsView:
 
     def sites(self, gkey: str) -> list:
         return [(p, dict(kw), v) for p, kw, v in self._ask("sites|" + gkey)]
+
+    def star_names(self, module: str) -> list:
+        return self._ask("star|" + module)
 
 
 # --------------------------------------------------------------------------------------------------

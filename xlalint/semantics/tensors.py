@@ -389,7 +389,9 @@ class TensorInference:
                 return K.MODULE
             if meth in ("generate", "forward", "encode", "decode", "embed"):
                 return K.TENSOR
-            if meth in ("named_parameters", "state_dict", "named_buffers", "modules", "children", "named_modules"):
+            if meth in ("named_parameters", "named_buffers"):
+                return K.ITEMS  # (name, tensor) pairs
+            if meth in ("state_dict", "modules", "children", "named_modules"):
                 return K.UNKNOWN
             return K.UNKNOWN
         if rk in (K.LOADER, K.CPU_LOADER):
@@ -416,7 +418,13 @@ class TensorInference:
             return K.UNKNOWN
         if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
             return K.UNKNOWN
-        if meth == "gather" and last_name(recv) in ("accelerator", "accel"):
+        if meth in T.ACCELERATOR_METHODS and last_name(recv) in T.ACCELERATOR_RECEIVERS:
+            if T.ACCELERATOR_METHODS[meth] == "module":
+                return K.MODULE
+            args = positional_args(e)
+            ak = self.kind(args[0]) if args else K.UNKNOWN
+            if ak in (K.TENSORS, K.CPU_TENSORS, K.CPU_TENSOR, K.NOT_TENSOR):
+                return ak if ak != K.CPU_TENSORS else K.UNKNOWN
             return K.TENSOR
         if meth in ("from_pretrained",) and "Model" in (dotted_name(recv) or ""):
             return K.MODULE
