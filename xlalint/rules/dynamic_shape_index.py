@@ -27,6 +27,14 @@ FIX_UNIQUE = (
     "a fixed-size count over the known value range: `torch.zeros(K, device=d).scatter_add_(0, x, torch.ones_like(x))` "
     "or `F.one_hot(x, K).sum(0)` (`torch.bincount` keeps a fixed size only with `minlength=K` and is a CPU fallback itself)"
 )
+FIX_SLICE_BOUND = (
+    "keep a fixed length and mask the rest (`x * (torch.arange(L, device=x.device) < n)`, an attention mask), "
+    "or read the bound once per batch and round it up to one of a few bucket lengths (a multiple of 64)"
+)
+COST_SLICE_BOUND = (
+    "Python reads the bound to the host (`__index__`: 1 extra graph execution + 1 device-to-host transfer each "
+    "time) and the result's shape follows its value: a new graph whenever it changes"
+)
 FIX_REPEAT = "pass `output_size=` (a fixed total length) or build the result with a fixed-size gather/mask"
 
 
@@ -100,6 +108,7 @@ class DynamicShapeIndex(Rule):
 
     def __init__(self) -> None:
         super().__init__()
+        self._assigned: set = set()  # (id(function), name) bound by an assignment or a loop in it
         self._stores: set = set()  # Subscript nodes assigned to
         self._reduced: set = set()  # Subscript nodes whose result is reduced right away
         self._loss_args: set = set()  # Subscript nodes passed to a loss
@@ -109,10 +118,30 @@ class DynamicShapeIndex(Rule):
         for t in node.targets:
             if isinstance(t.target, cst.Subscript):
                 self._stores.add(id(t.target))
+            self._note_names(t.target)
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Subscript):
             self._stores.add(id(node.target))
+        self._note_names(node.target)
+
+    def on_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._note_names(node.target)
+
+    def on_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._note_names(node.target)
+
+    def on_For(self, node: cst.For) -> None:
+        self._note_names(node.target)
+
+    def _note_names(self, target) -> None:
+        if isinstance(target, cst.Name):
+            self._assigned.add((id(self.model.func), target.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._note_names(el.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_names(target.value)
 
     def on_Subscript(self, node: cst.Subscript) -> None:
         m = self.model
@@ -123,6 +152,7 @@ class DynamicShapeIndex(Rule):
                 mask = s.value
                 break
         if mask is None:
+            self._slice_bounds(node)
             return
         if m.kind(node.value) in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
             return
@@ -134,6 +164,39 @@ class DynamicShapeIndex(Rule):
             self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_LOSS)
         else:
             self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_GET)
+
+    def _slice_bounds(self, node: cst.Subscript) -> None:
+        """``x[:, :n]`` with ``n`` a device tensor (``lengths.max()``, ``mask.sum()``): one finding for the
+        host read and the data-dependent shape it gives."""
+        m = self.model
+        if m.kind(node.value) not in K.DEVICE_TENSORS:
+            return
+        for el in node.slice:
+            s = el.slice
+            if not isinstance(s, cst.Slice):
+                continue
+            for bound in (s.lower, s.upper, s.step):
+                if bound is not None and m.kind(bound) in K.DEVICE_TENSORS and not self._assumed_param(bound):
+                    self.report(
+                        node,
+                        f"`{self.text(node)}` slices at `{self.text(bound, 24)}`, a device tensor: a host read and a data-dependent shape, {{when}}",
+                        fix=FIX_SLICE_BOUND, when="step-any", cost=COST_SLICE_BOUND,
+                    )
+                    return
+
+    def _assumed_param(self, bound) -> bool:
+        """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often."""
+        if not isinstance(bound, cst.Name):
+            return False
+        f = self.model.func
+        name = bound.value
+        if f is None or not isinstance(f.node, cst.FunctionDef) or (id(f), name) in self._assigned or name in f.seeds:
+            return False
+        params = f.node.params
+        for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
+            if p.name.value == name:
+                return p.annotation is None
+        return False
 
     # --------------------------------------------------------------- calls
     def on_Call(self, node: cst.Call) -> None:

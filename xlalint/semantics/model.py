@@ -743,9 +743,33 @@ class SemanticModel(TensorInference):
                 seeds = self._param_seeds(f)
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
+        before = {f.key: f.return_kind for f, _ in plans}
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
+        self._rewalk_callers(before)
+
+    # rounds of walking callers again when what a function returns became known on its second walk
+    _RETURN_ROUNDS = 2
+
+    def _rewalk_callers(self, before: dict) -> None:
+        """``mask = make_mask(x)`` read ``make_mask``'s return before its parameters were known: walk the
+        functions of this file that call a function whose return kind changed again (a few rounds)."""
+        for _ in range(self._RETURN_ROUNDS):
+            changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
+            if not changed:
+                return
+            callers = {}
+            for g in self.funcs.values():
+                if g.node is None or not any(c in changed for c, _ in g.calls):
+                    continue
+                while g.parent is not None:
+                    g = g.parent
+                if g.node is not None and g.key not in changed:
+                    callers[g.key] = g
+            before = {k: g.return_kind for k, g in callers.items()}
+            for g in callers.values():
+                self._rewalk(g, g.seeds)
 
     def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
         prefix = f.key + ".<locals>."

@@ -178,6 +178,14 @@ BOOL_RESULT_FUNCTIONS = frozenset("torch." + m for m in BOOL_RESULT_METHODS if m
     "torch.ones_like_bool"
 }
 
+# Tensor methods that keep a boolean mask boolean (same values, another view or layout).
+BOOL_PRESERVING_METHODS = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "flatten", "expand", "expand_as", "contiguous", "clone",
+     "detach", "t", "transpose", "permute", "repeat", "flip", "roll", "view_as", "reshape_as", "cuda",
+     "logical_not", "logical_and", "logical_or", "logical_xor", "movedim", "narrow", "tril", "triu",
+     "unflatten", "squeeze_", "unsqueeze_", "index_select", "gather", "bool"}
+)
+
 # Reductions after which a masked selection could have kept the full shape (`x[m].sum()`).
 MASK_REDUCTION_METHODS = frozenset(
     {"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var",

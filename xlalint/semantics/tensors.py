@@ -214,7 +214,9 @@ class TensorInference:
 
     def _infer_subscript(self, e: cst.Subscript):
         bk = self.kind(e.value)
-        if bk in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
+        if bk == K.BOOL_TENSOR:
+            return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
+        if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
             return K.CPU_TENSOR
@@ -323,7 +325,10 @@ class TensorInference:
         if ns in T.TENSOR_NAMESPACES and fn[:1].islower():
             if fn.endswith("_like"):
                 args = positional_args(e)
-                return self.kind(args[0]) if args else K.TENSOR
+                k = self.kind(args[0]) if args else K.TENSOR
+                if k == K.BOOL_TENSOR and keyword_arg(e, "dtype") is not None:
+                    return K.TENSOR  # torch.zeros_like(mask, dtype=torch.float)
+                return k
             if self._all_args_cpu(e):
                 return K.CPU_TENSOR
             return K.TENSOR
@@ -364,6 +369,8 @@ class TensorInference:
                 return K.BOOL_TENSOR
             if meth in ("any", "all"):
                 return K.BOOL_TENSOR if not cpu else K.CPU_TENSOR
+            if rk == K.BOOL_TENSOR and meth in T.BOOL_PRESERVING_METHODS:
+                return K.BOOL_TENSOR  # mask.unsqueeze(-1), mask.view(-1), mask.expand_as(x)
             if meth.startswith("_"):
                 return K.UNKNOWN  # not a public tensor method: the receiver may not be a tensor
             return rk if rk != K.BOOL_TENSOR else K.TENSOR
@@ -469,17 +476,22 @@ class TensorInference:
         args = positional_args(e)
         dev = keyword_arg(e, "device")
         target = dev if dev is not None else (args[0] if args else None)
+        dtype = keyword_arg(e, "dtype")
+        if rk == K.BOOL_TENSOR and dtype is not None and self.qualname(dtype) != "torch.bool":
+            rk = K.TENSOR  # mask.to(device, dtype=torch.float): no longer a mask
         if target is None:
             return rk if rk in K.ANY_TENSOR else K.TENSOR
         if self._is_cpu_device(target):
             return K.CPU_TENSOR
         q = self.qualname(target) or ""
         if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
+            if rk == K.BOOL_TENSOR and q != "torch.bool":
+                return K.TENSOR  # mask.to(torch.long): no longer a mask
             return rk if rk in K.ANY_TENSOR else K.TENSOR
         tk = self.kind(target)
         if tk in K.ANY_TENSOR:  # .to(other) follows other
             return tk
-        return K.TENSOR
+        return K.BOOL_TENSOR if rk == K.BOOL_TENSOR else K.TENSOR  # mask.to(device): still a mask
 
     def _is_device_expr(self, call: cst.Call) -> bool:
         """``.to(device)``, ``.to(xm.xla_device())``, ``.to(accelerator.device)``, ``.to(device=dev)``."""
