@@ -65,6 +65,7 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
+        self._attr_writes: dict = {}  # (class, attribute) -> [(function key, kind stored)] in walk order
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}
@@ -747,34 +748,50 @@ class SemanticModel(TensorInference):
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
-        self._rewalk_callers(before)
+        for _ in range(self._RETURN_ROUNDS):
+            if not self._rewalk_callers(before):
+                return
+            plans = []  # what the callers now pass: their callees' parameters may be known better
+            for f in list(self.funcs.values()):
+                if f.parent is None and f.node is not None:
+                    seeds = self._param_seeds(f)
+                    if seeds != f.seeds:
+                        plans.append((f, seeds))
+            before = {f.key: f.return_kind for f, _ in plans}
+            for f, seeds in plans:
+                self._rewalk(f, seeds)
+                f.seeds = seeds
 
     # rounds of walking callers again when what a function returns became known on its second walk
     _RETURN_ROUNDS = 2
 
-    def _rewalk_callers(self, before: dict) -> None:
+    def _rewalk_callers(self, before: dict) -> bool:
         """``mask = make_mask(x)`` read ``make_mask``'s return before its parameters were known: walk the
-        functions of this file that call a function whose return kind changed again (a few rounds)."""
-        for _ in range(self._RETURN_ROUNDS):
-            changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
-            if not changed:
-                return
-            callers = {}
-            for g in self.funcs.values():
-                if g.node is None or not any(c in changed for c, _ in g.calls):
-                    continue
-                while g.parent is not None:
-                    g = g.parent
-                if g.node is not None and g.key not in changed:
-                    callers[g.key] = g
-            before = {k: g.return_kind for k, g in callers.items()}
-            for g in callers.values():
-                self._rewalk(g, g.seeds)
+        functions of this file that call a function whose return kind changed again, recording what they
+        pass anew. True when any was walked."""
+        changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
+        if not changed:
+            return False
+        callers = {}
+        for g in self.funcs.values():
+            if g.node is None or not any(c in changed for c, _ in g.calls):
+                continue
+            while g.parent is not None:
+                g = g.parent
+            if g.node is not None and g.key not in changed:
+                callers[g.key] = g
+        for g in callers.values():
+            prefix = g.key + ".<locals>."
+            for callee, recs in self.call_sites.items():
+                recs[:] = [r for r in recs if r[0] != g.key and not r[0].startswith(prefix)]
+            self._rewalk(g, g.seeds, record_sites=True)
+        return bool(callers)
 
-    def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
+    def _rewalk(self, f: FuncInfo, seeds: dict, record_sites: bool = False) -> None:
         prefix = f.key + ".<locals>."
         mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
+        self._forget_attr_writes(f.key, prefix)
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
             del self.funcs[key]
@@ -792,7 +809,7 @@ class SemanticModel(TensorInference):
         self.func, self.loop_stack, self.guards = f, [], []
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
-        self._rewalking_quietly = True
+        self._rewalking_quietly = not record_sites
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
@@ -801,6 +818,18 @@ class SemanticModel(TensorInference):
             self._rewalking_quietly = False
             (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
              self.top_index, self.closure_depth, self.error_depth) = saved
+
+    def _forget_attr_writes(self, key: str, prefix: str) -> None:
+        """A function walked again: what it stored in ``self.<attr>`` on its last walk no longer counts."""
+        for (cls, name), writes in self._attr_writes.items():
+            kept = [w for w in writes if w[0] != key and not w[0].startswith(prefix)]
+            if len(kept) != len(writes):
+                writes[:] = kept
+                attrs = self.classes[cls]["attrs"]
+                if kept:
+                    attrs[name] = _fold_attr(kept)
+                else:
+                    attrs.pop(name, None)
 
     def _callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
@@ -914,7 +943,9 @@ class SemanticModel(TensorInference):
                     name = target.attr.value
                     if isinstance(value, cst.Name) and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
-                    attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
+                    writes = self._attr_writes.setdefault((cls, name), [])
+                    writes.append((self.func.key, kind))
+                    attrs[name] = _fold_attr(writes)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
 
@@ -1009,6 +1040,16 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+def _fold_attr(writes: list):
+    """The kind of ``self.<attr>`` from what each assignment stored, in order: the first one, joined
+    with every later known one."""
+    k = writes[0][1]
+    for _, kind in writes[1:]:
+        if kind is not K.UNKNOWN:
+            k = K.join(k, kind)
+    return k
 
 
 def _config_like_param(name: str) -> bool:
