@@ -49,10 +49,17 @@ class DynamicShapeIndex(Rule):
         `torch.nonzero` / `.nonzero()`, `torch.argwhere`, one-argument `torch.where(cond)`,
         `masked_select`, `torch.unique` / `unique_consecutive`, and `repeat_interleave` with tensor
         repeats and no `output_size=`. A mask is a tensor known to hold booleans: a comparison,
-        `.bool()`, `torch.isnan(...)`, `~mask`, `a & b`, or a tensor named `*mask`.
-        Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[rows, cols]` with integer
-        tensors), `index_select`, three-argument `torch.where(c, a, b)`, `masked_fill`, `x * mask`,
-        `nonzero_static(..., size=K)`, and the same ops on tensors known to be on the CPU.
+        `.bool()`, `.eq()`/`.lt()`/`.isnan()`, `torch.logical_*`, `~mask`, `a & b`, a view of one
+        (`mask[:, 0]`, `mask.unsqueeze(-1)`), a mask a helper returns or an attribute holds (in this
+        module or another), or a tensor named `*mask`. Chains count (`x[1:][mask] = v`), and so does a
+        helper's parameter that its callers give a mask. A device tensor used as a slice bound
+        (`x[:, :lengths.max()]`, `x[:, :n]` with `n = mask.sum()`) is one finding too: the bound is read
+        to the host and the result's shape follows its value.
+        Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[:, :x.size(1)]`, `x[rows, cols]`
+        with integer tensors, `x[mask.long()]`), `index_select`, three-argument `torch.where(c, a, b)`,
+        `masked_fill`, `x * mask`, `nonzero_static(..., size=K)`, the same ops on NumPy arrays and on
+        tensors known to be on the CPU, and a slice bound that is a bare parameter of unknown type
+        (`forward(self, x, n=None)`: as often an int).
     """
     why_slow = """
         XLA compiles graphs for fixed shapes. `x[mask]` has as many rows as `mask` has `True`s, which
@@ -95,6 +102,8 @@ class DynamicShapeIndex(Rule):
         "import torch\nfor x in loader:\n    cpu = x.cpu()\n    nz = cpu.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
         # numpy's nonzero on an unknown value
         "import torch\nimport numpy as np\nfor x in loader:\n    arr = np.asarray(stats)\n    nz = arr.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
+        # a mask turned into integers, a NumPy mask, slice bounds that are Python ints or a bare parameter
+        "import torch\nimport numpy as np\nclass M(torch.nn.Module):\n    def forward(self, x, n=None):\n        a = x[(x > 0).to(torch.long)]\n        arr = np.arange(4)\n        b = arr[arr > 1]\n        return a, b, x[:, : x.size(1)], x[:, :n], x[:, :8]\n",
         # repeat_interleave with a Python int or a fixed output size
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, reps):\n        a = x.repeat_interleave(2, dim=0)\n        return a, torch.repeat_interleave(x, reps, dim=0, output_size=64)\n",
     ]
@@ -104,6 +113,12 @@ class DynamicShapeIndex(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        idx = torch.nonzero(x > 0)\n        return x.masked_select(x > 1), torch.where(x > 0)\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, labels: torch.Tensor):\n        classes = torch.unique(labels)\n        return x.repeat_interleave(labels, dim=0)\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, hidden, attention_mask):\n        return hidden[attention_mask.bool()]\n",
+        # a mask returned by a helper defined before the forward that calls it
+        "import torch\ndef real(ids):\n    return ids.ne(0)\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        keep = real(ids)\n        return h[keep]\n",
+        # a device tensor as a slice bound
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        n = lengths.max()\n        return h[:, :n]\n",
+        # a chain: a view of a mask
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        m = ids > 0\n        h[1:][m[1:]] = 0\n        return h\n",
     ]
 
     def __init__(self) -> None:

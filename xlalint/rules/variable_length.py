@@ -32,8 +32,11 @@ class UnbucketedVariableLength(Rule):
         Flags where a batch's shape is decided by its data: `pad_sequence` in a collate function (a
         function named `*collate*` / `*batch*` or passed as `collate_fn=`) or in per-step code;
         collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket;
-        tokenizer calls with `padding=True` / `"longest"` (`"longest"` ignores `max_length`) without
-        `pad_to_multiple_of`; `DataCollatorWithPadding` / `DataCollatorForSeq2Seq` /
+        tokenizer calls with `padding=True` / `"longest"` without `pad_to_multiple_of`, even with
+        `max_length=` (both ignore it: it only truncates), also when the value comes through the
+        function's `padding` parameter (its default, a caller, or `functools.partial(collate,
+        padding=True)`, in this module or another: reported once, at the tokenizer call); `pad_sequence`
+        or batch-max padding in a function another module passes as `collate_fn=`; `DataCollatorWithPadding` / `DataCollatorForSeq2Seq` /
         `DataCollatorForLanguageModeling` / `DataCollatorForTokenClassification` without
         `pad_to_multiple_of`; and, in files that use torch_xla, a `DataLoader` without
         `drop_last=True` that feeds a training step loop when the dataset length is not known to be a
@@ -83,6 +86,8 @@ class UnbucketedVariableLength(Rule):
         "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nall_ids = pad_sequence(sequences, batch_first=True)\n",
         # drop_last=True, and a dataset length that the batch size divides
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(torch.randn(128, 4))\nloader = DataLoader(ds, batch_size=16)\nfor (x,) in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+        # the padding parameter, given "max_length" by functools.partial
+        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding='max_length')\n",
         # no torch_xla in the file: a DataLoader alone is not flagged
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
     ]
@@ -92,6 +97,8 @@ class UnbucketedVariableLength(Rule):
         "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
         "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
+        # padding=True through functools.partial into the collate function's parameter
+        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding=True)\n",
         # the Hugging Face examples' idiom: None on a TPU, which has no fp16
         "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=(8 if accelerator.use_fp16 else None))\n",
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16, shuffle=True)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
