@@ -245,6 +245,10 @@ class TensorInference:
             found, fk = self._env_lookup(name)
             if found and fk == K.MODULE:
                 return K.TENSOR
+            if name == "self" and not found:
+                cls = self._current_class()
+                if cls is not None and self.classes.get(cls, {}).get("module"):
+                    return K.TENSOR  # logits = self(idx): a module calling itself (generate)
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
             words = name_words(name)
