@@ -54,7 +54,8 @@ class DynamicShapeIndex(Rule):
         module or another), or a tensor named `*mask`. Chains count (`x[1:][mask] = v`), and so does a
         helper's parameter that its callers give a mask. A device tensor used as a slice bound
         (`x[:, :lengths.max()]`, `x[:, :n]` with `n = mask.sum()`) is one finding too: the bound is read
-        to the host and the result's shape follows its value.
+        to the host and the result's shape follows its value; so is one used as a size
+        (`torch.arange(lengths.max(), device=d)`, `torch.zeros(mask.sum(), k)`).
         Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[:, :x.size(1)]`, `x[rows, cols]`
         with integer tensors, `x[mask.long()]`), `index_select`, three-argument `torch.where(c, a, b)`,
         `masked_fill`, `x * mask`, `nonzero_static(..., size=K)`, the same ops on NumPy arrays and on
@@ -104,6 +105,8 @@ class DynamicShapeIndex(Rule):
         "import torch\nimport numpy as np\nfor x in loader:\n    arr = np.asarray(stats)\n    nz = arr.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
         # a mask turned into integers, a NumPy mask, slice bounds that are Python ints or a bare parameter
         "import torch\nimport numpy as np\nclass M(torch.nn.Module):\n    def forward(self, x, n=None):\n        a = x[(x > 0).to(torch.long)]\n        arr = np.arange(4)\n        b = arr[arr > 1]\n        return a, b, x[:, : x.size(1)], x[:, :n], x[:, :8]\n",
+        # sizes from shapes, Python ints and bare parameters
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, n=None):\n        return torch.arange(h.size(1), device=h.device), torch.zeros(n, 4), torch.ones(8, 4)\n",
         # repeat_interleave with a Python int or a fixed output size
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, reps):\n        a = x.repeat_interleave(2, dim=0)\n        return a, torch.repeat_interleave(x, reps, dim=0, output_size=64)\n",
     ]
@@ -117,6 +120,8 @@ class DynamicShapeIndex(Rule):
         "import torch\ndef real(ids):\n    return ids.ne(0)\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        keep = real(ids)\n        return h[keep]\n",
         # a device tensor as a slice bound
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        n = lengths.max()\n        return h[:, :n]\n",
+        # a device tensor as a size
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        steps = torch.arange(lengths.max(), device=h.device)\n        return steps[None, :] < lengths[:, None]\n",
         # a chain: a view of a mask
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        m = ids > 0\n        h[1:][m[1:]] = 0\n        return h\n",
     ]
@@ -199,6 +204,22 @@ class DynamicShapeIndex(Rule):
                     )
                     return
 
+    def _size_args(self, node: cst.Call, args: list, positions) -> None:
+        """``torch.arange(lengths.max(), device=d)``, ``torch.zeros(n, d)`` with ``n`` a device tensor."""
+        m = self.model
+        sizes = [a for i, a in enumerate(args) if positions is None or i in positions]
+        for a in list(sizes):
+            if isinstance(a, (cst.Tuple, cst.List)):
+                sizes += [el.value for el in a.elements]
+        for a in sizes:
+            if m.kind(a) in K.DEVICE_TENSORS and not self._assumed_param(a):
+                self.report(
+                    node,
+                    f"`{self.text(node)}` takes a size from `{self.text(a, 24)}`, a device tensor: a host read and a data-dependent shape, {{when}}",
+                    fix=FIX_SLICE_BOUND, when="step-any", cost=COST_SLICE_BOUND.replace("the bound", "the size"),
+                )
+                return
+
     def _assumed_param(self, bound) -> bool:
         """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often."""
         if not isinstance(bound, cst.Name):
@@ -223,7 +244,9 @@ class DynamicShapeIndex(Rule):
             fn = q.rsplit(".", 1)[-1]
             args = positional_args(node)
             first = args[0] if args else keyword_arg(node, "input")
-            if q in T.DYNAMIC_SHAPE_FUNCTIONS:
+            if q in T.SIZE_ARG_TORCH_FUNCTIONS:
+                self._size_args(node, args, T.SIZE_ARG_TORCH_FUNCTIONS[q])
+            elif q in T.DYNAMIC_SHAPE_FUNCTIONS:
                 if first is None or not self._maybe_device(first):
                     return
                 self._flag_function(node, fn)

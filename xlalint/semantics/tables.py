@@ -186,6 +186,14 @@ BOOL_PRESERVING_METHODS = frozenset(
      "unflatten", "squeeze_", "unsqueeze_", "index_select", "gather", "bool"}
 )
 
+# torch factories whose positional arguments are sizes (or arange's bounds): a device tensor there is read
+# to the host and decides the result's shape (``torch.arange(lengths.max())``). Value: which positional
+# arguments are sizes (None: all of them).
+SIZE_ARG_TORCH_FUNCTIONS = {
+    "torch.arange": None, "torch.zeros": None, "torch.ones": None, "torch.empty": None, "torch.rand": None,
+    "torch.randn": None, "torch.full": (0,), "torch.eye": None,
+}
+
 # Reductions after which a masked selection could have kept the full shape (`x[m].sum()`).
 MASK_REDUCTION_METHODS = frozenset(
     {"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var",
