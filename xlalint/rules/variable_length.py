@@ -96,6 +96,7 @@ class UnbucketedVariableLength(Rule):
         "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
         "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
         "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
+        "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
         # padding=True through functools.partial into the collate function's parameter
         "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding=True)\n",
@@ -223,12 +224,14 @@ class UnbucketedVariableLength(Rule):
             return
         self._note_padding_site(node, q)
         padding = keyword_arg(node, "padding")
-        if isinstance(padding, cst.Name) and padding.value not in ("True", "False", "None") and _is_tokenizer(func) \
+        tokenizes = _is_tokenizer(func) or (  # tokenizer(...) or tokenizer.pad(...)
+            isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value))
+        if isinstance(padding, cst.Name) and padding.value not in ("True", "False", "None") and tokenizes \
                 and _absent(keyword_arg(node, "pad_to_multiple_of")):
             self._padding_from_param(node, padding.value)
             return
         if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
-            if string_value(padding) == "longest" or _is_tokenizer(func):
+            if string_value(padding) == "longest" or tokenizes:
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "tokenizer", string_value(padding) or "True"))
                 site = self._site_of.get(id(node))
