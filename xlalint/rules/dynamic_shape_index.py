@@ -51,7 +51,7 @@ class DynamicShapeIndex(Rule):
         repeats and no `output_size=`. A mask is a tensor known to hold booleans: a comparison,
         `.bool()`, `.eq()`/`.lt()`/`.isnan()`, `torch.logical_*`, `~mask`, `a & b`, a view of one
         (`mask[:, 0]`, `mask.unsqueeze(-1)`), a mask a helper returns or an attribute holds (in this
-        module or another), or a tensor named `*mask`. Chains count (`x[1:][mask] = v`), and so does a
+        module or another), or a tensor named `*mask` or `dones`/`terminals` (RL batches). Chains count (`x[1:][mask] = v`), and so does a
         helper's parameter that its callers give a mask. A device tensor used as a slice bound
         (`x[:, :lengths.max()]`, `x[:, :n]` with `n = mask.sum()`) is one finding too: the bound is read
         to the host and the result's shape follows its value; so is one used as a size
@@ -83,8 +83,8 @@ class DynamicShapeIndex(Rule):
         targets = torch.where(targets == IGNORE_INDEX, 0, targets)
     """
     known_problems = """
-        Whether an index holds booleans is inferred: a tensor named `*mask` is taken to be a boolean
-        mask. A mask that is all `True` by construction still has a data-dependent shape for XLA.
+        Whether an index holds booleans is inferred: a tensor named `*mask` (or `dones`, `terminals`)
+        is taken to be a boolean mask. A mask that is all `True` by construction still has a data-dependent shape for XLA.
         Selecting a tensor's elements once outside the step loop is not reported.
     """
     verify = """
@@ -120,6 +120,8 @@ class DynamicShapeIndex(Rule):
         "import torch\ndef real(ids):\n    return ids.ne(0)\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        keep = real(ids)\n        return h[keep]\n",
         # a device tensor as a slice bound
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        n = lengths.max()\n        return h[:, :n]\n",
+        # a terminal mask unpacked from a batch (RL)
+        "import torch\ndef td(net, batch):\n    states, rewards, dones, nxt = batch\n    v = net(nxt).max(1)[0]\n    v[dones] = 0.0\n    return (net(states).sum() - rewards - v).pow(2).mean()\nfor batch in loader:\n    td(net, batch).backward()\n    opt.step()\n",
         # a device tensor as a size
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        steps = torch.arange(lengths.max(), device=h.device)\n        return steps[None, :] < lengths[:, None]\n",
         # a chain: a view of a mask

@@ -178,6 +178,11 @@ BOOL_RESULT_FUNCTIONS = frozenset("torch." + m for m in BOOL_RESULT_METHODS if m
     "torch.ones_like_bool"
 }
 
+# Device tensors whose name says they hold booleans, when nothing else does (``x[dones] = 0`` with ``dones``
+# unpacked from a batch): indexing with them selects.
+MASK_NAME_SUFFIXES = ("mask",)
+MASK_NAMES = frozenset({"dones", "done", "terminals", "terminal", "is_terminal", "is_done"})
+
 # Tensor methods that keep a boolean mask boolean (same values, another view or layout).
 BOOL_PRESERVING_METHODS = frozenset(
     {"unsqueeze", "squeeze", "view", "reshape", "flatten", "expand", "expand_as", "contiguous", "clone",

@@ -38,7 +38,8 @@ class TensorInference:
         if k == K.BOOL_TENSOR:
             return True
         if k == K.TENSOR and isinstance(expr, (cst.Name, cst.Attribute)):
-            return (last_name(expr) or "").lower().endswith("mask")
+            name = (last_name(expr) or "").lower()
+            return name.endswith(T.MASK_NAME_SUFFIXES) or name in T.MASK_NAMES
         return False
 
     def qualname(self, expr) -> Optional[str]:
