@@ -122,6 +122,8 @@ class DynamicShapeIndex(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        n = lengths.max()\n        return h[:, :n]\n",
         # a terminal mask unpacked from a batch (RL)
         "import torch\ndef td(net, batch):\n    states, rewards, dones, nxt = batch\n    v = net(nxt).max(1)[0]\n    v[dones] = 0.0\n    return (net(states).sum() - rewards - v).pow(2).mean()\nfor batch in loader:\n    td(net, batch).backward()\n    opt.step()\n",
+        # the same, the batch annotated as a tuple of tensors (Lightning's DQN template)
+        "import torch\nclass Q(torch.nn.Module):\n    def loss(self, batch: tuple[torch.Tensor, torch.Tensor]):\n        s, done = batch\n        v = self.net(s).max(1)[0]\n        v[done] = 0.0\n        return v.sum()\n    def forward(self, batch):\n        return self.loss(batch)\n",
         # a device tensor as a size
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        steps = torch.arange(lengths.max(), device=h.device)\n        return steps[None, :] < lengths[:, None]\n",
         # a chain: a view of a mask

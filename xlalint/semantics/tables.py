@@ -241,5 +241,10 @@ NON_TENSOR_PARAM_NAMES = frozenset(
      "iteration", "steps", "tokenizer", "preserve_rng_state", "run_function", "function", "fn"}
 )
 
+# Annotations of containers: ``tuple[Tensor, Tensor]``, ``list[Tensor]``, ``dict[str, Tensor]`` hold tensors.
+TENSOR_CONTAINER_ANNOTATIONS = frozenset(
+    {"tuple", "Tuple", "list", "List", "Sequence", "dict", "Dict", "Mapping"}
+)
+
 # Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).
 CPU_TENSOR_NAMES = frozenset({"batch_sizes"})

@@ -63,6 +63,13 @@ class TensorInference:
                 inner = ann.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self._annotation_kind(inner.value)
+            if base.split(".")[-1] in T.TENSOR_CONTAINER_ANNOTATIONS and ann.slice:
+                # tuple[Tensor, Tensor], list[Tensor], dict[str, Tensor]: a container of tensors
+                args = [el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)]
+                ks = [self._annotation_kind(a) for a in args if not isinstance(a, cst.Ellipsis)]
+                ks = ks[1:] if base.split(".")[-1] in ("dict", "Dict", "Mapping") else ks
+                if ks and all(k in K.DEVICE_TENSORS for k in ks):
+                    return K.TENSORS
             return K.UNKNOWN
         if not text:
             return K.UNKNOWN
