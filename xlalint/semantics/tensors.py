@@ -54,6 +54,8 @@ class TensorInference:
         return base + ("." + rest if rest else "")
 
     def _annotation_kind(self, ann):
+        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+            return self._union_kind([ann.left, ann.right])  # int | None
         text = dotted_name(ann)
         if isinstance(ann, cst.SimpleString):
             text = string_value(ann)
@@ -63,6 +65,8 @@ class TensorInference:
                 inner = ann.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self._annotation_kind(inner.value)
+            if base.split(".")[-1] == "Union" and ann.slice:
+                return self._union_kind([el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)])
             if base.split(".")[-1] in T.TENSOR_CONTAINER_ANNOTATIONS and ann.slice:
                 # tuple[Tensor, Tensor], list[Tensor], dict[str, Tensor]: a container of tensors
                 args = [el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)]
@@ -80,6 +84,17 @@ class TensorInference:
             return K.BOOL_TENSOR
         if last in ("int", "float", "bool", "str", "bytes", "complex", "Size"):
             return K.NOT_TENSOR
+        return K.UNKNOWN
+
+    def _union_kind(self, members):
+        """``int | None``, ``Union[Tensor, None]``: the members' kind when they agree (None left out)."""
+        ks = []
+        for a in members:
+            if isinstance(a, cst.Name) and a.value == "None":
+                continue
+            ks.append(self._annotation_kind(a))
+        if ks and all(k == ks[0] for k in ks):
+            return ks[0]
         return K.UNKNOWN
 
     # ------------------------------------------------------------------ tensor inference
