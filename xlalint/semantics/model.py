@@ -382,6 +382,9 @@ class SemanticModel(TensorInference):
                         cond_depth=self.cond_depth, top_index=self.top_index)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
+        if isinstance(node.target, cst.Name) and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
+                and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
+            self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
         self.walk(node.target)
         self.stmt = prev
         self.loop_stack.append(loop)
@@ -1040,6 +1043,22 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+def _indexes_by(body, container: Optional[str], name: str) -> bool:
+    """``body`` subscripts ``container`` with the bare name ``name`` (``batch[k]``)."""
+    if not container:
+        return False
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index):
+            idx = n.slice[0].slice.value
+            if isinstance(idx, cst.Name) and idx.value == name and dotted_name(n.value) == container:
+                return True
+        if isinstance(n, cst.CSTNode):
+            stack.extend(n.children)
+    return False
 
 
 def _fold_attr(writes: list):
