@@ -77,10 +77,12 @@ class SemanticModel(TensorInference):
         self.class_key: Optional[str] = None
         self.loop_stack: list[LoopInfo] = []
         self.guards: list[tuple] = []  # (period or None, non_xla bool, once bool)
+        self._type_tested: list[str] = []  # names under `if isinstance(v, torch.Tensor):` (maybe a tensor, maybe not)
         self.closure_depth = 0
         self.error_depth = 0
         self.cond_depth = 0
         self.seq = 0
+        self._block_syncs: list[list] = [[]]  # sync points recorded in each open block (their reach ends with it)
         self.stmt: Optional[cst.CSTNode] = None
         self.top_index = 0
 
@@ -97,6 +99,11 @@ class SemanticModel(TensorInference):
             once = once or o
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
                    self.error_depth > 0, once)
+
+    def type_tested(self, expr) -> bool:
+        """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code
+        expects both tensors and other values there, so an unknown kind stays unknown."""
+        return isinstance(expr, cst.Name) and expr.value in self._type_tested
 
     def report(self, rule, node, message: str, fix: str = "", when: str = "step") -> None:
         self.candidates.append(
@@ -189,12 +196,15 @@ class SemanticModel(TensorInference):
         if block is None:
             return
         depth = len(self.guards)
+        self._block_syncs.append([])
         if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for s in block.body:
                 self.walk(s)
         else:
             self.walk(block)
         del self.guards[depth:]
+        for point in self._block_syncs.pop():
+            point[2] = self.seq  # a barrier ends the step for what follows it in its own block only
 
     # statements ----------------------------------------------------------
     def _stmt(self, node) -> None:
@@ -379,12 +389,14 @@ class SemanticModel(TensorInference):
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index)
+                        cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if isinstance(node.target, cst.Name) and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
                 and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
             self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
+        self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
         self.loop_stack.append(loop)
@@ -397,7 +409,8 @@ class SemanticModel(TensorInference):
         self.seq += 1
         prev = self.stmt
         self.stmt = node
-        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index)
+        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -420,7 +433,12 @@ class SemanticModel(TensorInference):
         once = period is None and _runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
+        tested = _tensor_type_test(node.test)
+        if tested:
+            self._type_tested.append(tested)
         self.walk_block(node.body)
+        if tested:
+            self._type_tested.pop()
         self.guards.pop()
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
@@ -557,10 +575,12 @@ class SemanticModel(TensorInference):
         funcs = {}
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
-                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls]]
+                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
+                          [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
-                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
+                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
+                  loop_ids.get(id(lp.outer))]
                  for lp in self.loops]
         classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
                    for k, c in self.classes.items()}
@@ -569,6 +589,11 @@ class SemanticModel(TensorInference):
             ref = callee_ref(callee)
             if ref[0] == "@":
                 sites.setdefault(ref, []).extend([list(pos), dict(kw), v] for _c, pos, kw, v in recs)
+            elif ref in self.funcs and self.funcs[ref].class_key is not None:
+                # `self.debug(batch)` in a base class: overrides in other modules receive what it passes
+                own = [[list(pos), dict(kw), v] for _c, pos, kw, v in recs if v]
+                if own:
+                    sites.setdefault(f"@{mod}:{ref}", []).extend(own)
         cands = []
         cand_ids: dict = {}
         for c in self.candidates:
@@ -644,6 +669,8 @@ class SemanticModel(TensorInference):
                 trains = meth == "optimizer_step"
             elif meth == "sync" and recv == "torch_xla":
                 step = barrier = True
+        if not self.loop_stack and self.func is not self.top and _sets_up(q, func):
+            self.func.sets_up = True
         if q in T.COMPILE_WRAPPERS:
             for a in positional_args(node)[:1]:
                 n = dotted_name(a)
@@ -673,13 +700,10 @@ class SemanticModel(TensorInference):
                 self._site_refs[id(ctx)] = (text, ordinal)
             if self.loop_stack:
                 self.loop_stack[-1].calls.append(callee)
-        if self.loop_stack:
-            loop = self.loop_stack[-1]
-            if self.cond_depth == loop.cond_depth and self.closure_depth == 0:
-                if barrier:
-                    loop.sync_points.append((self.seq, None))
-                elif callee is not None:
-                    loop.sync_points.append((self.seq, callee))
+        if self.closure_depth == 0 and (barrier or callee is not None):
+            point = [self.seq, None if barrier else callee, None]
+            (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)
+            self._block_syncs[-1].append(point)
 
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
@@ -710,7 +734,7 @@ class SemanticModel(TensorInference):
         if not isinstance(node, cst.FunctionDef):
             return {}
         if sites is None:
-            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f)
+            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f) + self._base_sites(f)
         if not sites:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -726,6 +750,9 @@ class SemanticModel(TensorInference):
                 seen.setdefault(name, []).append(k)
         seeds = {}
         for name, ks in seen.items():
+            if ks and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in ks) and len(set(ks)) == 1:
+                seeds[name] = ks[0]  # every caller passes host tensors (a batch it did not move): over any guess
+                continue
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
@@ -738,6 +765,19 @@ class SemanticModel(TensorInference):
             elif all(k in K.DEVICE_TENSORS for k in known):
                 seeds[name] = K.TENSOR
         return seeds
+
+    def _base_sites(self, f: FuncInfo) -> list:
+        """An override receives what its base classes (in this module) pass to ``self.<name>(...)``."""
+        out, seen, stack = [], set(), [f.class_key] if f.class_key else []
+        prefix = self.module_name + "."
+        while stack:
+            for b in self.classes.get(stack.pop(), {}).get("bases", ()):
+                local = b[len(prefix):] if b.startswith(prefix) else None
+                if local in self.classes and local not in seen:
+                    seen.add(local)
+                    stack.append(local)
+                    out.extend(site for site in self.call_sites.get(f"{local}.{f.name}", ()) if site[3])
+        return out
 
     def _refine_params(self) -> None:
         """Re-walk the functions whose parameters turn out to be tensors, with those kinds."""
@@ -802,6 +842,8 @@ class SemanticModel(TensorInference):
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()
+        f.sync_points.clear()
+        f.sets_up = False
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
@@ -952,6 +994,23 @@ class SemanticModel(TensorInference):
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
 
+    def _host_batch_if_moved(self, node: cst.For) -> None:
+        """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
+        device itself iterates host batches (unless the loader is known to be a device loader): only what
+        it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
+        kinds = {n.value: self._env_lookup(n.value)[1] for n in _target_names(node.target)}
+        names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
+        if not names or not _moves_to_device(node.body, names):
+            return
+        it = node.iter
+        while isinstance(it, cst.Call) and positional_args(it) and (
+                dotted_name(it.func) in ("enumerate", "iter") or dotted_name(it.func) in T.TRANSPARENT_ITERATION_WRAPPERS):
+            it = positional_args(it)[0]
+        if self.kind(it) == K.LOADER:
+            return  # MpDeviceLoader, an accelerator-prepared loader: `.to(device)` of a device tensor is a no-op
+        for name in names:
+            self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
+
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
         if isinstance(iter_expr, cst.Call):
@@ -1069,6 +1128,59 @@ def _fold_attr(writes: list):
         if kind is not K.UNKNOWN:
             k = K.join(k, kind)
     return k
+
+
+def _sets_up(q: Optional[str], func) -> bool:
+    """The call sets a training run up (an optimizer, a loader, an accelerator): see T.SETUP_FUNCTIONS."""
+    if q is not None:
+        if q in T.SETUP_FUNCTIONS:
+            return True
+        if q.startswith(T.SETUP_FUNCTION_PREFIXES):
+            last = q.rsplit(".", 1)[-1]
+            return last[:1].isupper() and "." not in q[len("torch.optim."):]
+    if isinstance(func, cst.Attribute):
+        hints = T.SETUP_METHODS.get(func.attr.value)
+        recv = (last_name(func.value) or "").lower()
+        return bool(hints) and any(h in recv for h in hints)
+    return False
+
+
+def _tensor_type_test(test) -> Optional[str]:
+    """``isinstance(v, torch.Tensor)`` / ``torch.is_tensor(v)``: the name ``v``."""
+    if isinstance(test, cst.Call):
+        fname = dotted_name(test.func) or ""
+        args = positional_args(test)
+        if fname == "isinstance" and len(args) == 2 and isinstance(args[0], cst.Name):
+            if "Tensor" in _code(args[1]):
+                return args[0].value
+        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and isinstance(args[0], cst.Name):
+            return args[0].value
+    return None
+
+
+def _target_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
+
+
+def _moves_to_device(body, names: set) -> bool:
+    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs)."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda"):
+            root = n.func.value
+            while isinstance(root, (cst.Subscript, cst.Attribute)):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in names:
+                return True
+        stack.extend(n.children)
+    return False
 
 
 def _config_like_param(name: str) -> bool:

@@ -147,6 +147,9 @@ class TensorInference:
                 return K.NOT_TENSOR
             if any(isinstance(x, cst.Name) and x.value == "None" for x in [e.left] + [c.comparator for c in e.comparisons]):
                 return K.NOT_TENSOR  # `t == None` is False, a Python bool (Tensor.__eq__ of None)
+            if any(isinstance(x, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   for x in [e.left] + [c.comparator for c in e.comparisons]):
+                return K.NOT_TENSOR  # `k != "meta"`: a tensor is never compared with a string; `k` is a key
             ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
             if any(k in K.DEVICE_TENSORS for k in ks):
                 return K.BOOL_TENSOR
