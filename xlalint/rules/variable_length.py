@@ -86,6 +86,8 @@ class UnbucketedVariableLength(Rule):
         "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nall_ids = pad_sequence(sequences, batch_first=True)\n",
         # drop_last=True, and a dataset length that the batch size divides
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(torch.randn(128, 4))\nloader = DataLoader(ds, batch_size=16)\nfor (x,) in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+        # a wrapper that forwards the caller's arguments (transformers' pad_without_fast_tokenizer_warning)
+        "import torch\ndef pad_quietly(tokenizer, *pad_args, **pad_kwargs):\n    return tokenizer.pad(*pad_args, **pad_kwargs)\n",
         # the padding parameter, given "max_length" by functools.partial
         "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding='max_length')\n",
         # no torch_xla in the file: a DataLoader alone is not flagged
@@ -238,7 +240,8 @@ class UnbucketedVariableLength(Rule):
                 if site is not None:  # reported at the tokenizer call it reaches, when that is found
                     self._site_cands.append((m.candidates[-1], site))
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None:
+        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None \
+                and not any(a.star == "**" for a in node.args):  # tokenizer.pad(*args, **kwargs): the caller decides
             if _absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "tokenizer.pad", None))
