@@ -27,6 +27,14 @@ FIX_UNIQUE = (
     "a fixed-size count over the known value range: `torch.zeros(K, device=d).scatter_add_(0, x, torch.ones_like(x))` "
     "or `F.one_hot(x, K).sum(0)` (`torch.bincount` keeps a fixed size only with `minlength=K` and is a CPU fallback itself)"
 )
+FIX_SLICE_BOUND = (
+    "keep a fixed length and mask the rest (`x * (torch.arange(L, device=x.device) < n)`, an attention mask), "
+    "or read the bound once per batch and round it up to one of a few bucket lengths (a multiple of 64)"
+)
+COST_SLICE_BOUND = (
+    "Python reads the bound to the host (`__index__`: 1 extra graph execution + 1 device-to-host transfer each "
+    "time) and the result's shape follows its value: a new graph whenever it changes"
+)
 FIX_REPEAT = "pass `output_size=` (a fixed total length) or build the result with a fixed-size gather/mask"
 
 
@@ -41,10 +49,18 @@ class DynamicShapeIndex(Rule):
         `torch.nonzero` / `.nonzero()`, `torch.argwhere`, one-argument `torch.where(cond)`,
         `masked_select`, `torch.unique` / `unique_consecutive`, and `repeat_interleave` with tensor
         repeats and no `output_size=`. A mask is a tensor known to hold booleans: a comparison,
-        `.bool()`, `torch.isnan(...)`, `~mask`, `a & b`, or a tensor named `*mask`.
-        Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[rows, cols]` with integer
-        tensors), `index_select`, three-argument `torch.where(c, a, b)`, `masked_fill`, `x * mask`,
-        `nonzero_static(..., size=K)`, and the same ops on tensors known to be on the CPU.
+        `.bool()`, `.eq()`/`.lt()`/`.isnan()`, `torch.logical_*`, `~mask`, `a & b`, a view of one
+        (`mask[:, 0]`, `mask.unsqueeze(-1)`), a mask a helper returns or an attribute holds (in this
+        module or another), or a tensor named `*mask` or `dones`/`terminals` (RL batches). Chains count (`x[1:][mask] = v`), and so does a
+        helper's parameter that its callers give a mask. A device tensor used as a slice bound
+        (`x[:, :lengths.max()]`, `x[:, :n]` with `n = mask.sum()`) is one finding too: the bound is read
+        to the host and the result's shape follows its value; so is one used as a size
+        (`torch.arange(lengths.max(), device=d)`, `torch.zeros(mask.sum(), k)`).
+        Not flagged: integer and slice indexing (`x[idx]`, `x[:, :4]`, `x[:, :x.size(1)]`, `x[rows, cols]`
+        with integer tensors, `x[mask.long()]`), `index_select`, three-argument `torch.where(c, a, b)`,
+        `masked_fill`, `x * mask`, `nonzero_static(..., size=K)`, the same ops on NumPy arrays and on
+        tensors known to be on the CPU, and a slice bound that is a bare parameter of unknown type
+        (`forward(self, x, n=None)`: as often an int).
     """
     why_slow = """
         XLA compiles graphs for fixed shapes. `x[mask]` has as many rows as `mask` has `True`s, which
@@ -67,8 +83,8 @@ class DynamicShapeIndex(Rule):
         targets = torch.where(targets == IGNORE_INDEX, 0, targets)
     """
     known_problems = """
-        Whether an index holds booleans is inferred: a tensor named `*mask` is taken to be a boolean
-        mask. A mask that is all `True` by construction still has a data-dependent shape for XLA.
+        Whether an index holds booleans is inferred: a tensor named `*mask` (or `dones`, `terminals`)
+        is taken to be a boolean mask. A mask that is all `True` by construction still has a data-dependent shape for XLA.
         Selecting a tensor's elements once outside the step loop is not reported.
     """
     verify = """
@@ -87,6 +103,10 @@ class DynamicShapeIndex(Rule):
         "import torch\nfor x in loader:\n    cpu = x.cpu()\n    nz = cpu.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
         # numpy's nonzero on an unknown value
         "import torch\nimport numpy as np\nfor x in loader:\n    arr = np.asarray(stats)\n    nz = arr.nonzero()\n    loss = model(x).sum()\n    loss.backward()\n",
+        # a mask turned into integers, a NumPy mask, slice bounds that are Python ints or a bare parameter
+        "import torch\nimport numpy as np\nclass M(torch.nn.Module):\n    def forward(self, x, n=None):\n        a = x[(x > 0).to(torch.long)]\n        arr = np.arange(4)\n        b = arr[arr > 1]\n        return a, b, x[:, : x.size(1)], x[:, :n], x[:, :8]\n",
+        # sizes from shapes, Python ints and bare parameters
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, n=None):\n        return torch.arange(h.size(1), device=h.device), torch.zeros(n, 4), torch.ones(8, 4)\n",
         # repeat_interleave with a Python int or a fixed output size
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, reps):\n        a = x.repeat_interleave(2, dim=0)\n        return a, torch.repeat_interleave(x, reps, dim=0, output_size=64)\n",
     ]
@@ -96,10 +116,23 @@ class DynamicShapeIndex(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        idx = torch.nonzero(x > 0)\n        return x.masked_select(x > 1), torch.where(x > 0)\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, labels: torch.Tensor):\n        classes = torch.unique(labels)\n        return x.repeat_interleave(labels, dim=0)\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, hidden, attention_mask):\n        return hidden[attention_mask.bool()]\n",
+        # a mask returned by a helper defined before the forward that calls it
+        "import torch\ndef real(ids):\n    return ids.ne(0)\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        keep = real(ids)\n        return h[keep]\n",
+        # a device tensor as a slice bound
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        n = lengths.max()\n        return h[:, :n]\n",
+        # a terminal mask unpacked from a batch (RL)
+        "import torch\ndef td(net, batch):\n    states, rewards, dones, nxt = batch\n    v = net(nxt).max(1)[0]\n    v[dones] = 0.0\n    return (net(states).sum() - rewards - v).pow(2).mean()\nfor batch in loader:\n    td(net, batch).backward()\n    opt.step()\n",
+        # the same, the batch annotated as a tuple of tensors (Lightning's DQN template)
+        "import torch\nclass Q(torch.nn.Module):\n    def loss(self, batch: tuple[torch.Tensor, torch.Tensor]):\n        s, done = batch\n        v = self.net(s).max(1)[0]\n        v[done] = 0.0\n        return v.sum()\n    def forward(self, batch):\n        return self.loss(batch)\n",
+        # a device tensor as a size
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, lengths):\n        steps = torch.arange(lengths.max(), device=h.device)\n        return steps[None, :] < lengths[:, None]\n",
+        # a chain: a view of a mask
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, h, ids):\n        m = ids > 0\n        h[1:][m[1:]] = 0\n        return h\n",
     ]
 
     def __init__(self) -> None:
         super().__init__()
+        self._assigned: set = set()  # (id(function), name) bound by an assignment or a loop in it
         self._stores: set = set()  # Subscript nodes assigned to
         self._reduced: set = set()  # Subscript nodes whose result is reduced right away
         self._loss_args: set = set()  # Subscript nodes passed to a loss
@@ -109,10 +142,30 @@ class DynamicShapeIndex(Rule):
         for t in node.targets:
             if isinstance(t.target, cst.Subscript):
                 self._stores.add(id(t.target))
+            self._note_names(t.target)
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Subscript):
             self._stores.add(id(node.target))
+        self._note_names(node.target)
+
+    def on_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._note_names(node.target)
+
+    def on_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._note_names(node.target)
+
+    def on_For(self, node: cst.For) -> None:
+        self._note_names(node.target)
+
+    def _note_names(self, target) -> None:
+        if isinstance(target, cst.Name):
+            self._assigned.add((id(self.model.func), target.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._note_names(el.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_names(target.value)
 
     def on_Subscript(self, node: cst.Subscript) -> None:
         m = self.model
@@ -123,6 +176,7 @@ class DynamicShapeIndex(Rule):
                 mask = s.value
                 break
         if mask is None:
+            self._slice_bounds(node)
             return
         if m.kind(node.value) in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
             return
@@ -135,6 +189,55 @@ class DynamicShapeIndex(Rule):
         else:
             self._flag(node, f"`{self.text(node)}` indexes with a boolean mask: a data-dependent shape", "aten::nonzero", FIX_MASK_GET)
 
+    def _slice_bounds(self, node: cst.Subscript) -> None:
+        """``x[:, :n]`` with ``n`` a device tensor (``lengths.max()``, ``mask.sum()``): one finding for the
+        host read and the data-dependent shape it gives."""
+        m = self.model
+        if m.kind(node.value) not in K.DEVICE_TENSORS:
+            return
+        for el in node.slice:
+            s = el.slice
+            if not isinstance(s, cst.Slice):
+                continue
+            for bound in (s.lower, s.upper, s.step):
+                if bound is not None and m.kind(bound) in K.DEVICE_TENSORS and not self._assumed_param(bound):
+                    self.report(
+                        node,
+                        f"`{self.text(node)}` slices at `{self.text(bound, 24)}`, a device tensor: a host read and a data-dependent shape, {{when}}",
+                        fix=FIX_SLICE_BOUND, when="step-any", cost=COST_SLICE_BOUND,
+                    )
+                    return
+
+    def _size_args(self, node: cst.Call, args: list, positions) -> None:
+        """``torch.arange(lengths.max(), device=d)``, ``torch.zeros(n, d)`` with ``n`` a device tensor."""
+        m = self.model
+        sizes = [a for i, a in enumerate(args) if positions is None or i in positions]
+        for a in list(sizes):
+            if isinstance(a, (cst.Tuple, cst.List)):
+                sizes += [el.value for el in a.elements]
+        for a in sizes:
+            if m.kind(a) in K.DEVICE_TENSORS and not self._assumed_param(a):
+                self.report(
+                    node,
+                    f"`{self.text(node)}` takes a size from `{self.text(a, 24)}`, a device tensor: a host read and a data-dependent shape, {{when}}",
+                    fix=FIX_SLICE_BOUND, when="step-any", cost=COST_SLICE_BOUND.replace("the bound", "the size"),
+                )
+                return
+
+    def _assumed_param(self, bound) -> bool:
+        """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often."""
+        if not isinstance(bound, cst.Name):
+            return False
+        f = self.model.func
+        name = bound.value
+        if f is None or not isinstance(f.node, cst.FunctionDef) or (id(f), name) in self._assigned or name in f.seeds:
+            return False
+        params = f.node.params
+        for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
+            if p.name.value == name:
+                return p.annotation is None
+        return False
+
     # --------------------------------------------------------------- calls
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
@@ -145,7 +248,9 @@ class DynamicShapeIndex(Rule):
             fn = q.rsplit(".", 1)[-1]
             args = positional_args(node)
             first = args[0] if args else keyword_arg(node, "input")
-            if q in T.DYNAMIC_SHAPE_FUNCTIONS:
+            if q in T.SIZE_ARG_TORCH_FUNCTIONS:
+                self._size_args(node, args, T.SIZE_ARG_TORCH_FUNCTIONS[q])
+            elif q in T.DYNAMIC_SHAPE_FUNCTIONS:
                 if first is None or not self._maybe_device(first):
                     return
                 self._flag_function(node, fn)

@@ -50,6 +50,10 @@ class TensorCondition(Rule):
     VALID = [
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, mask=None):\n        if self.training and mask is not None:\n            x = x * mask\n        if x.dim() == 3:\n            x = x.sum(0)\n        return x\n",
         "import torch\nfor x in loader:\n    out = torch.where(x > 0, x, 0)\n    loss = model(out).sum()\n    loss.backward()\n",
+        # iterating a dict batch gives its keys (`batch[k]` in the body says so): CenterNet's trainer
+        "import torch\nfor batch in loader:\n    for k in batch:\n        if k != 'meta':\n            batch[k] = batch[k].to(device)\n    loss = model(batch).sum()\n    loss.backward()\n",
+        # a parameter annotated `int | None`, whatever its callers pass (encodec's last_frame_pad_length)
+        "import torch\nclass M(torch.nn.Module):\n    def decode(self, codes, pad: int | None = 0):\n        if pad > 0:\n            codes = codes[..., :-pad]\n        return codes\n    def forward(self, x):\n        return self.decode(x, x.sum())\n",
         # autograd.Function.forward takes whatever the caller passes: its arguments are not assumed tensors
         "import torch\nclass Checkpoint(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, run_function, preserve_rng_state, *args):\n        if preserve_rng_state:\n            ctx.state = torch.get_rng_state()\n        return run_function(*args)\n",
         "import torch\nfrom torch.autograd.function import Function\nclass SyncBatchNorm(Function):\n    def forward(self, input, weight, process_group):\n        if process_group._get_backend_name() != 'gloo':\n            input = input * weight\n        return input\n",

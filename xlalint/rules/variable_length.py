@@ -32,8 +32,11 @@ class UnbucketedVariableLength(Rule):
         Flags where a batch's shape is decided by its data: `pad_sequence` in a collate function (a
         function named `*collate*` / `*batch*` or passed as `collate_fn=`) or in per-step code;
         collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket;
-        tokenizer calls with `padding=True` / `"longest"` (`"longest"` ignores `max_length`) without
-        `pad_to_multiple_of`; `DataCollatorWithPadding` / `DataCollatorForSeq2Seq` /
+        tokenizer calls with `padding=True` / `"longest"` without `pad_to_multiple_of`, even with
+        `max_length=` (both ignore it: it only truncates), also when the value comes through the
+        function's `padding` parameter (its default, a caller, or `functools.partial(collate,
+        padding=True)`, in this module or another: reported once, at the tokenizer call); `pad_sequence`
+        or batch-max padding in a function another module passes as `collate_fn=`; `DataCollatorWithPadding` / `DataCollatorForSeq2Seq` /
         `DataCollatorForLanguageModeling` / `DataCollatorForTokenClassification` without
         `pad_to_multiple_of`; and, in files that use torch_xla, a `DataLoader` without
         `drop_last=True` that feeds a training step loop when the dataset length is not known to be a
@@ -83,6 +86,10 @@ class UnbucketedVariableLength(Rule):
         "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nall_ids = pad_sequence(sequences, batch_first=True)\n",
         # drop_last=True, and a dataset length that the batch size divides
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(torch.randn(128, 4))\nloader = DataLoader(ds, batch_size=16)\nfor (x,) in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
+        # a wrapper that forwards the caller's arguments (transformers' pad_without_fast_tokenizer_warning)
+        "import torch\ndef pad_quietly(tokenizer, *pad_args, **pad_kwargs):\n    return tokenizer.pad(*pad_args, **pad_kwargs)\n",
+        # the padding parameter, given "max_length" by functools.partial
+        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding='max_length')\n",
         # no torch_xla in the file: a DataLoader alone is not flagged
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
     ]
@@ -91,7 +98,10 @@ class UnbucketedVariableLength(Rule):
         "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
         "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
         "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
+        "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
+        # padding=True through functools.partial into the collate function's parameter
+        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding=True)\n",
         # the Hugging Face examples' idiom: None on a TPU, which has no fp16
         "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=(8 if accelerator.use_fp16 else None))\n",
         "import torch, torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16, shuffle=True)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
@@ -112,6 +122,15 @@ class UnbucketedVariableLength(Rule):
         self._length_lists: set = set()  # (id(func), name) of lists of lengths
         self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
         self._group_texts = False  # the file chunks a token stream into fixed-size blocks
+        self._rebound: set = set()  # (id(func), name) assigned in the function
+        self._param_pads: list = []  # (candidate, function key or None, parameter): `padding=padding`
+        self._padding_sites: set = set()  # (callee key, "True"/"longest"): calls and partials that pad to the longest
+        self._pending: list = []  # (candidate, function key, parameter) left to the project
+        self._pending_msgs: list = []  # the same with their headline
+        self._site_of: dict = {}  # id(call) -> callee key of a call/partial passing padding=True/"longest"
+        self._site_cands: list = []  # (candidate, callee key): such a site's own finding
+        self._collate_keys: set = set()  # callee keys passed as collate_fn= (through functools.partial too)
+        self._collate_pending: list = []  # (candidate, function key, headline): padding in a function maybe passed as collate_fn= elsewhere
 
     # ------------------------------------------------------------------ walk
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -121,6 +140,9 @@ class UnbucketedVariableLength(Rule):
 
     def on_Assign(self, node: cst.Assign) -> None:
         m = self.model
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self._rebound.add((id(m.func), t.target.value))
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
         name = node.targets[0].target.value
@@ -179,8 +201,13 @@ class UnbucketedVariableLength(Rule):
                 for n in _names_in(a.value):
                     self._bucketed.add((id(m.func), n))
         cf = keyword_arg(node, "collate_fn")
+        if isinstance(cf, cst.Call) and (last_name(cf.func) == "partial") and positional_args(cf):
+            cf = positional_args(cf)[0]  # collate_fn=functools.partial(collate, tokenizer=tok)
         if cf is not None and last_name(cf):
             self._collate_names.add(last_name(cf))
+            key = m._callee_key(cf)
+            if key is not None:
+                self._collate_keys.add(key)
         callee = m._callee_key(func)
         if callee is not None:
             for i, a in enumerate(node.args):
@@ -197,19 +224,71 @@ class UnbucketedVariableLength(Rule):
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "collator", name))
             return
+        self._note_padding_site(node, q)
         padding = keyword_arg(node, "padding")
-        if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
-            if string_value(padding) == "longest" or _is_tokenizer(func):
-                self.report(node, "", when="custom")
-                self._found.append((m.candidates[-1], "tokenizer", string_value(padding)))
+        tokenizes = _is_tokenizer(func) or (  # tokenizer(...) or tokenizer.pad(...)
+            isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value))
+        if isinstance(padding, cst.Name) and padding.value not in ("True", "False", "None") and tokenizes \
+                and _absent(keyword_arg(node, "pad_to_multiple_of")):
+            self._padding_from_param(node, padding.value)
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None:
+        if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+            if string_value(padding) == "longest" or tokenizes:
+                self.report(node, "", when="custom")
+                self._found.append((m.candidates[-1], "tokenizer", string_value(padding) or "True"))
+                site = self._site_of.get(id(node))
+                if site is not None:  # reported at the tokenizer call it reaches, when that is found
+                    self._site_cands.append((m.candidates[-1], site))
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None \
+                and not any(a.star == "**" for a in node.args):  # tokenizer.pad(*args, **kwargs): the caller decides
             if _absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "tokenizer.pad", None))
             return
         if q in T.CPU_LOADER_CONSTRUCTORS or (q.startswith("torch.") and q.endswith(".DataLoader")):
             self._note_loader(node)
+
+    def _padding_from_param(self, node: cst.Call, name: str) -> None:
+        """``tokenizer(texts, padding=padding)`` in ``def collate(batch, tokenizer, padding=True)``: the
+        parameter's default, or what the function's callers and ``functools.partial`` pass (this module's
+        in ``finalize``, the others' in ``resolve_project``)."""
+        m = self.model
+        f = m.func
+        if f is None or not isinstance(f.node, cst.FunctionDef) or (id(f), name) in self._rebound:
+            return
+        params = list(f.node.params.posonly_params) + list(f.node.params.params) + list(f.node.params.kwonly_params)
+        for p in params:
+            if p.name.value != name:
+                continue
+            self.report(node, "", when="custom")
+            cand = m.candidates[-1]
+            if p.default is not None and _pads_to_longest(p.default):
+                self._found.append((cand, "tokenizer", (string_value(p.default) or "True", True)))
+            else:
+                top = f
+                while top.parent is not None:
+                    top = top.parent
+                self._param_pads.append((cand, f.key if top is f else None, name))
+            return
+
+    def _note_padding_site(self, node: cst.Call, q: str) -> None:
+        """``functools.partial(collate, tokenizer=tok, padding=True)`` and ``collate(batch, padding="longest")``:
+        the function will pad to the longest text."""
+        m = self.model
+        target = node.func
+        if q == "functools.partial" or (isinstance(node.func, cst.Name) and node.func.value == "partial" and q in ("", "partial")):
+            args = positional_args(node)
+            if not args:
+                return
+            target = args[0]
+        padding = keyword_arg(node, "padding")
+        if padding is None or not _pads_to_longest(padding):
+            return
+        callee = m._callee_key(target)
+        if callee is not None:
+            self._padding_sites.add((callee, string_value(padding) or "True"))
+            self._site_of[id(node)] = callee
 
     def _note_loader(self, node: cst.Call) -> None:
         m = self.model
@@ -249,12 +328,26 @@ class UnbucketedVariableLength(Rule):
         m = self.model
         if not m.imports_torch:
             return
+        resolved = set()
+        for cand, key, name in self._param_pads:
+            how = next((v for k, v in sorted(self._padding_sites) if k == key), None) if key else None
+            if how is not None:
+                self._found.append((cand, "tokenizer", how))
+                resolved.add(key)
+            elif key is not None:
+                self._pending.append((cand, key, name))
+        # a partial/call whose padding reaches a tokenizer call of this file: one finding, at the tokenizer call
+        quiet = {id(c) for c, key in self._site_cands if key in resolved}
+        self._found = [f for f in self._found if id(f[0]) not in quiet]
+        self._site_cands = [(c, k) for c, k in self._site_cands if id(c) not in quiet]
         for cand, kind, extra in self._found:
             if kind == "pad_sequence":
                 func, ctx = extra
+                what = f"`{self.text(cand.node)}` pads each batch to its own longest sequence"
                 if not (self._is_collate(func) or m.frequency(ctx).per_step):
+                    self._maybe_collate(cand, func, what)
                     continue
-                self._emit(cand, f"`{self.text(cand.node)}` pads each batch to its own longest sequence", FIX_PAD)
+                self._emit(cand, what, FIX_PAD)
             elif kind == "collator":
                 if extra == "DataCollatorForLanguageModeling" and self._group_texts:
                     continue  # fixed-size blocks: every example has the same length
@@ -266,14 +359,21 @@ class UnbucketedVariableLength(Rule):
                 )
                 self._emit(cand, f"`{extra}(...)` {how} pads each batch to its own longest example", FIX_COLLATOR, edit)
             elif kind == "tokenizer":
-                what = '`padding="longest"` (which ignores `max_length`)' if extra == "longest" else "`padding=True` (the longest text of the call)"
-                self._emit(cand, f"`{self.text(cand.node.func)}(...)` pads with {what}", FIX_PAD, _max_length_padding(cand.node))
+                how, by_default = extra if isinstance(extra, tuple) else (extra, False)
+                self._emit(cand, _tokenizer_headline(self.text(cand.node.func), cand.node, how, by_default), FIX_PAD,
+                           _max_length_padding(cand.node))
             elif kind == "tokenizer.pad":
                 self._emit(cand, f"`{self.text(cand.node.func)}(...)` pads each batch to its own longest example by default", FIX_PAD)
         for cand, func, name in self._max_lens:
-            if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs or not self._is_collate(func):
+            if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs:
                 continue
-            self._emit(cand, f"`{name} = {self.text(cand.node, 32)}` pads to the batch maximum without rounding it to a bucket", FIX_PAD)
+            what = f"`{name} = {self.text(cand.node, 32)}` pads to the batch maximum without rounding it to a bucket"
+            if not self._is_collate(func):
+                self._maybe_collate(cand, func, what)
+                continue
+            self._emit(cand, what, FIX_PAD)
+        for cand, key, name in self._pending:
+            self._pending_msgs.append((cand, key, name, _tokenizer_headline(self.text(cand.node.func), cand.node, "True")))
         if m.imports_xla:
             for cand, func, node, n, batch in self._loaders:
                 if not self._feeds_training_loop(func, node):
@@ -300,6 +400,71 @@ class UnbucketedVariableLength(Rule):
             return  # `if on_tpu: return pad(..., "max_length")` then the dynamic fallback: never on XLA
         cand.frequency = Frequency(EVERY)
         set_parts(cand, message=what, cost=COST, fix=fix, edit=edit)
+
+    def _maybe_collate(self, cand, func, what: str) -> None:
+        """Padding to the batch maximum in a function that another module may pass as ``collate_fn=``."""
+        if func is None or func.parent is not None or func.key == "<module>" or cand.ctx.non_xla:
+            return
+        self._collate_pending.append((cand, func.key, what))
+
+    # ------------------------------------------------------------------ across modules
+    decides_in_project = True
+
+    def export(self, ctx_id, cand_id):
+        mod = self.model.module_name
+        out = {
+            "params": [[cand_id(c), f"{mod}:{key}", name, msg] for c, key, name, msg in self._pending_msgs
+                       if cand_id(c) is not None],
+            "sites": sorted([ref, how] for ref, how in {(self._ref(k), h) for k, h in self._padding_sites}),
+            "collate": sorted({self._ref(k) for k in self._collate_keys}),
+            "collate_cands": [[cand_id(c), f"{mod}:{key}", what] for c, key, what in self._collate_pending
+                              if cand_id(c) is not None],
+            "site_cands": [[cand_id(c), self._ref(k)] for c, k in self._site_cands if cand_id(c) is not None],
+        }
+        return out if any(out.values()) else None
+
+    def _ref(self, callee: str) -> str:
+        """A callee key as the project's call graph names it (``export``'s ``callee_ref``)."""
+        if callee[0] != "@" and callee not in self.model.funcs and "." in callee:
+            cls = callee.rpartition(".")[0]
+            if cls in self.model.classes:
+                return f"@{self.model.module_name}:{callee}"
+        return callee
+
+    @classmethod
+    def resolve_project(cls, program, data: dict, cands: dict) -> None:
+        """A collate function of one module passed as ``collate_fn=`` in another, and a ``padding=``
+        parameter given ``True``/``"longest"`` by a caller or a ``functools.partial`` in another module."""
+        from xlalint.semantics.project import Program
+
+        collate, pads = set(), {}
+        for mod, d in data.items():
+            for ref in d.get("collate", ()):
+                collate.update(program.targets(Program._callee(mod, ref)))
+            for ref, how in d.get("sites", ()):
+                for t in program.targets(Program._callee(mod, ref)):
+                    pads.setdefault(t, how)
+        for mod, d in data.items():
+            for ci, key, what in d.get("collate_cands", ()):
+                if key in collate:
+                    c = cands[mod][ci]
+                    c.frequency = Frequency(EVERY)
+                    set_parts(c, message=what + " (a collate function: it runs for every batch)", cost=COST, fix=FIX_PAD)
+        reached = set()
+        for mod, d in data.items():
+            for ci, key, name, msg in d.get("params", ()):
+                how = pads.get(key)
+                if how is not None:
+                    c = cands[mod][ci]
+                    c.frequency = Frequency(EVERY)
+                    reached.add(key)
+                    if how == "longest":
+                        msg = msg.replace("`padding=True`", '`padding="longest"`')
+                    set_parts(c, message=msg, cost=COST, fix=FIX_PAD)
+        for mod, d in data.items():  # the partial/call that passes it: reported at the tokenizer call instead
+            for ci, ref in d.get("site_cands", ()):
+                if any(t in reached for t in program.targets(Program._callee(mod, ref))):
+                    cands[mod][ci].frequency = None
 
     def _is_collate(self, func) -> bool:
         f = func
@@ -397,6 +562,23 @@ def _param_name(f, where) -> Optional[str]:
     if f.class_key is not None and params and params[0].name.value in ("self", "cls"):
         params = params[1:]
     return params[where].name.value if where < len(params) else None
+
+
+def _tokenizer_headline(func: str, call: cst.Call, how: str, by_default: bool = False) -> str:
+    """What a tokenizer call padding to the longest text does; ``how``: "longest" or "True";
+    ``by_default``: the value is the default of the function's ``padding`` parameter."""
+    given = keyword_arg(call, "padding")
+    via = ""
+    if isinstance(given, cst.Name) and given.value != "True":
+        via = (f" (the default of the `{given.value}` parameter)" if by_default
+               else f" (the `{given.value}` parameter, as a caller or `functools.partial` passes it)")
+    value = '"longest"' if how == "longest" else "True"
+    if keyword_arg(call, "max_length") is not None:
+        return (f"`{func}(...)` pads with `padding={value}`{via}, which ignores `max_length=` (it only truncates): "
+                "each batch is padded to its own longest text")
+    return f"`{func}(...)` pads with `padding={value}`{via}: each batch is padded to its own longest text"
+
+
 
 
 def _absent(node) -> bool:
@@ -504,9 +686,10 @@ def _add_keyword(call: cst.Call, name: str, value, applicability: str, title: st
 def _max_length_padding(call: cst.Call):
     """``padding="longest"`` / ``padding=True`` -> ``padding="max_length"`` when ``max_length=`` is given
     (safe: the same tokens, more padding that the attention mask hides). None when there is no max_length."""
-    if keyword_arg(call, "max_length") is None:
-        return None
     value = keyword_arg(call, "padding")
+    if keyword_arg(call, "max_length") is None or not isinstance(value, (cst.SimpleString, cst.Name)) or (
+            isinstance(value, cst.Name) and value.value != "True"):
+        return None  # `padding=padding`: the caller decides, not this line
     quote = '"'
     if isinstance(value, cst.SimpleString) and value.value[-1:] == "'":
         quote = "'"

@@ -65,6 +65,7 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
+        self._attr_writes: dict = {}  # (class, attribute) -> [(function key, kind stored)] in walk order
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}
@@ -396,6 +397,9 @@ class SemanticModel(TensorInference):
                         outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
+        if isinstance(node.target, cst.Name) and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
+                and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
+            self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
         self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
@@ -805,14 +809,54 @@ class SemanticModel(TensorInference):
                 seeds = self._param_seeds(f)
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
+        before = {f.key: f.return_kind for f, _ in plans}
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
+        for _ in range(self._RETURN_ROUNDS):
+            if not self._rewalk_callers(before):
+                return
+            plans = []  # what the callers now pass: their callees' parameters may be known better
+            for f in list(self.funcs.values()):
+                if f.parent is None and f.node is not None:
+                    seeds = self._param_seeds(f)
+                    if seeds != f.seeds:
+                        plans.append((f, seeds))
+            before = {f.key: f.return_kind for f, _ in plans}
+            for f, seeds in plans:
+                self._rewalk(f, seeds)
+                f.seeds = seeds
 
-    def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
+    # rounds of walking callers again when what a function returns became known on its second walk
+    _RETURN_ROUNDS = 2
+
+    def _rewalk_callers(self, before: dict) -> bool:
+        """``mask = make_mask(x)`` read ``make_mask``'s return before its parameters were known: walk the
+        functions of this file that call a function whose return kind changed again, recording what they
+        pass anew. True when any was walked."""
+        changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
+        if not changed:
+            return False
+        callers = {}
+        for g in self.funcs.values():
+            if g.node is None or not any(c in changed for c, _ in g.calls):
+                continue
+            while g.parent is not None:
+                g = g.parent
+            if g.node is not None and g.key not in changed:
+                callers[g.key] = g
+        for g in callers.values():
+            prefix = g.key + ".<locals>."
+            for callee, recs in self.call_sites.items():
+                recs[:] = [r for r in recs if r[0] != g.key and not r[0].startswith(prefix)]
+            self._rewalk(g, g.seeds, record_sites=True)
+        return bool(callers)
+
+    def _rewalk(self, f: FuncInfo, seeds: dict, record_sites: bool = False) -> None:
         prefix = f.key + ".<locals>."
         mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
+        self._forget_attr_writes(f.key, prefix)
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
             del self.funcs[key]
@@ -832,7 +876,7 @@ class SemanticModel(TensorInference):
         self.func, self.loop_stack, self.guards = f, [], []
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
-        self._rewalking_quietly = True
+        self._rewalking_quietly = not record_sites
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
@@ -841,6 +885,18 @@ class SemanticModel(TensorInference):
             self._rewalking_quietly = False
             (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
              self.top_index, self.closure_depth, self.error_depth) = saved
+
+    def _forget_attr_writes(self, key: str, prefix: str) -> None:
+        """A function walked again: what it stored in ``self.<attr>`` on its last walk no longer counts."""
+        for (cls, name), writes in self._attr_writes.items():
+            kept = [w for w in writes if w[0] != key and not w[0].startswith(prefix)]
+            if len(kept) != len(writes):
+                writes[:] = kept
+                attrs = self.classes[cls]["attrs"]
+                if kept:
+                    attrs[name] = _fold_attr(kept)
+                else:
+                    attrs.pop(name, None)
 
     def _callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
@@ -961,7 +1017,9 @@ class SemanticModel(TensorInference):
                         f = self._lookup_func(value.value)
                         if f is not None or value.value in getattr(self, "toplevel_defs", ()):
                             self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
-                    attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
+                    writes = self._attr_writes.setdefault((cls, name), [])
+                    writes.append((self.func.key, kind))
+                    attrs[name] = _fold_attr(writes)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
 
@@ -1073,6 +1131,32 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+def _indexes_by(body, container: Optional[str], name: str) -> bool:
+    """``body`` subscripts ``container`` with the bare name ``name`` (``batch[k]``)."""
+    if not container:
+        return False
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index):
+            idx = n.slice[0].slice.value
+            if isinstance(idx, cst.Name) and idx.value == name and dotted_name(n.value) == container:
+                return True
+        if isinstance(n, cst.CSTNode):
+            stack.extend(n.children)
+    return False
+
+
+def _fold_attr(writes: list):
+    """The kind of ``self.<attr>`` from what each assignment stored, in order: the first one, joined
+    with every later known one."""
+    k = writes[0][1]
+    for _, kind in writes[1:]:
+        if kind is not K.UNKNOWN:
+            k = K.join(k, kind)
+    return k
 
 
 def _sets_up(q: Optional[str], func) -> bool:

@@ -195,6 +195,27 @@ BOOL_RESULT_FUNCTIONS = frozenset("torch." + m for m in BOOL_RESULT_METHODS if m
     "torch.ones_like_bool"
 }
 
+# Device tensors whose name says they hold booleans, when nothing else does (``x[dones] = 0`` with ``dones``
+# unpacked from a batch): indexing with them selects.
+MASK_NAME_SUFFIXES = ("mask",)
+MASK_NAMES = frozenset({"dones", "done", "terminals", "terminal", "is_terminal", "is_done"})
+
+# Tensor methods that keep a boolean mask boolean (same values, another view or layout).
+BOOL_PRESERVING_METHODS = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "flatten", "expand", "expand_as", "contiguous", "clone",
+     "detach", "t", "transpose", "permute", "repeat", "flip", "roll", "view_as", "reshape_as", "cuda",
+     "logical_not", "logical_and", "logical_or", "logical_xor", "movedim", "narrow", "tril", "triu",
+     "unflatten", "squeeze_", "unsqueeze_", "index_select", "gather", "bool"}
+)
+
+# torch factories whose positional arguments are sizes (or arange's bounds): a device tensor there is read
+# to the host and decides the result's shape (``torch.arange(lengths.max())``). Value: which positional
+# arguments are sizes (None: all of them).
+SIZE_ARG_TORCH_FUNCTIONS = {
+    "torch.arange": None, "torch.zeros": None, "torch.ones": None, "torch.empty": None, "torch.rand": None,
+    "torch.randn": None, "torch.full": (0,), "torch.eye": None,
+}
+
 # Reductions after which a masked selection could have kept the full shape (`x[m].sum()`).
 MASK_REDUCTION_METHODS = frozenset(
     {"sum", "mean", "nansum", "nanmean", "prod", "max", "min", "amax", "amin", "norm", "std", "var",
@@ -235,6 +256,11 @@ NON_TENSOR_PARAM_NAMES = frozenset(
      "chunk_size", "stride", "padding", "dilation", "groups", "align_corners", "mesh_shape",
      "partition_spec", "sharding", "device", "dtype", "generator", "seed", "step", "epoch",
      "iteration", "steps", "tokenizer", "preserve_rng_state", "run_function", "function", "fn"}
+)
+
+# Annotations of containers: ``tuple[Tensor, Tensor]``, ``list[Tensor]``, ``dict[str, Tensor]`` hold tensors.
+TENSOR_CONTAINER_ANNOTATIONS = frozenset(
+    {"tuple", "Tuple", "list", "List", "Sequence", "dict", "Dict", "Mapping"}
 )
 
 # Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).

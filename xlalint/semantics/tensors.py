@@ -38,7 +38,8 @@ class TensorInference:
         if k == K.BOOL_TENSOR:
             return True
         if k == K.TENSOR and isinstance(expr, (cst.Name, cst.Attribute)):
-            return (last_name(expr) or "").lower().endswith("mask")
+            name = (last_name(expr) or "").lower()
+            return name.endswith(T.MASK_NAME_SUFFIXES) or name in T.MASK_NAMES
         return False
 
     def qualname(self, expr) -> Optional[str]:
@@ -53,6 +54,8 @@ class TensorInference:
         return base + ("." + rest if rest else "")
 
     def _annotation_kind(self, ann):
+        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+            return self._union_kind([ann.left, ann.right])  # int | None
         text = dotted_name(ann)
         if isinstance(ann, cst.SimpleString):
             text = string_value(ann)
@@ -62,6 +65,15 @@ class TensorInference:
                 inner = ann.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self._annotation_kind(inner.value)
+            if base.split(".")[-1] == "Union" and ann.slice:
+                return self._union_kind([el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)])
+            if base.split(".")[-1] in T.TENSOR_CONTAINER_ANNOTATIONS and ann.slice:
+                # tuple[Tensor, Tensor], list[Tensor], dict[str, Tensor]: a container of tensors
+                args = [el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)]
+                ks = [self._annotation_kind(a) for a in args if not isinstance(a, cst.Ellipsis)]
+                ks = ks[1:] if base.split(".")[-1] in ("dict", "Dict", "Mapping") else ks
+                if ks and all(k in K.DEVICE_TENSORS for k in ks):
+                    return K.TENSORS
             return K.UNKNOWN
         if not text:
             return K.UNKNOWN
@@ -72,6 +84,17 @@ class TensorInference:
             return K.BOOL_TENSOR
         if last in ("int", "float", "bool", "str", "bytes", "complex", "Size"):
             return K.NOT_TENSOR
+        return K.UNKNOWN
+
+    def _union_kind(self, members):
+        """``int | None``, ``Union[Tensor, None]``: the members' kind when they agree (None left out)."""
+        ks = []
+        for a in members:
+            if isinstance(a, cst.Name) and a.value == "None":
+                continue
+            ks.append(self._annotation_kind(a))
+        if ks and all(k == ks[0] for k in ks):
+            return ks[0]
         return K.UNKNOWN
 
     # ------------------------------------------------------------------ tensor inference
@@ -217,7 +240,9 @@ class TensorInference:
 
     def _infer_subscript(self, e: cst.Subscript):
         bk = self.kind(e.value)
-        if bk in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
+        if bk == K.BOOL_TENSOR:
+            return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
+        if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
             return K.CPU_TENSOR
@@ -246,6 +271,10 @@ class TensorInference:
             found, fk = self._env_lookup(name)
             if found and fk == K.MODULE:
                 return K.TENSOR
+            if name == "self" and not found:
+                cls = self._current_class()
+                if cls is not None and self.classes.get(cls, {}).get("module"):
+                    return K.TENSOR  # logits = self(idx): a module calling itself (generate)
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
             words = name_words(name)
@@ -326,7 +355,10 @@ class TensorInference:
         if ns in T.TENSOR_NAMESPACES and fn[:1].islower():
             if fn.endswith("_like"):
                 args = positional_args(e)
-                return self.kind(args[0]) if args else K.TENSOR
+                k = self.kind(args[0]) if args else K.TENSOR
+                if k == K.BOOL_TENSOR and keyword_arg(e, "dtype") is not None:
+                    return K.TENSOR  # torch.zeros_like(mask, dtype=torch.float)
+                return k
             if self._all_args_cpu(e):
                 return K.CPU_TENSOR
             return K.TENSOR
@@ -367,6 +399,8 @@ class TensorInference:
                 return K.BOOL_TENSOR
             if meth in ("any", "all"):
                 return K.BOOL_TENSOR if not cpu else K.CPU_TENSOR
+            if rk == K.BOOL_TENSOR and meth in T.BOOL_PRESERVING_METHODS:
+                return K.BOOL_TENSOR  # mask.unsqueeze(-1), mask.view(-1), mask.expand_as(x)
             if meth.startswith("_"):
                 return K.UNKNOWN  # not a public tensor method: the receiver may not be a tensor
             return rk if rk != K.BOOL_TENSOR else K.TENSOR
@@ -480,17 +514,22 @@ class TensorInference:
         args = positional_args(e)
         dev = keyword_arg(e, "device")
         target = dev if dev is not None else (args[0] if args else None)
+        dtype = keyword_arg(e, "dtype")
+        if rk == K.BOOL_TENSOR and dtype is not None and self.qualname(dtype) != "torch.bool":
+            rk = K.TENSOR  # mask.to(device, dtype=torch.float): no longer a mask
         if target is None:
             return rk if rk in K.ANY_TENSOR else K.TENSOR
         if self._is_cpu_device(target):
             return K.CPU_TENSOR
         q = self.qualname(target) or ""
         if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
+            if rk == K.BOOL_TENSOR and q != "torch.bool":
+                return K.TENSOR  # mask.to(torch.long): no longer a mask
             return rk if rk in K.ANY_TENSOR else K.TENSOR
         tk = self.kind(target)
         if tk in K.ANY_TENSOR:  # .to(other) follows other
             return tk
-        return K.TENSOR
+        return K.BOOL_TENSOR if rk == K.BOOL_TENSOR else K.TENSOR  # mask.to(device): still a mask
 
     def _is_device_expr(self, call: cst.Call) -> bool:
         """``.to(device)``, ``.to(xm.xla_device())``, ``.to(accelerator.device)``, ``.to(device=dev)``."""
