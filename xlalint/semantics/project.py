@@ -588,3 +588,85 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
                     "ctxs": [], "classes": classes, "sites": {}},
         "calls": {k: [ln for ln, _ in sorted(v)] for k, v in calls.items()},
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# The order of the walks: a module after the modules whose functions and classes it uses
+# --------------------------------------------------------------------------------------------------
+def dependency_levels(index: ProjectIndex, decls: dict) -> dict:
+    """path -> level, from the declarations (``decls``: path -> ``declarations()``): a module's level is
+    above the levels of the modules whose functions or classes it calls or derives from (by name, as
+    CPython's parse gives them); the modules of a cycle share a level. Walking level by level, with the
+    facts updated between levels, most reads of another module's returns and classes see that module's
+    walked summary the first time, instead of sending the reader round again."""
+    facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in decls.values()})
+    path_of = {d["summary"]["module"]: p for p, d in decls.items()}
+    deps: dict = {}
+    for p, d in decls.items():
+        s = d["summary"]
+        mod, imports = s["module"], s["imports"]
+        out = set()
+        names = list(d["calls"])
+        for rec in s["classes"].values():
+            names.extend(rec[2])
+        for name in names:
+            head, _, rest = name.partition(".")
+            target = imports.get(head)
+            if target is None:
+                continue  # this module's own name, or a builtin
+            r = facts.resolve(target + ("." + rest if rest else ""), mod)
+            if r is None or r[0] == "module":
+                continue
+            q = path_of.get(r[1].partition(":")[0])
+            if q is not None and q != p:
+                out.add(q)
+        deps[p] = out
+    # Tarjan's strongly connected components, iteratively (no recursion limit): each component comes out
+    # after every component it depends on, so its level is known when it does
+    level: dict = {}
+    num: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    counter = 0
+    for start in sorted(deps):
+        if start in num:
+            continue
+        work = [(start, iter(sorted(deps[start])))]
+        num[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in num:
+                    num[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(deps.get(w, ())))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], num[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+            if low[v] == num[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                members = set(comp)
+                lv = 1 + max((level[w] for c in comp for w in deps.get(c, ()) if w not in members), default=-1)
+                for c in comp:
+                    level[c] = lv
+    return level
