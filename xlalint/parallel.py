@@ -314,7 +314,30 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
                                    honor_noqa=honor_noqa, limits=_limits(settings),
                                    call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path),
                                    checked=bool(decl and decl.get("checked")))
+    _release_memory()
     return path, _cache_key(data, path, index, settings), result
+
+
+def _release_memory() -> None:
+    """Give the freed memory of a walk back to the system (glibc's ``malloc_trim``). A syntax tree is
+    built on a thread of its own, in a malloc arena of its own; the small summaries that outlive it
+    are scattered through that arena, which then never shrinks: on torch, hundreds of MB of freed
+    trees stayed resident. A no-op where there is no glibc."""
+    trim = _TRIM.get("fn", False)
+    if trim is False:
+        trim = None
+        try:
+            import ctypes
+
+            trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError, ImportError):
+            pass
+        _TRIM["fn"] = trim
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: dict = {}
 
 
 def _analyse_chunk(paths: list) -> list:

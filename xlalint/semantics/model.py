@@ -32,6 +32,7 @@ from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
     _code, child_fields, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference
+from xlalint.semantics.project import _seed_kind
 
 
 # --------------------------------------------------------------------------------------------------
@@ -564,7 +565,14 @@ class SemanticModel(TensorInference):
         for callee, recs in self.call_sites.items():
             ref = callee_ref(callee)
             if ref[0] == "@":
-                sites.setdefault(ref, []).extend([list(pos), dict(kw), v] for _c, pos, kw, v in recs)
+                # only the kinds that can seed a parameter (project.FactsView), each distinct site once
+                out = sites.setdefault(ref, [])
+                for _c, pos, kw, v in recs:
+                    site = [[_seed_kind(k) for k in pos], {n: _seed_kind(k) for n, k in kw.items() if _seed_kind(k) is not None}, v]
+                    if (any(k is not None for k in site[0]) or site[1]) and site not in out:
+                        out.append(site)
+                if not out:
+                    del sites[ref]
         cands = []
         cand_ids: dict = {}
         for c in self.candidates:
@@ -699,6 +707,15 @@ class SemanticModel(TensorInference):
             return []
         return [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
 
+    def _external_vetoes(self, f: FuncInfo, names: list, is_method) -> set:
+        """The parameters of ``f`` that a caller in another module passes a plain Python value to."""
+        if self.facts is None:
+            return set()
+        offset = 1 if is_method else 0
+        return {key if slot == "k" else names[key + offset]
+                for slot, key in self.facts.vetoes(f"{self.module_name}:{f.key}")
+                if slot == "k" or key + offset < len(names)}
+
     def _param_seeds(self, f: FuncInfo, sites: Optional[list] = None) -> dict:
         """Kinds for ``f``'s unknown parameters from what its callers pass: in this file and in other
         modules (or only ``sites``)."""
@@ -721,6 +738,7 @@ class SemanticModel(TensorInference):
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
         seeds = {}
+        vetoed = None
         for name, ks in seen.items():
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
@@ -728,6 +746,10 @@ class SemanticModel(TensorInference):
                 continue
             known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None]
             if not known:
+                continue
+            if vetoed is None:  # asked only now: it matters only where a seed is on the table
+                vetoed = self._external_vetoes(f, names, is_method)
+            if name in vetoed:
                 continue
             if all(k == known[0] for k in known):
                 seeds[name] = known[0]

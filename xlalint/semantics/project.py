@@ -328,18 +328,31 @@ class FactsView:
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
         if op == "sites":
-            # only what can seed a parameter matters to the walk (a known kind, or "not a tensor", which
-            # vetoes a seed): sites that pass nothing known are left out, so they send nobody round again
-            out = []
-            for p, kw, v in f.sites(arg):
-                p = [_seed_kind(k) for k in p]
-                kw = sorted((n, _seed_kind(k)) for n, k in kw.items() if _seed_kind(k) is not None)
-                if any(k is not None for k in p) or kw:
-                    site = [p, kw, v]
-                    if site not in out:
-                        out.append(site)
-            return sorted(out, key=repr)
+            # only what can seed a parameter matters to the walk, argument slot by slot: the kinds that
+            # seed, and whether some caller passes "not a tensor" there too (which vetoes the seed)
+            return [[slot, key, sorted(kinds) + ([K.NOT_TENSOR] if veto else [])]
+                    for (slot, key), (veto, kinds) in self._slots(arg) if kinds]
+        if op == "veto":
+            # the slots where callers pass only "not a tensor": asked only when a seed is on the table
+            # (see SemanticModel._param_seeds), so a new such caller sends nobody round again
+            return [[slot, key] for (slot, key), (veto, kinds) in self._slots(arg) if veto and not kinds]
         raise KeyError(key)
+
+    def _slots(self, gkey: str) -> list:
+        """What callers in other modules pass to ``gkey``, by argument slot (("p", position) or ("k",
+        keyword)): [(slot, (some caller passes "not a tensor", {kinds that seed}))], sorted."""
+        slots: dict = {}
+        for p, kw, _v in self.facts.sites(gkey):
+            for slot in [("p", i, k) for i, k in enumerate(p)] + [("k", n, k) for n, k in kw.items()]:
+                sk = _seed_kind(slot[2])
+                if sk is None:
+                    continue
+                rec = slots.setdefault(slot[:2], [False, set()])
+                if sk == K.NOT_TENSOR:
+                    rec[0] = True
+                else:
+                    rec[1].add(sk)
+        return sorted(slots.items(), key=lambda x: repr(x[0]))
 
     def _ask(self, key: str):
         if key in self.reads:
@@ -366,7 +379,18 @@ class FactsView:
         return self._ask(f"m|{class_gkey}.{meth}")
 
     def sites(self, gkey: str) -> list:
-        return [(p, dict(kw), v) for p, kw, v in self._ask("sites|" + gkey)]
+        """[(positional kinds, keyword kinds, False)]: one site per kind and slot that callers in other
+        modules pass (the same seeds as their real sites: ``_param_seeds`` asks whether any kind vetoes
+        and whether the kinds agree, never how many callers pass them)."""
+        out = []
+        for slot, key, kinds in self._ask("sites|" + gkey):
+            for k in kinds:
+                out.append(([None] * key + [k], {}, False) if slot == "p" else ([], {key: k}, False))
+        return out
+
+    def vetoes(self, gkey: str) -> list:
+        """[(slot, position or keyword)]: where callers in other modules pass only "not a tensor"."""
+        return [tuple(x) for x in self._ask("veto|" + gkey)]
 
 
 # --------------------------------------------------------------------------------------------------
