@@ -50,6 +50,11 @@ class Rule:
         if cost or edit is not None:
             set_parts(self.model.candidates[-1], cost=cost, edit=edit)
 
+    def lazy_text(self, node, limit: int = 40) -> "_LazyText":
+        """``text(node)``, rendered only if formatted (into a message): a rule that looks at every call
+        pays for the rendering only for the ones it reports."""
+        return _LazyText(self, node, limit)
+
     def text(self, node, limit: int = 40) -> str:
         """The source of ``node`` on one line, shortened to about ``limit`` characters, for a headline
         that names the expression: `` `loss.item()` ``, `` `….sum().item()` ``, `` `DataLoader(...)` ``."""
@@ -143,3 +148,16 @@ def all_rules() -> tuple:
 
 def rules_by_code() -> dict:
     return {r.code: r for r in all_rules()}
+
+
+class _LazyText:
+    __slots__ = ("rule", "node", "limit")
+
+    def __init__(self, rule, node, limit: int):
+        self.rule, self.node, self.limit = rule, node, limit
+
+    def __str__(self) -> str:
+        return self.rule.text(self.node, self.limit)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)

@@ -94,7 +94,7 @@ class HostRead(Rule):
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
-        t = self.text(node)
+        t = self.lazy_text(node)  # rendered only for a call that is reported
         if isinstance(func, cst.Attribute):
             meth = func.attr.value
             if meth in T.HOST_READ_METHODS:

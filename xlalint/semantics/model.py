@@ -32,6 +32,7 @@ from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
     _code, child_fields, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference
+from xlalint.semantics.project import _seed_kind
 
 
 # --------------------------------------------------------------------------------------------------
@@ -610,12 +611,10 @@ class SemanticModel(TensorInference):
         for callee, recs in self.call_sites.items():
             ref = callee_ref(callee)
             if ref[0] == "@":
-                sites.setdefault(ref, []).extend([list(pos), dict(kw), v] for _c, pos, kw, v in recs)
+                _put_sites(sites, ref, recs)
             elif ref in self.funcs and self.funcs[ref].class_key is not None:
                 # `self.debug(batch)` in a base class: overrides in other modules receive what it passes
-                own = [[list(pos), dict(kw), v] for _c, pos, kw, v in recs if v]
-                if own:
-                    sites.setdefault(f"@{mod}:{ref}", []).extend(own)
+                _put_sites(sites, f"@{mod}:{ref}", [r for r in recs if r[3]])
         cands = []
         cand_ids: dict = {}
         for c in self.candidates:
@@ -749,6 +748,15 @@ class SemanticModel(TensorInference):
             return []
         return [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
 
+    def _external_vetoes(self, f: FuncInfo, names: list, is_method) -> set:
+        """The parameters of ``f`` that a caller in another module passes a plain Python value to."""
+        if self.facts is None:
+            return set()
+        offset = 1 if is_method else 0
+        return {key if slot == "k" else names[key + offset]
+                for slot, key in self.facts.vetoes(f"{self.module_name}:{f.key}")
+                if slot == "k" or key + offset < len(names)}
+
     def _param_seeds(self, f: FuncInfo, sites: Optional[list] = None) -> dict:
         """Kinds for ``f``'s unknown parameters from what its callers pass: in this file and in other
         modules (or only ``sites``)."""
@@ -771,6 +779,7 @@ class SemanticModel(TensorInference):
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
         seeds = {}
+        vetoed = None
         for name, ks in seen.items():
             if ks and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in ks) and len(set(ks)) == 1:
                 seeds[name] = ks[0]  # every caller passes host tensors (a batch it did not move): over any guess
@@ -781,6 +790,10 @@ class SemanticModel(TensorInference):
                 continue
             known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None]
             if not known:
+                continue
+            if vetoed is None:  # asked only now: it matters only where a seed is on the table
+                vetoed = self._external_vetoes(f, names, is_method)
+            if name in vetoed:
                 continue
             if all(k == known[0] for k in known):
                 seeds[name] = known[0]
@@ -1210,6 +1223,17 @@ def _moves_to_device(body, names: set) -> bool:
                 return True
         stack.extend(n.children)
     return False
+
+
+def _put_sites(sites: dict, ref: str, recs) -> None:
+    """Only the kinds that can seed a parameter (project.FactsView), each distinct site once."""
+    out = sites.setdefault(ref, [])
+    for _c, pos, kw, v in recs:
+        site = [[_seed_kind(k) for k in pos], {n: _seed_kind(k) for n, k in kw.items() if _seed_kind(k) is not None}, v]
+        if (any(k is not None for k in site[0]) or site[1]) and site not in out:
+            out.append(site)
+    if not out:
+        del sites[ref]
 
 
 def _config_like_param(name: str) -> bool:

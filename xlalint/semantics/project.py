@@ -336,18 +336,31 @@ class FactsView:
                 return []
             return sorted({n for n in list(s["funcs"]) + list(s["classes"]) if "." not in n and not n.startswith("_")})
         if op == "sites":
-            # only what can seed a parameter matters to the walk (a known kind, or "not a tensor", which
-            # vetoes a seed): sites that pass nothing known are left out, so they send nobody round again
-            out = []
-            for p, kw, v in f.sites(arg):
-                p = [_seed_kind(k) for k in p]
-                kw = sorted((n, _seed_kind(k)) for n, k in kw.items() if _seed_kind(k) is not None)
-                if any(k is not None for k in p) or kw:
-                    site = [p, kw, v]
-                    if site not in out:
-                        out.append(site)
-            return sorted(out, key=repr)
+            # only what can seed a parameter matters to the walk, argument slot by slot: the kinds that
+            # seed, and whether some caller passes "not a tensor" there too (which vetoes the seed)
+            return [[slot, key, sorted(kinds) + ([K.NOT_TENSOR] if veto else [])]
+                    for (slot, key), (veto, kinds) in self._slots(arg) if kinds]
+        if op == "veto":
+            # the slots where callers pass only "not a tensor": asked only when a seed is on the table
+            # (see SemanticModel._param_seeds), so a new such caller sends nobody round again
+            return [[slot, key] for (slot, key), (veto, kinds) in self._slots(arg) if veto and not kinds]
         raise KeyError(key)
+
+    def _slots(self, gkey: str) -> list:
+        """What callers in other modules pass to ``gkey``, by argument slot (("p", position) or ("k",
+        keyword)): [(slot, (some caller passes "not a tensor", {kinds that seed}))], sorted."""
+        slots: dict = {}
+        for p, kw, _v in self.facts.sites(gkey):
+            for slot in [("p", i, k) for i, k in enumerate(p)] + [("k", n, k) for n, k in kw.items()]:
+                sk = _seed_kind(slot[2])
+                if sk is None:
+                    continue
+                rec = slots.setdefault(slot[:2], [False, set()])
+                if sk == K.NOT_TENSOR:
+                    rec[0] = True
+                else:
+                    rec[1].add(sk)
+        return sorted(slots.items(), key=lambda x: repr(x[0]))
 
     def _ask(self, key: str):
         if key in self.reads:
@@ -374,7 +387,18 @@ class FactsView:
         return self._ask(f"m|{class_gkey}.{meth}")
 
     def sites(self, gkey: str) -> list:
-        return [(p, dict(kw), v) for p, kw, v in self._ask("sites|" + gkey)]
+        """[(positional kinds, keyword kinds, False)]: one site per kind and slot that callers in other
+        modules pass (the same seeds as their real sites: ``_param_seeds`` asks whether any kind vetoes
+        and whether the kinds agree, never how many callers pass them)."""
+        out = []
+        for slot, key, kinds in self._ask("sites|" + gkey):
+            for k in kinds:
+                out.append(([None] * key + [k], {}, False) if slot == "p" else ([], {key: k}, False))
+        return out
+
+    def vetoes(self, gkey: str) -> list:
+        """[(slot, position or keyword)]: where callers in other modules pass only "not a tensor"."""
+        return [tuple(x) for x in self._ask("veto|" + gkey)]
 
     def star_names(self, module: str) -> list:
         return self._ask("star|" + module)
@@ -602,3 +626,85 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
                     "ctxs": [], "classes": classes, "sites": {}},
         "calls": {k: [ln for ln, _ in sorted(v)] for k, v in calls.items()},
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# The order of the walks: a module after the modules whose functions and classes it uses
+# --------------------------------------------------------------------------------------------------
+def dependency_levels(index: ProjectIndex, decls: dict) -> dict:
+    """path -> level, from the declarations (``decls``: path -> ``declarations()``): a module's level is
+    above the levels of the modules whose functions or classes it calls or derives from (by name, as
+    CPython's parse gives them); the modules of a cycle share a level. Walking level by level, with the
+    facts updated between levels, most reads of another module's returns and classes see that module's
+    walked summary the first time, instead of sending the reader round again."""
+    facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in decls.values()})
+    path_of = {d["summary"]["module"]: p for p, d in decls.items()}
+    deps: dict = {}
+    for p, d in decls.items():
+        s = d["summary"]
+        mod, imports = s["module"], s["imports"]
+        out = set()
+        names = list(d["calls"])
+        for rec in s["classes"].values():
+            names.extend(rec[2])
+        for name in names:
+            head, _, rest = name.partition(".")
+            target = imports.get(head)
+            if target is None:
+                continue  # this module's own name, or a builtin
+            r = facts.resolve(target + ("." + rest if rest else ""), mod)
+            if r is None or r[0] == "module":
+                continue
+            q = path_of.get(r[1].partition(":")[0])
+            if q is not None and q != p:
+                out.add(q)
+        deps[p] = out
+    # Tarjan's strongly connected components, iteratively (no recursion limit): each component comes out
+    # after every component it depends on, so its level is known when it does
+    level: dict = {}
+    num: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    counter = 0
+    for start in sorted(deps):
+        if start in num:
+            continue
+        work = [(start, iter(sorted(deps[start])))]
+        num[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in num:
+                    num[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(deps.get(w, ())))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], num[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+            if low[v] == num[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                members = set(comp)
+                lv = 1 + max((level[w] for c in comp for w in deps.get(c, ()) if w not in members), default=-1)
+                for c in comp:
+                    level[c] = lv
+    return level
