@@ -781,8 +781,9 @@ class SemanticModel(TensorInference):
         seeds = {}
         vetoed = None
         for name, ks in seen.items():
-            if ks and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in ks) and len(set(ks)) == 1:
-                seeds[name] = ks[0]  # every caller passes host tensors (a batch it did not move): over any guess
+            told = [k for k in ks if k is not None]
+            if told and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in told) and len(set(told)) == 1:
+                seeds[name] = told[0]  # callers pass host tensors (a batch they did not move): over any guess
                 continue
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
