@@ -133,3 +133,27 @@ def test_a_tensor_passed_to_a_helper_is_not_a_python_int():
         "for step, (x, y) in enumerate(loader):\n    out = model(x)\n    r = pick(out, y)\n    r.sum().backward()\n    optimizer.step()\n"
     )
     assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+def test_the_item_of_a_range_under_enumerate_is_a_counter():
+    src = ("import torch\ndata = torch.randn(1000, 4).to(device)\n"
+           "for batch, i in enumerate(range(0, data.size(0) - 1, 35)):\n    x = data[i:i + 35]\n"
+           "    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n")
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [4], found
+
+
+def test_a_size_read_from_a_device_tensors_values_varies_where_it_runs_every_step():
+    src = ("import torch\nimport torch.nn as nn\nclass Decoder(nn.Module):\n"
+           "    def forward(self, enc, caption_lengths):\n        decode_lengths = (caption_lengths - 1).tolist()\n"
+           "        preds = torch.zeros(enc.size(0), max(decode_lengths), 10, device=enc.device)\n"
+           "        fixed = torch.zeros(enc.size(0), 10, device=enc.device)\n"
+           "        return preds, fixed\n")
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [6] and "read from a device tensor's values" in found[0].message, found
+
+
+def test_a_value_read_once_before_the_loop_is_silent():
+    src = ("import torch\nn = int(sizes.sum().to(device))\nfor x, y in loader:\n    out = model(x)\n"
+           "    r = out[:, :n]\n    r.sum().backward()\n    optimizer.step()\n")
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]

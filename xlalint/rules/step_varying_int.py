@@ -209,9 +209,10 @@ class StepVaryingPythonInt(Rule):
         for cand, v, role, code in self._found:
             if v.param is not None:
                 continue  # decided over the whole program (resolve_project): who calls with what
-            loop = next((lp for lp in cand.ctx.loops if lp.node is v.loop), None)
-            if loop is None or not m.is_step_loop(loop):
-                continue  # the value does not change from step to step where it is used
+            if not v.data:
+                loop = next((lp for lp in cand.ctx.loops if lp.node is v.loop), None)
+                if loop is None or not m.is_step_loop(loop):
+                    continue  # the value does not change from step to step where it is used
             fr = m.frequency(cand.ctx)
             if not fr.per_step:
                 continue

@@ -10,6 +10,9 @@ own bindings):
   (``len(batch["tokens"])``, ``len(sample)``), the longest/shortest/total of those (``max(len(s) for s in
   batch)``, ``max(lengths)`` of a Python list the batch holds); ``len()`` of a tensor is its ``size(0)``:
   fixed for a fixed-shape input, not reported;
+- read from a device tensor's values (``Varying.data``): ``(lengths - 1).tolist()``, ``t.item()``,
+  ``int(t)``, and ``max()``/``min()``/``sum()`` of such a list: it varies on every step where the line runs
+  (the host read itself is XLA001's);
 - a parameter of a function (``Varying.param``): it varies when a caller passes a varying value, which
   only the whole program knows (XLA009 decides it in ``resolve_project`` from the call sites it exports).
 It does not vary (or takes few values: a bounded number of graphs) when it is a literal, a name never
@@ -37,6 +40,7 @@ class Varying:
     name: str  # the name the user sees (`step`, `n`)
     origin: str  # how it varies, for the message: "the loop counter", "derived from `step`", ...
     param: Optional[str] = None  # set when it derives from this parameter of the function (loop is None)
+    data: bool = False  # read from a device tensor's values (`.tolist()`, `int(t)`): varies wherever it runs per step
 
 
 # At most this many distinct values (`step % K`, a literal list of K ints) is a bucket set: K graphs
@@ -45,6 +49,9 @@ BUCKET_LIMIT = 16
 
 # Calls that keep an int varying: int(step), abs(i - j), round(x)
 _PASS_THROUGH = frozenset({"int", "abs", "round"})
+# A device tensor's values read into Python: data, so a new value on every step where the line runs
+_HOST_READ_METHODS = frozenset({"tolist", "item"})
+_HOST_CONVERSIONS = frozenset({"int"})
 # Reductions of a per-batch Python list of lengths: max(lengths), max(len(s) for s in batch)
 _REDUCTIONS = frozenset({"max", "min", "sum"})
 # Kinds whose len() is not a per-batch length: a tensor (its size(0)) or a container of tensors (its fields)
@@ -75,6 +82,12 @@ class StepValues:
                 first = target.elements[0].value if target.elements else None
                 if isinstance(first, cst.Name):
                     self._names[(key, first.value)] = Varying(node, first.value, "the loop counter")
+                # `for batch, i in enumerate(range(0, n, bptt))`: the range's item is a counter too
+                inner = it.args[0].value if it.args else None
+                second = target.elements[1].value if len(target.elements) == 2 else None
+                if (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "range"
+                        and _is_builtin(self.model, "range") and isinstance(second, cst.Name)):
+                    self._names[(key, second.value)] = Varying(node, second.value, "the loop counter")
 
     def on_function(self, node: cst.FunctionDef) -> None:
         """A function's parameters: each varies if a caller passes a varying value (decided later)."""
@@ -112,7 +125,7 @@ class StepValues:
                     origin = f"derived from the parameter `{v.param}`" if name != v.param else v.origin
                 elif v.name == name:
                     origin = v.origin
-                self._names[(key, name)] = Varying(v.loop, name, origin, v.param)
+                self._names[(key, name)] = Varying(v.loop, name, origin, v.param, v.data)
             else:
                 self._names.pop((key, name), None)
         else:
@@ -150,7 +163,12 @@ class StepValues:
             for side in (e.left, e.right):
                 if self.model.kind(side) in K.ANY_TENSOR:
                     return None  # a tensor expression, not a Python int
-            return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`", v.param)
+            return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`",
+                           v.param, v.data)
+        if (isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _HOST_READ_METHODS
+                and not e.args and self.model.kind(e.func.value) in K.DEVICE_TENSORS):
+            # `(lengths - 1).tolist()`, `t.item()`: different data each step wherever this runs every step
+            return Varying(None, _code(e), "read from a device tensor's values", data=True)
         if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and _is_builtin(self.model, e.func.value):
             fn = e.func.value
             args = [a.value for a in e.args]
@@ -160,7 +178,12 @@ class StepValues:
                 loop = self._length_of_data(args[0])
                 if loop is not None:
                     return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
+            if fn in _HOST_CONVERSIONS and len(args) == 1 and self.model.kind(args[0]) in K.DEVICE_TENSORS:
+                return Varying(None, _code(e), "read from a device tensor's values", data=True)
             if fn in _REDUCTIONS and len(args) == 1:
+                inner = self.varying(args[0]) if isinstance(args[0], cst.Name) else None
+                if inner is not None and inner.data:
+                    return Varying(None, inner.name, inner.origin, data=True)
                 loop = self._lengths_of_data(args[0])
                 if loop is not None:
                     return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
