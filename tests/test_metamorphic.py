@@ -374,8 +374,8 @@ WRAP_FIXTURES = [p for p in FIXTURES if wrap_loop_bodies(p.read_text(encoding="u
 
 # Fixtures where the wrapped program is not reported the same, with the reason (bugs for the lead):
 WRAP_KNOWN: dict = {
-    "step_varying_slice": "XLA009 does not follow the loop counter into a function it is passed to (the counter "
-                          "becomes a parameter): both findings are lost when the loop body is wrapped",
+    "curriculum_prefix_lengths": "XLA009 follows a batch into a helper only as ints, not as per-batch data: "
+                                 "`max(len(s) for s in samples)` is lost when `samples` becomes a parameter",
 }
 
 

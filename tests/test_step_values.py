@@ -51,3 +51,109 @@ def test_a_counter_incremented_in_a_while_loop_varies():
 def test_an_inner_loop_that_does_not_train_is_not_a_step():
     src = HEAD + "    for i in range(4):\n        out = out + out[:, i]\n" + TAIL
     assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+# ------------------------------------------------------------------ lengths read from the batch
+@pytest.mark.parametrize("src, line", [
+    # the longest sample of an uncollated batch
+    ("import torch\nfor step, samples in enumerate(raw_batches):\n    out = model(x)\n    n = max(len(s) for s in samples)\n"
+     "    m = torch.ones(4, n, device=device)\n    out.sum().backward()\n    optimizer.step()\n", 5),
+    # a list of lengths computed from the batch, then its max
+    ("import torch\nfor batch in raw_batches:\n    out = model(x)\n    lens = [len(s) for s in batch]\n    r = out[:, : max(lens)]\n"
+     "    out.sum().backward()\n    optimizer.step()\n", 5),
+    # the length of a Python list the batch holds
+    ("import torch\nfor tokens, y in pairs:\n    out = model(y)\n    r = out[:, : len(tokens)]\n    out.sum().backward()\n    optimizer.step()\n", 4),
+])
+def test_a_length_read_from_the_batch_varies(src, line):
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [line] and "a length read from the batch" in found[0].message, found
+
+
+@pytest.mark.parametrize("body", [
+    "    r = out[: len(x)]\n",  # len() of a tensor: its size(0), fixed for a fixed-shape input
+    "    r = out[: len(batch)]\n",  # the number of fields of a batch
+])
+def test_the_length_of_a_tensor_or_a_batch_is_silent(body):
+    head = "import torch\nfor step, batch in enumerate(loader):\n    x = batch[0].to(device)\n    out = model(x)\n"
+    assert not _xla009(body, head)
+
+
+# ------------------------------------------------------------------ into the functions it is passed to
+HELPERS = (
+    "import torch\n"
+    "def crop(x, n):\n    return x[:, :n]\n"
+    "def pos(x, k):\n    m = k + 1\n    return torch.arange(m, device=x.device)\n"
+)
+
+
+def test_a_counter_passed_to_a_helper_is_followed():
+    src = HELPERS + (
+        "lengths = [int(v) for v in raw]\n"
+        "for step, (x, y) in enumerate(loader):\n    out = model(x)\n"
+        "    a = crop(out, lengths[step])\n    b = pos(out, step)\n"
+        "    (a.sum() + b.sum()).backward()\n    optimizer.step()\n"
+    )
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [3, 6], found
+    assert "the parameter `n`, passed `lengths[step]`" in found[0].message
+    assert "derived from the parameter `k`, passed `step` (the loop counter)" in found[1].message
+
+
+def test_a_counter_passed_through_two_helpers_is_followed():
+    src = HELPERS + (
+        "def body(step, x):\n    x = x.to(device)\n    n = step * 2\n    return crop(x, n).sum()\n"
+        "for step, (x, y) in enumerate(loader):\n    loss = body(step, model(x))\n    loss.backward()\n    optimizer.step()\n"
+    )
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [3], found
+
+
+@pytest.mark.parametrize("calls", [
+    "    a = crop(out, 16)\n    b = pos(out, cfg.max_len)\n",  # constants and config values
+    "    a = crop(out, step % 4)\n    b = pos(out, min(step, 3))\n",  # bucketed
+    "    a = crop(out, out.size(1))\n    b = pos(out, x.size(0))\n",  # sizes of fixed-shape inputs
+])
+def test_a_helper_called_with_constant_or_bucketed_values_is_silent(calls):
+    src = HELPERS + "for step, (x, y) in enumerate(loader):\n    out = model(x)\n" + calls + (
+        "    (a.sum() + b.sum()).backward()\n    optimizer.step()\n")
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+def test_a_helper_called_with_the_counter_outside_the_step_loop_is_silent():
+    src = HELPERS + (
+        "for i in range(3):\n    warm = crop(torch.zeros(2, 8, device=device), i)\n"
+        "for x, y in loader:\n    out = model(x)\n    out.sum().backward()\n    optimizer.step()\n"
+    )
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+def test_a_tensor_passed_to_a_helper_is_not_a_python_int():
+    src = (
+        "import torch\ndef pick(x, idx):\n    return x[idx]\n"
+        "for step, (x, y) in enumerate(loader):\n    out = model(x)\n    r = pick(out, y)\n    r.sum().backward()\n    optimizer.step()\n"
+    )
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+def test_the_item_of_a_range_under_enumerate_is_a_counter():
+    src = ("import torch\ndata = torch.randn(1000, 4).to(device)\n"
+           "for batch, i in enumerate(range(0, data.size(0) - 1, 35)):\n    x = data[i:i + 35]\n"
+           "    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n")
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [4], found
+
+
+def test_a_size_read_from_a_device_tensors_values_varies_where_it_runs_every_step():
+    src = ("import torch\nimport torch.nn as nn\nclass Decoder(nn.Module):\n"
+           "    def forward(self, enc, caption_lengths):\n        decode_lengths = (caption_lengths - 1).tolist()\n"
+           "        preds = torch.zeros(enc.size(0), max(decode_lengths), 10, device=enc.device)\n"
+           "        fixed = torch.zeros(enc.size(0), 10, device=enc.device)\n"
+           "        return preds, fixed\n")
+    found = [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert [f.line for f in found] == [6] and "read from a device tensor's values" in found[0].message, found
+
+
+def test_a_value_read_once_before_the_loop_is_silent():
+    src = ("import torch\nn = int(sizes.sum().to(device))\nfor x, y in loader:\n    out = model(x)\n"
+           "    r = out[:, :n]\n    r.sum().backward()\n    optimizer.step()\n")
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]

@@ -95,12 +95,49 @@ class CpuFallbackOp(Rule):
         "import torch\nfor x in loader:\n    out = model(x)\n    h = torch.histc(out, bins=10, min=0, max=1)\n    loss = out.sum() + h.sum()\n    loss.backward()\n",
         "import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n    def forward(self, x, grid):\n        y = F.grid_sample(x, grid)\n        return F.interpolate(y, scale_factor=2, mode='bicubic')\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.median(dim=1).values + torch.fft.rfft(x).abs()\n",
+        "import torch\nimport torch.nn as nn\nclass Bag(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.emb = nn.EmbeddingBag(100, 8)\n    def forward(self, ids):\n        return self.emb(ids)\n",
         "import torch\nfor x in loader:\n    out = model(x)\n    idx = torch.multinomial(out.softmax(-1), 4)\n    b = torch.bucketize(out, boundaries)\n    loss = out.sum()\n    loss.backward()\n",
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._modules: dict = {}  # ("name", func key, name) / ("attr", class key, attr) -> fallback function
+
+    def on_Assign(self, node: cst.Assign) -> None:
+        """``self.emb = nn.EmbeddingBag(...)``: calling it later runs the fallback function."""
+        v = node.value
+        if not isinstance(v, cst.Call):
+            return
+        fn = RT.FALLBACK_MODULES.get(self.model.qualname(v.func) or "")
+        if fn is None:
+            return
+        for t in node.targets:
+            key = self._module_key(t.target)
+            if key is not None:
+                self._modules[key] = (fn, dotted_name(v.func) or fn)
+
+    def _module_key(self, e):
+        f = self.model.step_context().func
+        if isinstance(e, cst.Name):
+            return ("name", e.value)
+        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+            while f is not None and f.class_key is None:
+                f = f.parent
+            if f is not None:
+                return ("attr", f.class_key, e.attr.value)
+        return None
 
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
+        if self._modules and isinstance(func, (cst.Name, cst.Attribute)):
+            hit = self._modules.get(self._module_key(func))
+            if hit is not None:
+                fn, cls = hit
+                self._check(node, fn, fn.rsplit(".", 1)[-1], FB.FALLBACK_FUNCTIONS[fn], method=False,
+                            shown=f"{dotted_name(func)}(...)",
+                            what=f" (an `{cls}`: its forward calls `{fn.rsplit('.', 1)[-1]}`)")
+                return
         q = m.qualname(func)
         if q is not None:
             variants = FB.FALLBACK_FUNCTIONS.get(q)
@@ -125,7 +162,7 @@ class CpuFallbackOp(Rule):
                 return
             self._check(node, "." + meth, meth, variants, method=True, shown=f".{meth}()")
 
-    def _check(self, node, key, short, variants, method, shown) -> None:
+    def _check(self, node, key, short, variants, method, shown, what: str = "") -> None:
         for when in _LOWERED_WHEN.get(key, ()):
             v = _arg(node, short, when[0], method)
             if v is _UNKNOWN or v == when[1]:
@@ -146,7 +183,7 @@ class CpuFallbackOp(Rule):
         fix = alt or FIX_NONE
         self.report(
             node,
-            f"`{shown}` has no XLA lowering on this torch_xla: it runs on the CPU ({ops}) {{when}}: the graph "
+            f"`{shown}`{what} has no XLA lowering on this torch_xla: it runs on the CPU ({ops}) {{when}}: the graph "
             "is cut, its inputs are copied to the host and the result back (1 extra execution and a "
             f"transfer each way per call). Fix: {fix}",
             fix=fix,

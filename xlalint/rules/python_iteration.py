@@ -27,12 +27,14 @@ class PythonIterationOverTensor(Rule):
         inferred as one tensor is reported); enable it with `--extend-select XLA008` or
         `extend-select = ["XLA008"]`.
         Flags, in code that runs every step, Python-level iteration of a value known to be one device
-        tensor: `for v in t:` and comprehensions `[f(v) for v in t]` (the finding spans the loop, so
+        tensor: `for v in t:` / `for i, v in enumerate(t):` whose body reads an element (`if v > 0`,
+        `float(v)`, `v.item()`, printed or formatted, an index), comprehensions `[f(v) for v in t]` (the finding spans the loop, so
         `--verify` counts what its body reads), and the builtins that compare elements on the host:
         `max(t)`, `min(t)`, `sorted(t)`, `any(t)`, `all(t)`, and `x in t` / `x not in t`.
         Not flagged: iterating a container of tensors (a batch, `nn.ModuleList`, `nn.ParameterList`,
         a Python list of tensors, `t.split(...)` / `t.unbind()` results, `zip` of lists),
-        `t.shape`, `range(t.size(0))`, `max(a, b)` of two values, and `sum(t)`, `list(t)`,
+        `t.shape`, `range(t.size(0))`, `max(a, b)` of two values, a `for` loop whose body never needs
+        an element's value in Python (`for v in t: out.append(v * 2)`: lazy slices), and `sum(t)`, `list(t)`,
         `tuple(t)`, `a, b = t` on their own: measured on torch_xla 2.9 they only slice the tensor
         lazily (no transfer, no recompile for a fixed length).
     """
@@ -93,10 +95,12 @@ class PythonIterationOverTensor(Rule):
         "import torch\nclass Trainer:\n    def compute_loss(self, model, inputs):\n        outputs = model(**inputs)\n        if isinstance(outputs, dict) and 'loss' not in outputs:\n            raise ValueError('no loss')\n        return outputs['loss']\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
+        # a loop that only collects or adds the elements: lazy slices, no host read (measured)
+        "import torch\nfor x, y in loader:\n    per_sample = loss_fn(model(x), y)\n    hard = []\n    for i, l in enumerate(per_sample):\n        hard.append(l * (i + 1))\n    total = 0\n    for v in per_sample:\n        total = total + v\n    loss = total + torch.stack(hard).sum()\n    loss.backward()\n",
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    per_sample = loss_fn(model(x), y)\n    worst = max(per_sample)\n    loss = per_sample.mean()\n    loss.backward()\n",
-        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        total = 0\n        for v in x.sum(-1):\n            total = total + v\n        return total\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        total = 0\n        for v in x.sum(-1):\n            if v > 0:\n                total = total + v\n        return total\n",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    if 0 in y:\n        out = out * 2\n    loss = out.sum()\n    loss.backward()\n",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    ranked = sorted(out.sum(-1))\n    flags = [v > 0 for v in out.sum(-1)]\n    loss = out.sum()\n    loss.backward()\n",
     ]
@@ -113,7 +117,7 @@ class PythonIterationOverTensor(Rule):
     def on_Assign(self, node: cst.Assign) -> None:
         names = self._maybe_containers.setdefault(self.model.step_context().func.key, set())
         m = self.model
-        from_module = isinstance(node.value, cst.Call) and (
+        from_module = isinstance(node.value, cst.Call) and not _is_loss(m, node.value.func) and (
             m.kind(node.value.func) == K.MODULE
             or (isinstance(node.value.func, cst.Attribute) and isinstance(node.value.func.value, cst.Name)
                 and node.value.func.value.value == "self")
@@ -141,7 +145,16 @@ class PythonIterationOverTensor(Rule):
         return True
 
     def on_For(self, node: cst.For) -> None:
-        if self._tensor(node.iter) and not _used_as_container(node.target, node.body):
+        it, target = node.iter, node.target
+        if (isinstance(it, cst.Call) and len(it.args) == 1 and isinstance(it.func, cst.Name)
+                and it.func.value in _ELEMENTWISE_WRAPPERS and self.model.is_builtin(it.func, it.func.value)):
+            # `for i, v in enumerate(t)`, `for v in reversed(t)`: the same walk over the elements
+            it = it.args[0].value
+            if node.iter.func.value == "enumerate":
+                if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                    return
+                target = target.elements[1].value
+        if self._tensor(it) and not _used_as_container(target, node.body) and _reads_element(target, node.body):
             self._flag(node, "`for ... in <tensor>:` iterates a device tensor element by element", FIX_LOOP)
 
     def _comp(self, node) -> None:
@@ -184,7 +197,54 @@ class PythonIterationOverTensor(Rule):
         )
 
 
+_ELEMENTWISE_WRAPPERS = frozenset({"enumerate", "reversed"})
+# A loss module's output is one tensor (a per-sample loss with reduction="none"), not a tuple of outputs
+_LOSS_WORDS = frozenset({"loss", "criterion", "lossfn", "loss_fn", "loss_func", "loss_function"})
+
+
+def _is_loss(m, func) -> bool:
+    q = m.qualname(func) or ""
+    if q.startswith(("torch.nn.", "torch.nn.functional.")) and q.endswith(("Loss", "_loss", "loss")):
+        return True
+    name = (dotted_name(func) or "").rpartition(".")[2].lower()
+    return name in _LOSS_WORDS or name.endswith(("_loss", "loss_fn", "criterion"))
+
+
 _CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "append", "pop", "update"})
+# What makes Python read an element's value on the host (measured: a loop whose body only collects or
+# adds the elements slices the tensor lazily: no transfer, no recompile)
+_HOST_CALLS = frozenset({"float", "int", "bool", "str", "print", "round", "format", "repr", "abs"})
+_HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def _reads_element(target, body) -> bool:
+    """The loop's body needs an element's value in Python: tested by ``if``/``while``/``assert``/a
+    conditional expression, converted (``float(v)``, ``v.item()``), formatted or printed, or used as an
+    index."""
+    names = {e.value for e in _target_names(target)}
+    if not names:
+        return True
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        test = None
+        if isinstance(n, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+            test = n.test
+        elif isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Name) and f.value in _HOST_CALLS:
+                test = n
+            elif isinstance(f, cst.Attribute) and f.attr.value in _HOST_METHODS:
+                test = f.value
+        elif isinstance(n, cst.FormattedStringExpression):
+            test = n.expression
+        elif isinstance(n, cst.Subscript):
+            test = cst.Tuple([cst.Element(el.slice.value) for el in n.slice if isinstance(el.slice, cst.Index)]) if any(
+                isinstance(el.slice, cst.Index) for el in n.slice) else None
+        if test is not None and _names_in(test) & names:
+            return True
+        stack.extend(_kids(n))
+    return False
 
 
 def _used_as_container(target, scope) -> bool:

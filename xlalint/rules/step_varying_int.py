@@ -34,8 +34,9 @@ class StepVaryingPythonInt(Rule):
         `view`/`reshape`/`expand`/`repeat`/`narrow`/`select`/`new_zeros` argument, or the size of a
         `torch.arange`/`zeros`/`ones`/`empty`/`full`/`rand*` made on the device. The int varies when it is
         the loop counter (`for step in range(n)`, `for i, b in enumerate(loader)`, `global_step += 1`),
-        derived from one (`n = step * 2 + 8`, `step % 100`), or an item of a Python list indexed by one
-        (`lengths[step]`).
+        derived from one (`n = step * 2 + 8`, `step % 100`), an item of a Python list indexed by one
+        (`lengths[step]`), a length read from the batch (`max(len(s) for s in batch)`), or a parameter
+        of a helper that the step loop passes one of these (`take_prefix(x, lengths[step])`).
         Not flagged: literals and config values never rebound in the loop, sizes from `x.size(0)` /
         `x.shape`, and values from a small bucket set, which compile once per value and then hit the
         cache: `step % K` with a literal K <= 16 (K graphs), `min(step, K)` (K + 1 graphs, then one),
@@ -66,9 +67,12 @@ class StepVaryingPythonInt(Rule):
             loss = loss_fn(out, y)
     """
     known_problems = """
-        Only values derived in the function that runs the loop are followed: a counter passed to a
-        helper as an argument is not. An int that changes per step but takes only a few values for
-        reasons the source does not show (a schedule that is constant after warm-up) is reported.
+        A counter passed to a helper (in this module or another) is followed: the helper's uses of that
+        parameter are reported when a call that runs every step passes it a varying int. A length read
+        from the batch is followed when it is a Python value (`max(len(s) for s in batch)`,
+        `len(sample["tokens"])` of an uncollated sample); `len()` of a tensor is its `size(0)`, taken as
+        fixed. An int that changes per step but takes only a few values for reasons the source does not
+        show (a schedule that is constant after warm-up) is reported.
         Fix safety: the fixes change shapes or introduce masks; none is applied automatically.
     """
     verify = """
@@ -91,10 +95,18 @@ class StepVaryingPythonInt(Rule):
         "import torch\nglobal_step = 0\nfor x, y in loader:\n    out = model(x)\n    global_step += 1\n    loss = out[global_step].sum() + out.view(global_step, -1).sum()\n    loss.backward()\n",
     ]
 
+    decides_in_project = True  # a counter passed to a helper (in this module or another) varies there too
+
     def __init__(self) -> None:
         super().__init__()
         self.sv = None
         self._found: list = []  # (candidate, Varying, role, code)
+        self._calls: list = []  # (ctx, callee, position or keyword, Varying, argument's code)
+
+    def before_rewalk(self) -> None:
+        alive = {id(c) for c in self.model.candidates}
+        self._found = [r for r in self._found if id(r[0]) in alive]
+        self._values().before_rewalk()
 
     def _values(self) -> StepValues:
         if self.sv is None:
@@ -102,6 +114,9 @@ class StepVaryingPythonInt(Rule):
         return self.sv
 
     # ------------------------------------------------------------------ bindings
+    def on_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._values().on_function(node)
+
     def on_For(self, node: cst.For) -> None:
         self._values().on_for(node)
 
@@ -136,6 +151,7 @@ class StepVaryingPythonInt(Rule):
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
+        self._note_call(node)
         q = m.qualname(func)
         if q is not None:
             if q in RT.SHAPE_FACTORIES:
@@ -153,6 +169,25 @@ class StepVaryingPythonInt(Rule):
                 role = "an index" if func.attr.value == "select" else "a shape"
                 self._flag(node, v, role, FIX_INDEX if role == "an index" else FIX_SHAPE)
 
+    def _note_call(self, node: cst.Call) -> None:
+        """A call to a project function passing a varying int: its parameter varies there."""
+        if not node.args or any(a.star for a in node.args):
+            return
+        callee = self.model._callee_key(node.func)
+        if callee is None:
+            return
+        sv = self._values()
+        ctx = None
+        for i, a in enumerate(node.args):
+            v = sv.varying(a.value)
+            if v is None or self.model.kind(a.value) in K.ANY_TENSOR:
+                continue
+            if v.param is None and not any(lp.node is v.loop for lp in self.model.step_context().loops):
+                continue
+            ctx = ctx or self.model.step_context()
+            where = a.keyword.value if a.keyword is not None else i
+            self._calls.append((ctx, callee, where, v, _code(a.value)))
+
     def _varying_arg(self, node, args):
         sv = self._values()
         for a in args:
@@ -164,22 +199,136 @@ class StepVaryingPythonInt(Rule):
         return None
 
     def _flag(self, node, v, role: str, fix: str) -> None:
+        if v.param is not None and self.model.kind(cst.Name(v.param)) in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
+            return  # a parameter the callers pass a tensor: not a Python int
         self.report(node, "", fix=fix, when="custom")
         self._found.append((self.model.candidates[-1], v, role, _code(node)))
 
     def finalize(self) -> None:
         m = self.model
         for cand, v, role, code in self._found:
-            loop = next((lp for lp in cand.ctx.loops if lp.node is v.loop), None)
-            if loop is None or not m.is_step_loop(loop):
-                continue  # the value does not change from step to step where it is used
+            if v.param is not None:
+                continue  # decided over the whole program (resolve_project): who calls with what
+            if not v.data:
+                loop = next((lp for lp in cand.ctx.loops if lp.node is v.loop), None)
+                if loop is None or not m.is_step_loop(loop):
+                    continue  # the value does not change from step to step where it is used
             fr = m.frequency(cand.ctx)
             if not fr.per_step:
                 continue
             cand.frequency = fr
-            shown = code if len(code) <= 60 else code[:57] + "..."
-            cand.message = (
-                f"`{shown}` uses `{v.name}` ({v.origin}), a Python int that changes every step, as {role}: "
-                "it is baked into the graph as a constant, so each new value is a new graph to compile "
-                f"{{when}} (measured: a recompile on every step). Fix: {cand.fix}"
-            )
+            cand.message = _message(code, v.name, v.origin, role, cand.fix)
+
+    # ------------------------------------------------------------------ across functions and modules
+    def export(self, ctx_id, cand_id):
+        m = self.model
+        uses = []
+        for cand, v, role, code in self._found:
+            ci = cand_id(cand)
+            if v.param is not None and ci is not None:
+                uses.append([ci, cand.ctx.func.key, v.param, v.name, v.origin, role, code])
+        if not uses and not self._calls:
+            return None
+        mod = m.module_name
+
+        def ref(callee: str) -> str:  # as the model's export names callees (SemanticModel.export)
+            if callee[0] != "@" and callee not in m.funcs and "." in callee and callee.rpartition(".")[0] in m.classes:
+                return f"@{mod}:{callee}"
+            return callee
+
+        calls, seen = [], set()
+        for ctx, callee, where, v, arg in self._calls:
+            pos = next((i for i, lp in enumerate(ctx.loops) if lp.node is v.loop), None) if v.param is None else None
+            if v.param is None and pos is None:
+                continue
+            row = (ctx.func.key, ref(callee), where, pos, v.param, v.origin, arg)
+            if row in seen:
+                continue  # the same call seen again when its function was walked again
+            seen.add(row)
+            calls.append([ctx_id(ctx), *row[1:]])
+        params = {}
+        for f in m.funcs.values():
+            if isinstance(f.node, cst.FunctionDef):
+                ps = f.node.params
+                params[f.key] = [[p.name.value for p in (*ps.posonly_params, *ps.params)], f.class_key is not None]
+        return {"uses": uses, "calls": calls, "params": params}
+
+    @classmethod
+    def resolve_project(cls, program, data: dict, cands: dict) -> None:
+        """A parameter varies per step when a call that runs every step passes it a varying int: a loop's
+        counter (or a value derived from it) where that loop is a step loop, or a varying parameter of the
+        caller. Uses of such a parameter (in any module) are reported."""
+        steps = program.steps
+        params = {}
+        for mod, d in data.items():
+            for key, rec in d["params"].items():
+                params[f"{mod}:{key}"] = rec
+        varying: dict = {}  # (global func key, param) -> how
+        forward = []  # (caller's global key, its param, targets, where, call text)
+        for mod, d in data.items():
+            ctxs = program.ctxs[mod]
+            for ci, callee, where, pos, cparam, origin, arg in d["calls"]:
+                ctx = ctxs[ci]
+                if not steps.frequency(ctx).per_step:
+                    continue
+                targets = program.targets(f"{mod}\0{callee}")
+                if cparam is None:
+                    loop = ctx.loops[pos] if pos < len(ctx.loops) else None
+                    if loop is None or not steps.is_step_loop(loop):
+                        continue
+                    for t in targets:
+                        p = _param_at(params.get(t), where, callee)
+                        if p is not None:
+                            varying.setdefault((t, p), f"`{arg}` ({origin})")
+                else:
+                    forward.append((ctx.func.key, cparam, targets, where, arg, callee))
+        changed = True
+        while changed:
+            changed = False
+            for caller, cparam, targets, where, arg, callee in forward:
+                how = varying.get((caller, cparam))
+                if how is None:
+                    continue
+                for t in targets:
+                    p = _param_at(params.get(t), where, callee)
+                    if p is not None and (t, p) not in varying:
+                        varying[(t, p)] = how if arg == cparam else f"`{arg}`, derived from {how}"
+                        changed = True
+        if not varying:
+            return
+        for mod, d in data.items():
+            for ci, fkey, param, name, origin, role, code in d["uses"]:
+                how = varying.get((f"{mod}:{fkey}", param))
+                if how is None:
+                    continue
+                cand = cands[mod][ci]
+                fr = steps.frequency(cand.ctx)
+                if not fr.per_step:
+                    continue
+                cand.frequency = fr
+                if origin == f"the parameter `{param}`":
+                    shown = f"the parameter `{param}`, passed {how} on every step"
+                else:
+                    shown = f"derived from the parameter `{param}`, passed {how} on every step"
+                cand.message = _message(code, name, shown, role, cand.fix)
+
+
+def _param_at(rec, where, callee: str):
+    """The parameter a call's argument ``where`` (a position or a keyword) binds in a function."""
+    if rec is None:
+        return None
+    names, is_method = rec
+    if isinstance(where, str):
+        return where if where in names else None
+    offset = 1 if is_method and names and names[0] in ("self", "cls") and "." in callee else 0
+    i = where + offset
+    return names[i] if i < len(names) else None
+
+
+def _message(code: str, name: str, origin: str, role: str, fix: str) -> str:
+    shown = code if len(code) <= 60 else code[:57] + "..."
+    return (
+        f"`{shown}` uses `{name}` ({origin}), a Python int that changes every step, as {role}: "
+        "it is baked into the graph as a constant, so each new value is a new graph to compile "
+        "{when} (measured: a recompile on every step). Fix: " + fix
+    )

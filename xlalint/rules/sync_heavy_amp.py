@@ -100,6 +100,13 @@ class SyncHeavyAmp(Rule):
         self._scalers: set = set()  # names (`scaler`, `self.scaler`) bound to an enabled GradScaler
         self._xla_scalers: set = set()  # ... made with GradScaler("xla")
         self._steps: list = []  # (candidate, receiver name) of `<name>.step(...)`, decided in finalize
+        self._passed: list = []  # (ctx, callee, position or keyword): a scaler handed to a project function
+
+    decides_in_project = True  # `scaler.step(opt)` in a helper that the loop passes its scaler
+
+    def before_rewalk(self) -> None:
+        alive = {id(c) for c in self.model.candidates}
+        self._steps = [r for r in self._steps if id(r[0]) in alive]
 
     # ------------------------------------------------------------------ scalers
     def on_Assign(self, node: cst.Assign) -> None:
@@ -128,6 +135,15 @@ class SyncHeavyAmp(Rule):
     # ------------------------------------------------------------------ calls
     def on_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self._scalers and node.args and not any(a.star for a in node.args):
+            callee = None
+            for i, a in enumerate(node.args):
+                if dotted_name(a.value) in self._scalers:
+                    callee = callee or self.model._callee_key(func)
+                    if callee is None:
+                        break
+                    self._passed.append((self.model.step_context(), callee,
+                                         a.keyword.value if a.keyword is not None else i))
         if isinstance(func, cst.Attribute) and func.attr.value == "step":
             name = dotted_name(func.value)
             if name is not None:
@@ -158,9 +174,72 @@ class SyncHeavyAmp(Rule):
             if not fr.per_step or fr.after_sync:
                 continue
             cand.frequency = fr
-            cand.message = (
-                f"`{name}.step(...)` of a `GradScaler` reads `found_inf` on the host {{when}} "
-                "(`.item()` inside `GradScaler.step`): the graph is cut and run early (1 extra execution + "
-                f"1 transfer per step). Fix: {FIX_SCALER}"
-            )
+            cand.message = _scaler_message(name)
+
+    # ------------------------------------------------------------------ a scaler passed to a helper
+    def export(self, ctx_id, cand_id):
+        m = self.model
+        pending = []
+        for cand, name in self._steps:
+            f = cand.ctx.func
+            ci = cand_id(cand)
+            if ci is None or name in self._scalers or not isinstance(f.node, cst.FunctionDef):
+                continue
+            ps = f.node.params
+            names = [p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)]
+            if name in names:
+                pending.append([ci, f.key, name])
+        passed = []
+        mod = m.module_name
+        for ctx, callee, where in self._passed:
+            if callee[0] != "@" and callee not in m.funcs and "." in callee and callee.rpartition(".")[0] in m.classes:
+                callee = f"@{mod}:{callee}"  # as SemanticModel.export names it
+            row = [ctx_id(ctx), callee, where]
+            if row not in passed:
+                passed.append(row)
+        if not pending and not (passed and m.imports_xla):
+            return None
+        params = {}
+        for f in m.funcs.values():
+            if isinstance(f.node, cst.FunctionDef):
+                ps = f.node.params
+                params[f.key] = [[p.name.value for p in (*ps.posonly_params, *ps.params)], f.class_key is not None]
+        return {"pending": pending, "passed": passed if m.imports_xla else [], "params": params}
+
+    @classmethod
+    def resolve_project(cls, program, data: dict, cands: dict) -> None:
+        """``scaler.step(opt)`` where ``scaler`` is a parameter that a caller on an XLA step path passes
+        its GradScaler."""
+        from xlalint.rules.step_varying_int import _param_at
+
+        params = {f"{mod}:{k}": rec for mod, d in data.items() for k, rec in d["params"].items()}
+        scalers = set()
+        for mod, d in data.items():
+            for ci, callee, where in d["passed"]:
+                for t in program.targets(f"{mod}\0{callee}"):
+                    p = _param_at(params.get(t), where, callee)
+                    if p is not None:
+                        scalers.add((t, p))
+        if not scalers:
+            return
+        steps = program.steps
+        for mod, d in data.items():
+            for ci, fkey, name in d["pending"]:
+                if (f"{mod}:{fkey}", name) not in scalers:
+                    continue
+                cand = cands[mod][ci]
+                fr = steps.frequency(cand.ctx)
+                if not fr.per_step or fr.after_sync:
+                    continue
+                cand.frequency = fr
+                cand.message = _scaler_message(name, passed=True)
+
+
+def _scaler_message(name: str, passed: bool = False) -> str:
+    what = "a `GradScaler` (its callers pass one)" if passed else "a `GradScaler`"
+    return (
+        f"`{name}.step(...)` of {what} reads `found_inf` on the host {{when}} "
+        "(`.item()` inside `GradScaler.step`): the graph is cut and run early (1 extra execution + "
+        f"1 transfer per step). Fix: {FIX_SCALER}"
+    )
 

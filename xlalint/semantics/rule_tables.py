@@ -43,6 +43,15 @@ CALL_DEFAULTS = {
     "pad": {"mode": "constant"},
 }
 
+# nn modules whose forward is one of the fallback functions (XLA007 reports the module's call): the
+# module class -> the function it calls, looked up in fallback_ops.FALLBACK_FUNCTIONS.
+FALLBACK_MODULES = {
+    "torch.nn.EmbeddingBag": "torch.nn.functional.embedding_bag",
+    "torch.nn.AdaptiveMaxPool1d": "torch.nn.functional.adaptive_max_pool1d",
+    "torch.nn.AdaptiveMaxPool2d": "torch.nn.functional.adaptive_max_pool2d",
+    "torch.nn.CTCLoss": "torch.nn.functional.ctc_loss",
+}
+
 # Fallback factories: they fall back only when asked to build on the device (``device=``).
 DEVICE_FACTORIES = frozenset({"torch.tril_indices", "torch.triu_indices"})
 

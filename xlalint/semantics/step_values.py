@@ -6,6 +6,15 @@ own bindings):
   incremented by a literal inside the loop (``global_step += 1``);
 - derived from one by arithmetic (``n = step * 2 + 1``), ``int()``/``abs()``/``round()`` of one;
 - an item of a Python list (not a tensor) indexed by one (``lengths[step]``).
+- a length read from the loop's batch: ``len(...)`` of a Python value taken from what the loop iterates
+  (``len(batch["tokens"])``, ``len(sample)``), the longest/shortest/total of those (``max(len(s) for s in
+  batch)``, ``max(lengths)`` of a Python list the batch holds); ``len()`` of a tensor is its ``size(0)``:
+  fixed for a fixed-shape input, not reported;
+- read from a device tensor's values (``Varying.data``): ``(lengths - 1).tolist()``, ``t.item()``,
+  ``int(t)``, and ``max()``/``min()``/``sum()`` of such a list: it varies on every step where the line runs
+  (the host read itself is XLA001's);
+- a parameter of a function (``Varying.param``): it varies when a caller passes a varying value, which
+  only the whole program knows (XLA009 decides it in ``resolve_project`` from the call sites it exports).
 It does not vary (or takes few values: a bounded number of graphs) when it is a literal, a name never
 rebound inside the loop, ``v % K`` with a literal ``K <= BUCKET_LIMIT`` (K values), ``min(v, K)``/
 ``max(v, K)``, or an item of a literal list of at most BUCKET_LIMIT ints. Each varying name remembers the
@@ -30,6 +39,8 @@ class Varying:
     loop: cst.CSTNode  # the For/While node whose iterations change the value
     name: str  # the name the user sees (`step`, `n`)
     origin: str  # how it varies, for the message: "the loop counter", "derived from `step`", ...
+    param: Optional[str] = None  # set when it derives from this parameter of the function (loop is None)
+    data: bool = False  # read from a device tensor's values (`.tolist()`, `int(t)`): varies wherever it runs per step
 
 
 # At most this many distinct values (`step % K`, a literal list of K ints) is a bucket set: K graphs
@@ -38,6 +49,13 @@ BUCKET_LIMIT = 16
 
 # Calls that keep an int varying: int(step), abs(i - j), round(x)
 _PASS_THROUGH = frozenset({"int", "abs", "round"})
+# A device tensor's values read into Python: data, so a new value on every step where the line runs
+_HOST_READ_METHODS = frozenset({"tolist", "item"})
+_HOST_CONVERSIONS = frozenset({"int"})
+# Reductions of a per-batch Python list of lengths: max(lengths), max(len(s) for s in batch)
+_REDUCTIONS = frozenset({"max", "min", "sum"})
+# Kinds whose len() is not a per-batch length: a tensor (its size(0)) or a container of tensors (its fields)
+_NOT_A_LENGTH = K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR | frozenset({K.CPU_TENSORS, K.MODULE, K.LOADER, K.CPU_LOADER})
 
 
 class StepValues:
@@ -45,6 +63,9 @@ class StepValues:
         self.model = model
         self._names: dict = {}  # (func key, name) -> Varying
         self._int_lists: dict = {}  # (func key, name) -> number of literal ints
+        self._data: dict = {}  # (func key, name) -> the loop whose iterations bind it (a batch, a sample)
+        self._params: dict = {}  # func key -> its parameter names (seeded as varying by a caller)
+        self._reseed = False
 
     # ------------------------------------------------------------------ events from the walk
     def on_for(self, node: cst.For) -> None:
@@ -52,6 +73,7 @@ class StepValues:
         key = self._key()
         it, target = node.iter, node.target
         self._forget(target, key)
+        self._bind_data(node, target, it, key)
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name):
             fn = it.func.value
             if fn == "range" and isinstance(target, cst.Name) and _is_builtin(self.model, fn):
@@ -60,11 +82,37 @@ class StepValues:
                 first = target.elements[0].value if target.elements else None
                 if isinstance(first, cst.Name):
                     self._names[(key, first.value)] = Varying(node, first.value, "the loop counter")
+                # `for batch, i in enumerate(range(0, n, bptt))`: the range's item is a counter too
+                inner = it.args[0].value if it.args else None
+                second = target.elements[1].value if len(target.elements) == 2 else None
+                if (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "range"
+                        and _is_builtin(self.model, "range") and isinstance(second, cst.Name)):
+                    self._names[(key, second.value)] = Varying(node, second.value, "the loop counter")
+
+    def on_function(self, node: cst.FunctionDef) -> None:
+        """A function's parameters: each varies if a caller passes a varying value (decided later)."""
+        key = self._key()
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+        self._params[key] = params
+        self._seed(key)
+
+    def before_rewalk(self) -> None:
+        self._reseed = True  # the model walks one function again: its names start from its parameters
+
+    def _seed(self, key: str) -> None:
+        for p in self._params.get(key, ()):
+            if p not in ("self", "cls"):
+                self._names[(key, p)] = Varying(None, p, f"the parameter `{p}`", param=p)
 
     def on_assign(self, target, value) -> None:
         key = self._key()
         if isinstance(target, cst.Name):
             name = target.value
+            root = self._data_root(value)
+            if root is not None:
+                self._data[(key, name)] = root
+            else:
+                self._data.pop((key, name), None)
             n = _literal_int_list(value)
             if n is not None:
                 self._int_lists[(key, name)] = n
@@ -73,9 +121,11 @@ class StepValues:
             v = self.varying(value)
             if v is not None:
                 origin = v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`"
-                if v.name == name:
+                if v.param is not None:
+                    origin = f"derived from the parameter `{v.param}`" if name != v.param else v.origin
+                elif v.name == name:
                     origin = v.origin
-                self._names[(key, name)] = Varying(v.loop, name, origin)
+                self._names[(key, name)] = Varying(v.loop, name, origin, v.param, v.data)
             else:
                 self._names.pop((key, name), None)
         else:
@@ -113,12 +163,30 @@ class StepValues:
             for side in (e.left, e.right):
                 if self.model.kind(side) in K.ANY_TENSOR:
                     return None  # a tensor expression, not a Python int
-            return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`")
+            return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`",
+                           v.param, v.data)
+        if (isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _HOST_READ_METHODS
+                and not e.args and self.model.kind(e.func.value) in K.DEVICE_TENSORS):
+            # `(lengths - 1).tolist()`, `t.item()`: different data each step wherever this runs every step
+            return Varying(None, _code(e), "read from a device tensor's values", data=True)
         if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and _is_builtin(self.model, e.func.value):
             fn = e.func.value
             args = [a.value for a in e.args]
             if fn in _PASS_THROUGH and args:
                 return self.varying(args[0])
+            if fn == "len" and len(args) == 1:
+                loop = self._length_of_data(args[0])
+                if loop is not None:
+                    return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
+            if fn in _HOST_CONVERSIONS and len(args) == 1 and self.model.kind(args[0]) in K.DEVICE_TENSORS:
+                return Varying(None, _code(e), "read from a device tensor's values", data=True)
+            if fn in _REDUCTIONS and len(args) == 1:
+                inner = self.varying(args[0]) if isinstance(args[0], cst.Name) else None
+                if inner is not None and inner.data:
+                    return Varying(None, inner.name, inner.origin, data=True)
+                loop = self._lengths_of_data(args[0])
+                if loop is not None:
+                    return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
             return None  # min(step, K), max(...), len(...): bounded or not derived
         if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
             idx = self.varying(e.slice[0].slice.value)
@@ -132,12 +200,66 @@ class StepValues:
             if self.model.kind(base) is not K.NOT_TENSOR and self.model.kind(base) is not K.UNKNOWN:
                 return None  # an element of a tensor or a batch: a tensor, not a Python int
             label = _code(base)
-            return Varying(idx.loop, f"{label}[{idx.name}]", f"an item of the Python list `{label}` indexed by `{idx.name}`")
+            return Varying(idx.loop, f"{label}[{idx.name}]", f"an item of the Python list `{label}` indexed by `{idx.name}`",
+                           idx.param)
+        return None
+
+    # ------------------------------------------------------------------ lengths read from the batch
+    def _bind_data(self, node, target, it, key) -> None:
+        """``for batch in loader``, ``for i, (x, lens) in enumerate(loader)``: the per-iteration values."""
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and _is_builtin(self.model, it.func.value):
+            if it.func.value == "range":
+                return
+            if it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                target = target.elements[1].value
+        for name in _names_in(target):
+            self._data[(key, name)] = node
+
+    def _data_root(self, e):
+        """The loop whose per-iteration value ``e`` is read from (``batch["ids"]``, ``sample.tokens``), a
+        list of lengths computed from one (``[len(s) for s in batch]``), or None."""
+        key = self._key()
+        while isinstance(e, (cst.Subscript, cst.Attribute)):
+            e = e.value
+        if isinstance(e, cst.Name):
+            return self._data.get((key, e.value))
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and e.for_in.inner_for_in is None:
+            if _is_len_of_target(self.model, e.elt, e.for_in.target):
+                return self._data_root(e.for_in.iter)
+        return None
+
+    def _length_of_data(self, e):
+        """``len(e)`` is a per-batch length: ``e`` is a Python value read from the loop's batch."""
+        if isinstance(e, cst.Name) and not any(lp.node is self._data.get((self._key(), e.value))
+                                               for lp in self.model.step_context().loops):
+            return None  # a bare name: only while its loop runs
+        loop = self._data_root(e)
+        if loop is None or self.model.kind(e) in _NOT_A_LENGTH:
+            return None
+        return loop
+
+    def _lengths_of_data(self, e):
+        """``max(e)``: ``e`` is a Python list of per-batch lengths or a generator of them."""
+        if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+            return self._data_root(e)
+        if isinstance(e, cst.Name) and self.model.kind(e) not in _NOT_A_LENGTH:
+            return self._data_root(e)
         return None
 
     # ------------------------------------------------------------------ helpers
     def _key(self) -> str:
-        return self.model.step_context().func.key
+        f = self.model.func
+        if self._reseed:
+            self._reseed = False
+            root = f
+            while root.parent is not None:
+                root = root.parent
+            mine = (root.key, root.key + ".<locals>.")
+            for d in (self._names, self._data, self._int_lists):
+                for k in [k for k in d if k[0] == mine[0] or k[0].startswith(mine[1])]:
+                    del d[k]
+            self._seed(root.key)
+        return f.key
 
     def _forget(self, target, key) -> None:
         if isinstance(target, cst.Name):
@@ -149,6 +271,20 @@ class StepValues:
 
 def _is_builtin(model, name: str) -> bool:
     return name not in model.imports and name not in getattr(model, "toplevel_defs", ())
+
+
+def _names_in(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names_in(el.value)]
+    return []
+
+
+def _is_len_of_target(model, elt, target) -> bool:
+    return (isinstance(elt, cst.Call) and model.is_builtin(elt.func, "len") and len(elt.args) == 1
+            and isinstance(target, cst.Name) and isinstance(elt.args[0].value, cst.Name)
+            and elt.args[0].value.value == target.value)
 
 
 def _int(node) -> Optional[int]:

@@ -903,6 +903,10 @@ def find_misses(run: Run, findings: list, recompiles: list) -> tuple:
                 k in forward_ops for k in counters["fallbacks"]
             ):
                 continue  # named at the forward line's miss
+            if (path, ln) in backward_lines and counters["fallbacks"] and all(
+                k in flagged_ops or k.replace("_backward", "") in flagged_ops for k in counters["fallbacks"]
+            ):
+                continue  # the backward of a flagged op (`aten::_embedding_bag_backward`): that finding's cost
             via = via_text(run, path, ln)
 
             def on(k_steps):
