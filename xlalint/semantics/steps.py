@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import _code, dotted_name, last_name, name_words, string_value
 
@@ -41,6 +42,8 @@ class FuncInfo:
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
     module: str = ""  # the module it is defined in (project view)
     path: str = ""  # that module's file, as the user named it
+    runs_model: bool = False  # calls a module / model.generate itself, anywhere in its body (hot_loops)
+    no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
 
 
 @dataclass(eq=False)
@@ -54,6 +57,8 @@ class LoopInfo:
     calls: list = field(default_factory=list)  # callee keys called in this loop's own body
     sync_points: list = field(default_factory=list)  # (seq, callee key or None)
     top_index: int = 0
+    runs_model: bool = False  # its own body calls a module / model.generate (a hot loop: hot_loops)
+    hint: Optional[str] = None  # what its words say it is: hot_loops.DECODE / EVAL / ROLLOUT, or None
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,16 +83,18 @@ class Frequency:
     after_sync: bool = False
     loop: Optional[LoopInfo] = None  # the step loop that makes it per-step, when known
     via: tuple = ()  # the call sites (Ctx) through which it runs, innermost first
+    hot: Optional[str] = None  # the kind of hot loop that makes it per-step (hot_loops), None: a step
 
     @property
     def per_step(self) -> bool:
         return self.level > NEVER
 
     def describe(self, module: Optional[str] = None) -> str:
-        if self.level == PERIODIC and self.period:
+        text = H.when_text(self.hot, self.period if self.level == PERIODIC else None)
+        if text is None and self.level == PERIODIC and self.period:
             n = self.period
             text = f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
-        else:
+        elif text is None:
             text = "every step"
         path = self.path_from(module)
         return f"{text} ({path})" if path else text
@@ -105,7 +112,7 @@ class Frequency:
             return ""
         last = self.via[-1]
         if any(lp is self.loop for lp in last.loops):
-            where = "in the step loop"
+            where = "in the step loop" if self.hot is None else "in the loop"
         elif last.func.root:
             where = f"in `{last.func.name}()`, which runs every step"
         else:
@@ -130,6 +137,8 @@ class Steps:
         self.tops = tops
         self._targets = targets
         self._does_step: dict = {}
+        self._runs_model: dict = {}
+        self._trains: dict = {}
         self._freq: dict = {}
         self._callers: Optional[dict] = None
         self._loops_of: dict = {}
@@ -161,6 +170,46 @@ class Steps:
         return loop.iterates_loader or loop.direct_step_call or any(
             self.does_step(t) for c in loop.calls for t in self.targets(c))
 
+    def runs_model(self, key: str) -> bool:
+        """The function runs the model: calls a module itself, or a function that does (transitively)."""
+        memo = self._runs_model
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        result = f.runs_model or any(self.runs_model(t) for callee, _ in f.calls for t in self.targets(callee))
+        memo[key] = result
+        return result
+
+    def is_hot_loop(self, loop: LoopInfo) -> bool:
+        """The loop runs the model on every iteration (a decoding, evaluation or rollout loop)."""
+        return loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))
+
+    def _trains_key(self, key: str) -> bool:
+        memo = self._trains
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        result = f.trains_outside_loops or any(
+            not ctx.loops and any(self._trains_key(t) for t in self.targets(callee)) for callee, ctx in f.calls)
+        memo[key] = result
+        return result
+
+    def loop_trains(self, loop: LoopInfo) -> bool:
+        """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
+        return loop.trains or any(self._trains_key(t) for c in loop.calls for t in self.targets(c))
+
+    def hot_kind(self, loop: LoopInfo, step_loop: bool) -> Optional[str]:
+        """The kind of hot loop to name in messages: None for a training step loop ("every step")."""
+        if step_loop:
+            return loop.hint if loop.hint is not None and not self.loop_trains(loop) else None
+        return loop.hint or H.MODEL_LOOP
+
     def syncs(self, callee: str) -> bool:
         """The helper ends the step itself (calls ``torch_xla.sync()`` outside its own loops)."""
         ts = self.targets(callee)
@@ -171,14 +220,20 @@ class Steps:
             return NOT_PER_STEP
         for loop in reversed(ctx.loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
-                after = any(seq < ctx.seq and (callee is None or self.syncs(callee)) for seq, callee in loop.sync_points)
-                return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop)
+                return self._in_loop(ctx, loop, self.hot_kind(loop, True))
         ff = self.function_frequency(ctx.func)
         if not ff.per_step:
+            for loop in reversed(ctx.loops):  # else the innermost hot loop (decoding, evaluation, ...)
+                if self.is_hot_loop(loop):
+                    return self._in_loop(ctx, loop, self.hot_kind(loop, False))
             return NOT_PER_STEP
         if ctx.period:
-            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via)
+            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via, ff.hot)
         return ff
+
+    def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
+        after = any(seq < ctx.seq and (callee is None or self.syncs(callee)) for seq, callee in loop.sync_points)
+        return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot)
 
     def callers(self) -> dict:
         """callee key -> [ctx of each call site] over every function and module body."""
@@ -213,7 +268,7 @@ class Steps:
             if fr.level > best.level:
                 best, best_ctx = fr, ctx
         if any_site:
-            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via)
+            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via, best.hot)
         cache[f.key] = best
         return best
 

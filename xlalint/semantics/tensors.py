@@ -231,6 +231,9 @@ class TensorInference:
             return self._infer_qualified_call(e, q)
         if isinstance(func, cst.Name):
             name = func.value
+            if name == "self":  # self(idx) in a module's method (generate): runs forward
+                cls = self._current_class()
+                return K.TENSOR if cls is not None and self.classes.get(cls, {}).get("module") else K.UNKNOWN
             if name not in self.imports:
                 r = self._infer_builtin(e, name)
                 if r is not NotImplemented:
