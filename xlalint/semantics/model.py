@@ -766,9 +766,10 @@ class SemanticModel(TensorInference):
         makes the loop a rollout; ``register_forward_hook(fn)`` / ``add_callback("on_batch_end", fn)``
         make ``fn`` a per-step hook."""
         if self._runs_model_call(node, func):
-            self.func.runs_model = True
             if self.loop_stack:
                 self.loop_stack[-1].runs_model = True
+            else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
+                self.func.runs_model = True
         if not isinstance(func, cst.Attribute):
             return
         meth = func.attr.value

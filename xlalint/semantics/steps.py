@@ -42,7 +42,7 @@ class FuncInfo:
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
     module: str = ""  # the module it is defined in (project view)
     path: str = ""  # that module's file, as the user named it
-    runs_model: bool = False  # calls a module / model.generate itself, anywhere in its body (hot_loops)
+    runs_model: bool = False  # calls a module / model.generate itself, outside its own loops (hot_loops)
     no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
 
 
@@ -171,7 +171,8 @@ class Steps:
             self.does_step(t) for c in loop.calls for t in self.targets(c))
 
     def runs_model(self, key: str) -> bool:
-        """The function runs the model: calls a module itself, or a function that does (transitively)."""
+        """One call of the function runs the model once: it calls a module outside its own loops, or a
+        function that does (a function that loops over batches is a whole evaluation, not one pass)."""
         memo = self._runs_model
         if key in memo:
             return memo[key]
@@ -179,7 +180,8 @@ class Steps:
         if f is None:
             return False
         memo[key] = False  # cycle guard
-        result = f.runs_model or any(self.runs_model(t) for callee, _ in f.calls for t in self.targets(callee))
+        result = f.runs_model or any(
+            not ctx.loops and any(self.runs_model(t) for t in self.targets(callee)) for callee, ctx in f.calls)
         memo[key] = result
         return result
 
