@@ -401,3 +401,73 @@ def test_add_callback_event_decides(event, flagged):
         trainer.add_callback("{event}", log)
         """)
     assert bool(found) is flagged, found
+
+
+def test_trigger_check_on_an_accelerator_every_step():
+    found = lint("""
+        from accelerate import Accelerator
+
+        accelerator = Accelerator()
+        for step, batch in enumerate(loader):
+            loss = model(batch)
+            accelerator.backward(loss)
+            optimizer.step()
+            if accelerator.check_trigger():
+                break
+            torch_xla.sync()
+        if accelerator.check_trigger():
+            print("stopped early")
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(9, "XLA001")], found
+    assert "all-reduces a device flag" in found[0][2]
+
+
+def test_trainer_validation_method_switches_modes_across_modules(tmp_path):
+    # item 4's XLA004 bullet: eval() in the trainer's validation method, train() in its training
+    # method, both driven from one loop in another module
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='p'\n")
+    (tmp_path / "trainer.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model
+                self.optimizer = optimizer
+
+            def train_step(self, x, y):
+                self.model.train()
+                loss = F.cross_entropy(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                return loss.detach()
+
+            def validate(self, x, y):
+                self.model.eval()
+                with torch.no_grad():
+                    return F.cross_entropy(self.model(x), y)
+
+            def final_report(self, x, y):
+                self.model.eval()
+                return self.model(x)
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        import torch_xla
+        from trainer import Trainer
+
+        model = torch.nn.Linear(4, 2).to(torch_xla.device())
+        trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1))
+        for step, (x, y) in enumerate(loader):
+            trainer.train_step(x, y)
+            if step % 10 == 0:
+                val = trainer.validate(vx, vy)
+            torch_xla.sync()
+        trainer.final_report(vx, vy)
+        """))
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
+    assert got == [("trainer.py", 19, "XLA004")], found
+    assert "every 10 steps" in found[0].message

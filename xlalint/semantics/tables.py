@@ -222,3 +222,11 @@ NON_TENSOR_PARAM_NAMES = frozenset(
 
 # Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).
 CPU_TENSOR_NAMES = frozenset({"batch_sizes"})
+
+# --- XLA001: trigger checks (issue #13, hot loops engineer) -------------------------------------
+# Methods of an accelerator-like object that read a device flag to the host by themselves:
+# method -> (last words of the receiver's name, what the call does). `accelerator.check_trigger()`
+# all-reduces a device flag and reads it with `.item()`.
+HOST_READ_TRIGGER_METHODS = {
+    "check_trigger": (("accelerator", "accel", "acc"), "all-reduces a device flag and reads it to the host"),
+}
