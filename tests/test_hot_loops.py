@@ -471,3 +471,52 @@ def test_trainer_validation_method_switches_modes_across_modules(tmp_path):
     got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
     assert got == [("trainer.py", 19, "XLA004")], found
     assert "every 10 steps" in found[0].message
+
+
+def test_callback_registered_on_batch_end_switching_modes_and_reading_the_loss():
+    # minGPT's shape: callbacks kept in a dict of lists, triggered by name from the step loop
+    found = lint("""
+        from collections import defaultdict
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model
+                self.optimizer = optimizer
+                self.callbacks = defaultdict(list)
+                self.iter_num = 0
+
+            def register_callback(self, onevent, callback):
+                self.callbacks[onevent].append(callback)
+
+            def run(self, loader):
+                self.model.train()
+                for x, y in loader:
+                    logits, self.loss = self.model(x, y)
+                    self.loss.backward()
+                    self.optimizer.step()
+                    for callback in self.callbacks.get("on_batch_end", []):
+                        callback(self)
+                    self.iter_num += 1
+
+        def main(model, optimizer, loader):
+            trainer = Trainer(model, optimizer)
+
+            def batch_end_callback(trainer):
+                if trainer.iter_num % 10 == 0:
+                    print(f"loss {trainer.loss.item():.5f}")
+                if trainer.iter_num % 500 == 0:
+                    model.eval()
+                    model.train()
+
+            def epoch_end_callback(trainer):
+                model.eval()
+                model.train()
+
+            trainer.register_callback("on_batch_end", batch_end_callback)
+            trainer.register_callback("on_epoch_end", epoch_end_callback)
+            trainer.run(loader)
+        """)
+    got = {(ln, c): m for ln, c, m in found}
+    assert set(got) == {(29, "XLA001"), (31, "XLA004")}, found
+    assert "every 10 steps" in got[(29, "XLA001")]
+    assert "`batch_end_callback()` (a per-step hook) every 500 steps" in got[(31, "XLA004")]

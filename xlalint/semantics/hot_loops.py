@@ -55,6 +55,7 @@ ROLLOUT_WORDS = frozenset({"rollout", "rollouts", "episode", "episodes", "trajec
 DECODE_WORDS = frozenset({"generate", "generation", "generations", "sample", "sampling", "decode", "decoding",
                           "greedy", "beam", "beams", "token", "tokens", "autoregressive", "autoregressively",
                           "completion", "completions", "tok", "toks", "gen", "refine", "refinement",
+                          "word", "words", "chars", "caption", "captions", "translate", "translation",
                           "denoise", "denoising", "timesteps", "diffusion"})
 EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "val", "valid", "validate", "validation", "test",
                         "estimate", "predict", "prediction", "predictions", "inference", "infer", "score", "scoring"})
@@ -66,6 +67,18 @@ ENV_RECEIVER_WORDS = frozenset({"env", "envs", "environment", "environments", "s
 
 # Methods of a module that run it (`model.generate(idx)`); ``forward``/``__call__`` too.
 MODEL_RUN_METHODS = frozenset({"generate", "forward", "__call__", "greedy_search", "beam_search", "sample"})
+# Methods of a module (or of an object named like a model) that do not run it; any other method call on
+# it runs a submodule (`decoder.embedding(x)`, `self.model.encoder(src)`).
+MODULE_UTILITY_METHODS = frozenset({
+    "train", "eval", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "parameters",
+    "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules", "state_dict", "load_state_dict", "zero_grad", "apply", "requires_grad_", "type",
+    "share_memory", "extra_repr", "add_module", "to_empty", "compile", "recompile", "lint", "print_readable",
+    "tie_weights", "update", "step", "copy_", "detach", "item", "size", "dim", "numel", "tolist",
+    "keys", "values", "items", "get", "pop", "append", "extend", "insert", "format", "join", "split",
+})
+MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save_", "load_", "num_",
+                           "enable_", "disable_", "resize_", "prepare_", "_")
 # Module calls that do not make a loop hot: a loss or a metric, not the model.
 NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy", "acc", "norm", "lossfn"})
 

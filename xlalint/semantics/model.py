@@ -810,23 +810,25 @@ class SemanticModel(TensorInference):
             if self._lookup_func(name) is not None or name in self.imports:
                 return False
             found, k = self._env_lookup(name)
-            if found:
+            if found and k is not K.UNKNOWN:
                 return k == K.MODULE
             return bool(words) and words[-1] in T.MODEL_NAME_WORDS and bool(node.args)
         if isinstance(func, cst.Attribute):
             last = func.attr.value
             if set(name_words(last)) & H.NOT_MODEL_WORDS or not last[:1].islower():
                 return False
-            if last in H.MODEL_RUN_METHODS:
-                rk = self.kind(func.value)
-                if rk == K.MODULE:
-                    return True
-                rname = last_name(func.value) or ""
-                words = name_words(rname)
-                return rk is K.UNKNOWN and bool(words) and words[-1] in T.MODEL_NAME_WORDS and last != "sample"
             if self.qualname(func) is not None:
                 return False
-            return self.kind(func) == K.MODULE
+            if self.kind(func) == K.MODULE:
+                return True  # self.proj(x)
+            rk = self.kind(func.value)
+            words = name_words(last_name(func.value) or "")
+            model_named = rk is K.UNKNOWN and bool(words) and words[-1] in T.MODEL_NAME_WORDS
+            if last in H.MODEL_RUN_METHODS:
+                return rk == K.MODULE or (model_named and last != "sample")
+            # a submodule of a model: decoder.embedding(x), self.model.encoder(src)
+            return (rk == K.MODULE or model_named) and bool(node.args) and \
+                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES)
         if isinstance(func, cst.Subscript):
             return self.kind(func) == K.MODULE
         return False

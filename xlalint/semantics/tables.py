@@ -45,6 +45,9 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset(
     }
 )
 
+# torch functions whose result may be anything (a whole pickled model, a state dict, a tensor): unknown.
+ANY_RESULT_TORCH_FUNCTIONS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load"})
+
 # torch functions whose result is a tuple/list of tensors (iterating or indexing them gives tensors).
 TENSOR_SEQUENCE_TORCH_FUNCTIONS = frozenset(
     {

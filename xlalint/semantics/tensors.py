@@ -306,6 +306,8 @@ class TensorInference:
 
     def _infer_qualified_call(self, e: cst.Call, q: str):
         ns, _, fn = q.rpartition(".")
+        if q in T.ANY_RESULT_TORCH_FUNCTIONS:
+            return K.UNKNOWN  # torch.load(f): a module, a state dict or a tensor
         if q in T.NON_TENSOR_TORCH_FUNCTIONS:
             return K.NOT_TENSOR
         if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
