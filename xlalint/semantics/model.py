@@ -633,6 +633,7 @@ class SemanticModel(TensorInference):
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
+                          [(s, callee_ref(c) if c is not None else None) for s, c in f.sync_points], f.sets_up,
                           f.runs_model]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
@@ -722,6 +723,8 @@ class SemanticModel(TensorInference):
                 trains = meth == "optimizer_step"
             elif meth == "sync" and recv == "torch_xla":
                 step = barrier = True
+        if not self.loop_stack and self.func is not self.top and _sets_up(q, func):
+            self.func.sets_up = True
         if q in T.COMPILE_WRAPPERS:
             for a in positional_args(node)[:1]:
                 n = dotted_name(a)
@@ -754,11 +757,14 @@ class SemanticModel(TensorInference):
                 self.loop_stack[-1].calls.append(callee)
         if self.loop_stack:
             loop = self.loop_stack[-1]
-            if self.cond_depth == loop.cond_depth and self.closure_depth == 0:
-                if barrier:
-                    loop.sync_points.append((self.seq, None))
-                elif callee is not None:
-                    loop.sync_points.append((self.seq, callee))
+            points, depth = loop.sync_points, loop.cond_depth
+        else:
+            points, depth = self.func.sync_points, 0
+        if self.cond_depth == depth and self.closure_depth == 0:
+            if barrier:
+                points.append((self.seq, None))
+            elif callee is not None:
+                points.append((self.seq, callee))
 
     # ------------------------------------------------------------------ hot loops and hooks (hot_loops)
     def _note_hot(self, node: cst.Call, func) -> None:
@@ -914,6 +920,8 @@ class SemanticModel(TensorInference):
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()
+        f.sync_points.clear()
+        f.sets_up = False
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.runs_model = False
         f.return_kind = K.UNKNOWN
@@ -1158,6 +1166,21 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+def _sets_up(q: Optional[str], func) -> bool:
+    """The call sets a training run up (an optimizer, a loader, an accelerator): see T.SETUP_FUNCTIONS."""
+    if q is not None:
+        if q in T.SETUP_FUNCTIONS:
+            return True
+        if q.startswith(T.SETUP_FUNCTION_PREFIXES):
+            last = q.rsplit(".", 1)[-1]
+            return last[:1].isupper() and "." not in q[len("torch.optim."):]
+    if isinstance(func, cst.Attribute):
+        hints = T.SETUP_METHODS.get(func.attr.value)
+        recv = (last_name(func.value) or "").lower()
+        return bool(hints) and any(h in recv for h in hints)
+    return False
 
 
 def _config_like_param(name: str) -> bool:

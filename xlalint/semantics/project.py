@@ -452,7 +452,7 @@ class Program:
             f = FuncInfo(key=f"{mod}:{key}", name=rec[0], class_key=rec[1], node=None, parent=None,
                          root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
                          barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
-                         module=mod, path=path, runs_model=len(rec) > 9 and rec[9])
+                         module=mod, path=path, runs_model=len(rec) > 11 and rec[11])
             funcs[key] = f
             self.funcs[f.key] = f
         self.tops.append(top)
@@ -471,6 +471,8 @@ class Program:
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
+            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None) for seq, c in rec[9]]
+            funcs[key].sets_up = rec[10]
         top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
 
     @staticmethod

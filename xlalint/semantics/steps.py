@@ -37,6 +37,8 @@ class FuncInfo:
     barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
     trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee key, Ctx)
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None) in its own body, outside loops
+    sets_up: bool = False  # makes an optimizer, a loader or an accelerator itself: a whole run, not a step
     return_kind: object = K.UNKNOWN
     top_index: int = 0
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
@@ -156,7 +158,7 @@ class Steps:
         if key in memo:
             return memo[key]
         f = self.funcs.get(key)
-        if f is None:
+        if f is None or f.sets_up:
             return False
         memo[key] = False  # cycle guard
         # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
@@ -177,7 +179,7 @@ class Steps:
         if key in memo:
             return memo[key]
         f = self.funcs.get(key)
-        if f is None:
+        if f is None or f.sets_up:  # builds a model and its optimizer: a whole run (a sweep), not one pass
             return False
         memo[key] = False  # cycle guard
         result = f.runs_model or any(
@@ -229,8 +231,11 @@ class Steps:
                 if self.is_hot_loop(loop):
                     return self._in_loop(ctx, loop, self.hot_kind(loop, False))
             return NOT_PER_STEP
-        if ctx.period:
-            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via, ff.hot)
+        after = ff.after_sync or any(seq < ctx.seq and (callee is None or self.syncs(callee))
+                                     for seq, callee in ctx.func.sync_points)  # the step's body ends it
+        if ctx.period or after != ff.after_sync:
+            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
+                             ff.hot)
         return ff
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
