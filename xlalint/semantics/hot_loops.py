@@ -79,6 +79,10 @@ MODULE_UTILITY_METHODS = frozenset({
 })
 MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save_", "load_", "num_",
                            "enable_", "disable_", "resize_", "prepare_", "_")
+# Functions that are a whole decode (their own loops run the tokens): a hot loop calling one (a loop over
+# prompts) does not make everything in it run "every decoding step"; its own loops decide.
+WHOLE_DECODE_FUNCTIONS = frozenset({"generate", "greedy_search", "beam_search", "sample", "contrastive_search",
+                                    "assisted_decoding", "generate_batch", "translate", "translate_batch"})
 # Module calls that do not make a loop hot: a loss or a metric, not the model.
 NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy", "acc", "norm", "lossfn"})
 

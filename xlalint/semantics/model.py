@@ -439,7 +439,7 @@ class SemanticModel(TensorInference):
         prev = self.stmt
         self.stmt = node
         loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
-                        hint=self._loop_hint(node.test))
+                        hint=self._loop_hint(node.test, counts=True))
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -450,7 +450,7 @@ class SemanticModel(TensorInference):
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
-    def _loop_hint(self, head) -> Optional[str]:
+    def _loop_hint(self, head, counts: bool = False) -> Optional[str]:
         """What a loop is, from the words of its header and its functions' names, and whether it runs
         under ``torch.no_grad()`` (hot_loops)."""
         names = []
@@ -476,6 +476,8 @@ class SemanticModel(TensorInference):
             no_grad = no_grad or f.no_grad
             f = f.parent
         kind = H.loop_kind(H.words_of(*names))
+        if kind in (H.DECODE, H.ROLLOUT) and not counts and not _counts_positions(head):
+            kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
         return kind if kind is not None else (H.EVAL if no_grad else None)
 
     def _if(self, node: cst.If) -> None:
@@ -1181,6 +1183,17 @@ def _sets_up(q: Optional[str], func) -> bool:
         recv = (last_name(func.value) or "").lower()
         return bool(hints) and any(h in recv for h in hints)
     return False
+
+
+def _counts_positions(head) -> bool:
+    """A ``for`` header that counts (``range(max_new_tokens)``, ``itertools.count()``): the shape of a
+    decoding or rollout loop, unlike ``for item in data``."""
+    if not isinstance(head, cst.Call):
+        return False
+    fname = last_name(head.func)
+    if fname in ("enumerate", "tqdm", "trange") and head.args:
+        return fname == "trange" or _counts_positions(head.args[0].value)
+    return fname in ("range", "count", "trange", "repeat")
 
 
 def _config_like_param(name: str) -> bool:

@@ -140,6 +140,7 @@ class Steps:
         self._targets = targets
         self._does_step: dict = {}
         self._runs_model: dict = {}
+        self._whole_memo: dict = {}
         self._trains: dict = {}
         self._freq: dict = {}
         self._callers: Optional[dict] = None
@@ -182,8 +183,24 @@ class Steps:
         if f is None or f.sets_up:  # builds a model and its optimizer: a whole run (a sweep), not one pass
             return False
         memo[key] = False  # cycle guard
-        result = f.runs_model or any(
-            not ctx.loops and any(self.runs_model(t) for t in self.targets(callee)) for callee, ctx in f.calls)
+        result = not self._whole(key) and (f.runs_model or any(
+            not ctx.loops and any(self.runs_model(t) for t in self.targets(callee)) for callee, ctx in f.calls))
+        memo[key] = result
+        return result
+
+    def _whole(self, key: str) -> bool:
+        """One call of the function is a whole decode, evaluation or run: it has a hot loop or a step loop
+        of its own (itself or in what it calls outside its loops). A loop calling it (over prompts, over
+        epochs) is not hot: what the call costs once is not a per-step cost."""
+        memo = self._whole_memo
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        result = any(self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())) or any(
+            not ctx.loops and any(self._whole(t) for t in self.targets(callee)) for callee, ctx in f.calls)
         memo[key] = result
         return result
 
@@ -270,6 +287,8 @@ class Steps:
             fr = self.frequency(ctx)
             if not fr.per_step:
                 continue
+            if fr.hot is not None and (f.name in H.WHOLE_DECODE_FUNCTIONS or self._whole(f.key)):
+                continue  # generate() called per prompt: its own loops say how often its parts run
             any_site = True
             all_after = all_after and fr.after_sync
             if fr.level > best.level:
