@@ -520,3 +520,43 @@ def test_callback_registered_on_batch_end_switching_modes_and_reading_the_loss()
     assert set(got) == {(29, "XLA001"), (31, "XLA004")}, found
     assert "every 10 steps" in got[(29, "XLA001")]
     assert "`batch_end_callback()` (a per-step hook) every 500 steps" in got[(31, "XLA004")]
+
+
+def test_a_loop_over_prompts_calling_generate_does_not_make_its_preamble_per_token():
+    # generate() is a whole decode: its own loop says what runs per token; its set-up runs once per call
+    found = lint("""
+        class LM(torch.nn.Module):
+            def forward(self, idx):
+                return idx
+
+            @torch.no_grad()
+            def generate(self, idx, max_new_tokens, eos_id):
+                if (idx < 0).any():
+                    idx = idx.clamp(min=0)
+                for _ in range(max_new_tokens):
+                    nxt = self(idx)[:, -1].argmax(-1, keepdim=True)
+                    if nxt == eos_id:
+                        break
+                    idx = torch.cat((idx, nxt), dim=1)
+                return idx
+
+        lm = LM().to(device)
+        for prompt in prompts:
+            out = lm.generate(prompt, 16, 0)
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(12, "XLA002")], found
+    assert "every decoding step" in found[0][2]
+
+
+def test_decoding_words_name_counting_loops_only():
+    # `for sample in batch` is a loop over data, not over token positions: no "decoding step" wording
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def sample_all(samples):
+            for sample in samples:
+                out = model(sample)
+                print(out.max().item())
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(7, "XLA001")], found
+    assert "every iteration of a loop that runs the model" in found[0][2]
