@@ -76,6 +76,7 @@ MODULE_UTILITY_METHODS = frozenset({
     "share_memory", "extra_repr", "add_module", "to_empty", "compile", "recompile", "lint", "print_readable",
     "tie_weights", "update", "step", "copy_", "detach", "item", "size", "dim", "numel", "tolist",
     "keys", "values", "items", "get", "pop", "append", "extend", "insert", "format", "join", "split",
+    "manual_seed", "seed", "initial_seed",  # a torch.Generator named `generator`
 })
 MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save_", "load_", "num_",
                            "enable_", "disable_", "resize_", "prepare_", "_")
