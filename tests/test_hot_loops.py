@@ -560,3 +560,32 @@ def test_decoding_words_name_counting_loops_only():
         """)
     assert [(ln, c) for ln, c, _ in found] == [(7, "XLA001")], found
     assert "every iteration of a loop that runs the model" in found[0][2]
+
+
+def test_a_torch_generator_named_generator_does_not_run_the_model():
+    # from transformers' feature extractors: `generator` is a torch.Generator here, not a GAN generator
+    found = lint("""
+        def apply_dither(waveform, audio_lengths):
+            generator = torch.Generator(device=waveform.device)
+            for i in range(waveform.shape[0]):
+                valid = min(int(audio_lengths[i].item()), waveform.shape[1])
+                generator.manual_seed(valid)
+                waveform[i, :valid] += torch.randn(valid, device=waveform.device, generator=generator)
+            return waveform
+        """)
+    assert found == []
+
+
+def test_forward_hooks_registered_on_every_submodule():
+    # transformers' DebugUnderflowOverflow shape: a bound method registered on every module
+    found = lint("""
+        class Detector:
+            def __init__(self, model):
+                for name, module in model.named_modules():
+                    module.register_forward_hook(self.forward_hook)
+
+            def forward_hook(self, module, inputs, outputs):
+                if torch.isinf(outputs).any().item():
+                    print("inf in", module)
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(8, "XLA001")], found
