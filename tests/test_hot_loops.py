@@ -589,3 +589,30 @@ def test_forward_hooks_registered_on_every_submodule():
                     print("inf in", module)
         """)
     assert [(ln, c) for ln, c, _ in found] == [(8, "XLA001")], found
+
+
+def test_torch_source_lookalikes_stay_silent():
+    # from torch's own sources: a wrap-policy predicate, ScriptModule.define in a loop, a private
+    # attribute a library sets on a parameter, read in a per-step forward pre-hook
+    found = lint("""
+        def recursive_wrap(module, auto_wrap_policy):
+            for name, child in module.named_children():
+                if auto_wrap_policy(module=child, recurse=True):
+                    print(name)
+
+        def bundle(model, definitions):
+            for d in definitions:
+                model.define(d)
+                if torch.ones(2).sum().item() > 1:
+                    pass
+
+        class Wrapper:
+            def __init__(self, module):
+                module.register_forward_pre_hook(self._wait_hook)
+
+            def _wait_hook(self, module, *args):
+                for p in module.parameters(recurse=False):
+                    if not p.requires_grad or (hasattr(p, "_ddp_ignored") and p._ddp_ignored):
+                        continue
+        """)
+    assert found == []

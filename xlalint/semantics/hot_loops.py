@@ -77,6 +77,7 @@ MODULE_UTILITY_METHODS = frozenset({
     "tie_weights", "update", "step", "copy_", "detach", "item", "size", "dim", "numel", "tolist",
     "keys", "values", "items", "get", "pop", "append", "extend", "insert", "format", "join", "split",
     "manual_seed", "seed", "initial_seed",  # a torch.Generator named `generator`
+    "define", "freeze", "unfreeze", "fuse_model", "push_to_hub", "merge_and_unload", "add_adapter",
 })
 MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save_", "load_", "num_",
                            "enable_", "disable_", "resize_", "prepare_", "_")
@@ -85,7 +86,8 @@ MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save
 WHOLE_DECODE_FUNCTIONS = frozenset({"generate", "greedy_search", "beam_search", "sample", "contrastive_search",
                                     "assisted_decoding", "generate_batch", "translate", "translate_batch"})
 # Module calls that do not make a loop hot: a loss or a metric, not the model.
-NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy", "acc", "norm", "lossfn"})
+NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy", "acc", "norm", "lossfn",
+                             "wrap", "sharding", "checkpoint"})  # auto_wrap_policy(module=...): a predicate
 
 
 def loop_kind(words) -> Optional[str]:

@@ -197,6 +197,8 @@ class TensorInference:
         if attr in T.CPU_TENSOR_NAMES:
             return K.CPU_TENSOR
         if bk in K.ANY_TENSOR:
+            if attr.startswith("_") and attr not in T.TENSOR_ATTRIBUTES:
+                return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
             return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR  # a model output's field
