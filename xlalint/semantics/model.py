@@ -781,6 +781,8 @@ class SemanticModel(TensorInference):
         if not isinstance(func, cst.Attribute):
             return
         meth = func.attr.value
+        if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE:
+            self.loop_stack[-1].hint = None  # one generate() per iteration: not a loop over token positions
         if meth == "step" and self.loop_stack and H.words_of(last_name(func.value)) and \
                 H.words_of(last_name(func.value))[-1] in H.ENV_RECEIVER_WORDS:
             self.loop_stack[-1].hint = H.ROLLOUT
