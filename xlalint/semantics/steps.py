@@ -37,7 +37,7 @@ class FuncInfo:
     barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
     trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee key, Ctx)
-    sync_points: list = field(default_factory=list)  # (seq, callee key or None) in its own body, outside loops
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None, end of its block) outside loops
     sets_up: bool = False  # makes an optimizer, a loader or an accelerator itself: a whole run, not a step
     return_kind: object = K.UNKNOWN
     top_index: int = 0
@@ -57,10 +57,11 @@ class LoopInfo:
     trains: bool = False  # its own body calls backward() or an optimizer step (not just a sync)
     cond_depth: int = 0
     calls: list = field(default_factory=list)  # callee keys called in this loop's own body
-    sync_points: list = field(default_factory=list)  # (seq, callee key or None)
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None, last seq of its block)
     top_index: int = 0
     runs_model: bool = False  # its own body calls a module / model.generate (a hot loop: hot_loops)
     hint: Optional[str] = None  # what its words say it is: hot_loops.DECODE / EVAL / ROLLOUT, or None
+    outer: Optional["LoopInfo"] = None  # the loop of the same function it is nested in
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,8 +146,12 @@ class Steps:
         self._freq: dict = {}
         self._callers: Optional[dict] = None
         self._loops_of: dict = {}
+        self._inner: dict = {}  # id(loop) -> the loops nested directly in it
+        self._step_loop: dict = {}
         for lp in loops:
             self._loops_of.setdefault(id(lp.func), []).append(lp)
+            if lp.outer is not None:
+                self._inner.setdefault(id(lp.outer), []).append(lp)
 
     def targets(self, callee: str) -> list:
         if self._targets is None:
@@ -170,8 +175,15 @@ class Steps:
         return result
 
     def is_step_loop(self, loop: LoopInfo) -> bool:
-        return loop.iterates_loader or loop.direct_step_call or any(
-            self.does_step(t) for c in loop.calls for t in self.targets(c))
+        memo = self._step_loop
+        if id(loop) not in memo:
+            memo[id(loop)] = False  # cycle guard
+            memo[id(loop)] = (loop.iterates_loader or loop.direct_step_call or any(
+                self.does_step(t) for c in loop.calls for t in self.targets(c))) and not (
+                # an epoch loop: its steps are an inner loop's; a checkpoint or an evaluation it calls
+                # once per epoch may sync, but its own body does not train
+                not loop.trains and any(self.is_step_loop(lp) for lp in self._inner.get(id(loop), ())))
+        return memo[id(loop)]
 
     def runs_model(self, key: str) -> bool:
         """One call of the function runs the model once: it calls a module outside its own loops, or a
@@ -248,16 +260,20 @@ class Steps:
                 if self.is_hot_loop(loop):
                     return self._in_loop(ctx, loop, self.hot_kind(loop, False))
             return NOT_PER_STEP
-        after = ff.after_sync or any(seq < ctx.seq and (callee is None or self.syncs(callee))
-                                     for seq, callee in ctx.func.sync_points)  # the step's body ends it
+        after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ctx.period or after != ff.after_sync:
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
                              ff.hot)
         return ff
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
-        after = any(seq < ctx.seq and (callee is None or self.syncs(callee)) for seq, callee in loop.sync_points)
+        after = self._after_sync(ctx, loop.sync_points)
         return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot)
+
+    def _after_sync(self, ctx: Ctx, points) -> bool:
+        """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
+        return any(seq < ctx.seq and (until is None or ctx.seq <= until) and (callee is None or self.syncs(callee))
+                   for seq, callee, until in points)
 
     def callers(self) -> dict:
         """callee key -> [ctx of each call site] over every function and module body."""

@@ -132,6 +132,12 @@ SETUP_FUNCTIONS = frozenset(
 SETUP_FUNCTION_PREFIXES = ("torch.optim.",)  # an optimizer class: torch.optim.AdamW(...)
 SETUP_METHODS = {"prepare": ("accelerator",)}  # accelerator.prepare(model, optimizer, loader)
 
+# Methods of an accelerate ``Accelerator`` (receivers named like one) and what they return: "arg" is
+# the kind of their first argument (a tensor or a tuple/dict of tensors, gathered or padded on the device).
+ACCELERATOR_RECEIVERS = frozenset({"accelerator", "accel"})
+ACCELERATOR_METHODS = {"gather": "arg", "gather_for_metrics": "arg", "pad_across_processes": "arg",
+                       "reduce": "arg", "unwrap_model": "module"}
+
 # --- Loaders ---------------------------------------------------------------------------------
 # Constructors whose result yields batches on the XLA device.
 DEVICE_LOADER_CONSTRUCTORS = frozenset(
