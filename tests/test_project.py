@@ -21,9 +21,7 @@ PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
 NAMES = sorted(p.name for p in PROJECTS.iterdir() if (p / "pyproject.toml").is_file())
 
 # Marks the analysis does not reach yet, with the reason; each is real (``--verify`` measures it).
-KNOWN_MISSES = {
-    ("trainer_callbacks", "callbacks.py", 24): "a callback called through a list of callbacks (issue #13)",
-}
+KNOWN_MISSES: dict = {}
 
 
 def _settings():

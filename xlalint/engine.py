@@ -282,6 +282,7 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
     """The findings of the ``asked`` files, from every module's analysis (``results``: path -> what
     ``analyse_module`` gave), decided over the whole program's call graph: how often each candidate
     runs, and through which path."""
+    from xlalint.semantics import hot_loops
     from xlalint.semantics.project import Facts, Program, ProjectIndex
     from xlalint.semantics.steps import Frequency
 
@@ -330,10 +331,11 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
             rule = by_code[c.code]
             headline = c.message.replace("{when}", when)
             cost = c.cost.replace("{when}", when)
+            fix = hot_loops.fix_for(c.code, fr.hot if fr is not None else None, c.fix)  # the loop's own fix
             # the one-line message (concise, flake8, SARIF, GitHub) is the parts joined
-            message = f"{headline}: {cost}. Fix: {c.fix}" if cost else headline
+            message = f"{headline}: {cost}. Fix: {fix}" if cost else headline
             f = Finding(path, c.line, c.col, c.code, c.end_line, c.end_col, rule.name, message, rule.severity,
-                        c.fix, headline if cost else "", cost, tuple(tuple(e) for e in c.edits),
+                        fix, headline if cost else "", cost, tuple(tuple(e) for e in c.edits),
                         c.applicability, c.fix_title)
             seen[(c.line, c.col, c.code)] = f
         out.extend(seen.values())

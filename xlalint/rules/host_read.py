@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
+from xlalint.semantics.model import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
 COST = "1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
@@ -97,6 +97,11 @@ class HostRead(Rule):
         t = self.lazy_text(node)  # rendered only for a call that is reported
         if isinstance(func, cst.Attribute):
             meth = func.attr.value
+            trigger = T.HOST_READ_TRIGGER_METHODS.get(meth)
+            if trigger is not None and not node.args and (name_words(last_name(func.value) or "") or [""])[-1] in trigger[0]:
+                self._flag(node, f"`{t}` {trigger[1]} {{when}}",
+                           fix="set and test the trigger every N steps (`if step % N == 0 and accelerator.check_trigger():`)")
+                return
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist

@@ -151,7 +151,7 @@ class TrainEvalAlternation(Rule):
             memo[id(f)] = out
             return out
 
-        found: dict = {}  # id(candidate) -> (candidate, period, via, call, recv)
+        found: dict = {}  # id(candidate) -> (candidate, period, via, call, recv, hook or None)
         for loop in program.loops:
             if not steps.is_step_loop(loop):
                 continue
@@ -166,21 +166,27 @@ class TrainEvalAlternation(Rule):
                 for t in program.targets(callee):
                     name = program.funcs[t].name
                     items += [(r, ctx.period or p, name) for r, p, _ in reach(program.funcs[t], frozenset())]
-            trained = {_model_key(r[4]) for r, _, _ in items if not r[0]}
-            for r, period, via in items:
-                if not r[0] or r[2] is None or _model_key(r[4]) not in trained:
-                    continue  # a teacher kept in eval mode next to a student in train mode never switches
-                prev = found.get(id(r[2]))
-                if prev is None or (prev[1] is None and period is not None):
-                    found[id(r[2])] = (r[2], period, via, r[3], r[4])
-        for cand, period, via, call, recv in found.values():
+            _switches(items, found, None)
+        for f in program.funcs.values():  # a per-step hook (a callback) that switches modes itself
+            if not f.root or f.closure or not reach(f, frozenset()):
+                continue
+            items = [(r, r[1].period, None) for r in by_func.get(id(f), ()) if not _skipped(r[1])]
+            for callee, ctx in f.calls:
+                if not _skipped(ctx):
+                    for t in program.targets(callee):
+                        items += [(r, ctx.period or p, program.funcs[t].name) for r, p, _ in reach(program.funcs[t], frozenset())]
+            direct = {_model_key(r[4]) for r, _, via in items if r[0] and via is None}
+            # the hook's own eval() is the finding; the same model's eval() in what it calls is the same switch
+            _switches([x for x in items if x[2] is None or not x[0][0] or _model_key(x[0][4]) not in direct], found, f.name)
+        for cand, period, via, call, recv, hook in found.values():
             freq = Frequency(PERIODIC, period) if period else Frequency(EVERY)
             how = " {when}" if period else ""
             through = f" (through `{via}()`)" if via else ""
             cand.frequency = freq
+            where = "inside the training step loop" if hook is None else f"in `{hook}()` (a per-step hook)"
             set_parts(
                 cand,
-                message=f"`{call}` runs inside the training step loop{how}{through}, which also runs `{recv}.train()`",
+                message=f"`{call}` runs {where}{how}{through}, which also runs `{recv}.train()`",
                 cost=(
                     "the eval forward is a different graph: each distinct eval graph compiles once more in the "
                     "middle of training (measured: one extra compile per distinct eval graph, then cached; no "
@@ -188,6 +194,18 @@ class TrainEvalAlternation(Rule):
                 ),
                 fix=FIX,
             )
+
+
+def _switches(items: list, found: dict, hook) -> None:
+    """Record the eval() calls among ``items`` (reached every step) whose model is also trained there."""
+    trained = {_model_key(r[4]) for r, _, _ in items if not r[0]}
+    for r, period, via in items:
+        if not r[0] or r[2] is None or _model_key(r[4]) not in trained:
+            continue  # a teacher kept in eval mode next to a student in train mode never switches
+        prev = found.get(id(r[2]))
+        if prev is None or (prev[1] is None and period is not None):
+            if prev is None or prev[5] is not None or hook is None:
+                found[id(r[2])] = (r[2], period, via, r[3], r[4], hook)
 
 
 def _skipped(ctx) -> bool:

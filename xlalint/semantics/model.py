@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
@@ -56,6 +57,8 @@ class SemanticModel(TensorInference):
         self.candidates: list[Candidate] = []
         self.closure_names: set[str] = set()
         self.compiled_names: set[str] = set()
+        self.hook_keys: set[str] = set()  # callee keys of functions registered as per-step hooks
+        self.no_grad_depth = 0  # inside `with torch.no_grad():`
         self._dispatch: dict[str, list[Callable]] = {}
         for rule in rules:
             rule.model = self
@@ -147,11 +150,50 @@ class SemanticModel(TensorInference):
             f = funcs.get(name)
             if f is not None:
                 f.root = True
+        for key in self.hook_keys:  # registered on a per-step event (register_forward_hook, ...)
+            f = funcs.get(key)
+            if f is not None:
+                f.root = True
         self._refine_params()
-        self.steps = Steps(self.funcs, self.loops, [self.top])
+        self.steps = Steps(self.funcs, self.loops, [self.top], self._local_targets)
         for c in self.candidates:
             if c.when in ("step", "step-any"):
                 c.frequency = self.steps.frequency(c.ctx)
+
+    def _local_targets(self, callee: str) -> list:
+        """What a call may run in this module alone: itself, or for a dispatched hook (``@*on_step_end``)
+        the methods of that name in this module's callback-like classes."""
+        if callee.startswith(H.DISPATCH_PREFIX):
+            meth = callee[len(H.DISPATCH_PREFIX):]
+            return [k for k, f in self.funcs.items()
+                    if f.name == meth and f.class_key is not None and self._callback_like(f.class_key)]
+        return [callee] if callee in self.funcs else []
+
+    def _callback_like(self, cls: str, _depth: int = 0) -> bool:
+        """A class of this module whose name or a base's name says callback/hook, or that derives from a
+        known callback base (hot_loops)."""
+        if _depth > 8:
+            return False
+        if H.callback_like_name(cls.rpartition(".")[2]):
+            return True
+        for b in self.classes.get(cls, {}).get("bases", ()):
+            if H.callback_like_name(b.rpartition(".")[2]) or b in H.PER_STEP_HOOK_METHODS:
+                return True
+            local = b[len(self.module_name) + 1:] if b.startswith(self.module_name + ".") else None
+            if local in self.classes and self._callback_like(local, _depth + 1):
+                return True
+        return False
+
+    def _external_bases(self, cls: Optional[str], _depth: int = 0) -> list:
+        """The qualified bases of a class of this module outside it, through its bases in this module."""
+        out = []
+        for b in self.classes.get(cls, {}).get("bases", ()) if cls else ():
+            local = b[len(self.module_name) + 1:] if b.startswith(self.module_name + ".") else None
+            if local in self.classes and _depth < 8:
+                out.extend(self._external_bases(local, _depth + 1))
+            else:
+                out.append(b)
+        return out
 
     # the module's own call graph, for rules that decide in their finalize()
     def frequency(self, ctx: Ctx) -> Frequency:
@@ -331,8 +373,11 @@ class SemanticModel(TensorInference):
             self.func.local_funcs[name] = key
             self._bind_name(name, K.NOT_TENSOR)
         info.root = self._is_root_function(node, info)
-        saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth)
+        info.no_grad = any(self.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                           in H.NO_GRAD_CALLS for d in node.decorators)
+        saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth)
         self.func = info
+        self.no_grad_depth = 0
         self.loop_stack = []
         self.guards = []
         self.stmt = node
@@ -347,7 +392,7 @@ class SemanticModel(TensorInference):
             info.env.update(info.seeds)
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
-        self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth = saved
+        self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth = saved
 
     def _lambda(self, node: cst.Lambda) -> None:
         self._emit("Lambda", node)
@@ -394,7 +439,7 @@ class SemanticModel(TensorInference):
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index,
+                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(node.iter),
                         outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
@@ -415,6 +460,7 @@ class SemanticModel(TensorInference):
         prev = self.stmt
         self.stmt = node
         loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+                        hint=self._loop_hint(node.test, counts=True),
                         outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self.loop_stack.append(loop)
@@ -425,6 +471,36 @@ class SemanticModel(TensorInference):
         self.loop_stack.pop()
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
+
+    def _loop_hint(self, head, counts: bool = False) -> Optional[str]:
+        """What a loop is, from the words of its header and its functions' names, and whether it runs
+        under ``torch.no_grad()`` (hot_loops)."""
+        names = []
+        stack = [head]
+        while stack and len(names) < 32:
+            n = stack.pop()
+            if isinstance(n, cst.Name):
+                names.append(n.value)
+            elif isinstance(n, cst.Attribute):
+                names.append(n.attr.value)
+                stack.append(n.value)
+            elif isinstance(n, cst.CSTNode):
+                for fname in child_fields(type(n)):
+                    v = getattr(n, fname)
+                    if isinstance(v, cst.CSTNode):
+                        stack.append(v)
+                    elif type(v) in (tuple, list):
+                        stack.extend(c for c in v if isinstance(c, cst.CSTNode))
+        f = self.func
+        no_grad = self.no_grad_depth > 0
+        while f is not None:
+            names.append(f.name)
+            no_grad = no_grad or f.no_grad
+            f = f.parent
+        kind = H.loop_kind(H.words_of(*names))
+        if kind in (H.DECODE, H.ROLLOUT) and not counts and not _counts_positions(head):
+            kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
+        return kind if kind is not None else (H.EVAL if no_grad else None)
 
     def _if(self, node: cst.If) -> None:
         self.seq += 1
@@ -477,12 +553,17 @@ class SemanticModel(TensorInference):
         prev = self.stmt
         self.stmt = node
         self._emit("With", node)
+        no_grad = False
         for item in node.items:
             self.walk(item.item)
             if item.asname is not None:
                 self._bind_target(item.asname.name, None, K.UNKNOWN)
+            if isinstance(item.item, cst.Call) and self.qualname(item.item.func) in H.NO_GRAD_CALLS:
+                no_grad = True
         self.stmt = prev
+        self.no_grad_depth += no_grad
         self.walk_block(node.body)
+        self.no_grad_depth -= no_grad
 
     def _raise(self, node: cst.Raise) -> None:
         self._emit("Raise", node)
@@ -599,11 +680,12 @@ class SemanticModel(TensorInference):
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
-                          [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up]
+                          [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up,
+                          f.runs_model]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
-                  loop_ids.get(id(lp.outer))]
+                  loop_ids.get(id(lp.outer)), lp.runs_model, lp.hint]
                  for lp in self.loops]
         classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
                    for k, c in self.classes.items()}
@@ -636,7 +718,8 @@ class SemanticModel(TensorInference):
             if data:
                 rules[r.code] = data
         summary = {"module": mod, "imports": dict(self.imports), "funcs": funcs, "top_calls": top_calls,
-                   "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites}
+                   "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
+                   "hooks": sorted(k for k in self.hook_keys if k[0] == "@")}  # hooks defined elsewhere
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def _fix_parts(self, locator, c) -> list:
@@ -697,6 +780,7 @@ class SemanticModel(TensorInference):
                 n = dotted_name(a)
                 if n:
                     self.compiled_names.add(n)
+        self._note_hot(node, func)
         callee = self._callee_key(func)
         ctx = self.step_context()
         if callee is not None and not self._rewalking_quietly:
@@ -725,6 +809,81 @@ class SemanticModel(TensorInference):
             point = [self.seq, None if barrier else callee, None]
             (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)
             self._block_syncs[-1].append(point)
+
+    # ------------------------------------------------------------------ hot loops and hooks (hot_loops)
+    def _note_hot(self, node: cst.Call, func) -> None:
+        """A call that runs the model makes its function and its innermost loop hot; ``env.step(a)``
+        makes the loop a rollout; ``register_forward_hook(fn)`` / ``add_callback("on_batch_end", fn)``
+        make ``fn`` a per-step hook."""
+        if self._runs_model_call(node, func):
+            if self.loop_stack:
+                self.loop_stack[-1].runs_model = True
+            else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
+                self.func.runs_model = True
+        if not isinstance(func, cst.Attribute):
+            return
+        meth = func.attr.value
+        if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE:
+            self.loop_stack[-1].hint = None  # one generate() per iteration: not a loop over token positions
+        if meth == "step" and self.loop_stack and H.words_of(last_name(func.value)) and \
+                H.words_of(last_name(func.value))[-1] in H.ENV_RECEIVER_WORDS:
+            self.loop_stack[-1].hint = H.ROLLOUT
+        fn = None
+        if meth in H.PER_STEP_REGISTRATIONS:
+            args = positional_args(node)
+            fn = args[0] if args else keyword_arg(node, "hook")
+        elif meth in H.EVENT_REGISTRATIONS:
+            args = positional_args(node)
+            event = keyword_arg(node, "event") or (args[0] if len(args) >= 2 else None)
+            if event is not None and H.is_per_step_event(string_value(event) or dotted_name(event)):
+                fn = args[-1] if args and args[-1] is not event else keyword_arg(node, "callback")
+        if fn is not None:
+            if isinstance(fn, cst.Call) and last_name(fn.func) == "partial" and fn.args:
+                fn = fn.args[0].value  # functools.partial(log_hook, name=...)
+            key = self._callee_key(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
+            if key is not None:
+                self.hook_keys.add(key)
+
+    def _runs_model_call(self, node: cst.Call, func) -> bool:
+        """``model(x)``, ``self.layers[i](x)``, ``model.generate(idx)``, ``self(x)`` in a module: a call
+        that runs the model (not a loss or metric, not a constructor, not a model fed CPU tensors)."""
+        if any(self.kind(a.value) in (K.CPU_TENSOR, K.CPU_TENSORS) for a in node.args):
+            return False  # a model fed host tensors runs on the host
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name == "self":
+                cls = self._current_class()
+                return bool(cls and self.classes.get(cls, {}).get("module"))
+            if not name[:1].islower():
+                return False  # a class: building a layer, not running one
+            words = name_words(name)
+            if set(words) & H.NOT_MODEL_WORDS:
+                return False
+            if self._lookup_func(name) is not None or name in self.imports:
+                return False
+            found, k = self._env_lookup(name)
+            if found and k is not K.UNKNOWN:
+                return k == K.MODULE
+            return bool(words) and words[-1] in T.MODEL_NAME_WORDS and bool(node.args)
+        if isinstance(func, cst.Attribute):
+            last = func.attr.value
+            if set(name_words(last)) & H.NOT_MODEL_WORDS or not last[:1].islower():
+                return False
+            if self.qualname(func) is not None:
+                return False
+            if self.kind(func) == K.MODULE:
+                return True  # self.proj(x)
+            rk = self.kind(func.value)
+            words = name_words(last_name(func.value) or "")
+            model_named = rk is K.UNKNOWN and bool(words) and words[-1] in T.MODEL_NAME_WORDS
+            if last in H.MODEL_RUN_METHODS:
+                return rk == K.MODULE or (model_named and last != "sample")
+            # a submodule of a model: decoder.embedding(x), self.model.encoder(src)
+            return (rk == K.MODULE or model_named) and bool(node.args) and \
+                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES)
+        if isinstance(func, cst.Subscript):
+            return self.kind(func) == K.MODULE
+        return False
 
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
@@ -881,6 +1040,7 @@ class SemanticModel(TensorInference):
         f.sync_points.clear()
         f.sets_up = False
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
+        f.runs_model = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
         for rule in self.rules:
@@ -931,7 +1091,7 @@ class SemanticModel(TensorInference):
                     return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
         if self.facts is None:
-            return None
+            return self._dispatched_hook(func)
         q = self.qualname(func)
         if q is not None:
             return "@" + q if self.facts.knows(q) else None
@@ -939,6 +1099,13 @@ class SemanticModel(TensorInference):
             cls_key = K.instance_class(self.kind(func.value))
             if cls_key is not None:
                 return f"@{cls_key}.{func.attr.value}"
+        return self._dispatched_hook(func)
+
+    def _dispatched_hook(self, func) -> Optional[str]:
+        """``cb.on_step_end(self)`` on an object of unknown class: the project's callback methods of that
+        name (hot_loops.DISPATCHED_HOOKS)."""
+        if isinstance(func, cst.Attribute) and func.attr.value in H.DISPATCHED_HOOKS and self.kind(func.value) is K.UNKNOWN:
+            return H.DISPATCH_PREFIX + func.attr.value
         return None
 
     def _current_class(self) -> Optional[str]:
@@ -971,6 +1138,15 @@ class SemanticModel(TensorInference):
                 return True
             if name in ("training_step", "validation_step", "test_step", "predict_step"):
                 return True
+            if name in H.hook_methods_of(self._external_bases(info.class_key)):
+                return True  # a per-step hook of a Lightning / Hugging Face base class
+        for d in node.decorators:  # @trainer.on(Events.ITERATION_COMPLETED)
+            dec = d.decorator
+            if isinstance(dec, cst.Call) and last_name(dec.func) in H.EVENT_REGISTRATIONS and dec.args:
+                ev = dec.args[0].value
+                ev = ev.func if isinstance(ev, cst.Call) else ev  # Events.ITERATION_COMPLETED(every=10)
+                if H.is_per_step_event(string_value(ev) or dotted_name(ev)):
+                    return True
         return False
 
     # ------------------------------------------------------------------ bindings
@@ -1186,6 +1362,17 @@ def _sets_up(q: Optional[str], func) -> bool:
         recv = (last_name(func.value) or "").lower()
         return bool(hints) and any(h in recv for h in hints)
     return False
+
+
+def _counts_positions(head) -> bool:
+    """A ``for`` header that counts (``range(max_new_tokens)``, ``itertools.count()``): the shape of a
+    decoding or rollout loop, unlike ``for item in data``."""
+    if not isinstance(head, cst.Call):
+        return False
+    fname = last_name(head.func)
+    if fname in ("enumerate", "tqdm", "trange") and head.args:
+        return fname == "trange" or _counts_positions(head.args[0].value)
+    return fname in ("range", "count", "trange", "repeat")
 
 
 def _tensor_type_test(test) -> Optional[str]:

@@ -23,6 +23,7 @@ import os
 import re
 from typing import Iterable, Optional
 
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps
 
@@ -251,6 +252,8 @@ class Facts:
 
     def callee_targets(self, callee: str, mod: str, overrides: bool = True) -> list:
         """The project functions a recorded callee may run (a method call also runs the overrides)."""
+        if callee.startswith(H.DISPATCH_PREFIX):  # cb.on_step_end(): the project's callback methods
+            return self.dispatched(callee[len(H.DISPATCH_PREFIX):])
         if callee.startswith("@"):
             ref = callee[1:]
             if ":" in ref:  # "@pkg.core:Trainer.step": a method of a known class
@@ -272,6 +275,45 @@ class Facts:
                 s = self.summaries.get(smod)
                 if s and f"{scls}.{meth}" in s["funcs"] and f"{sub}.{meth}" not in out:
                     out.append(f"{sub}.{meth}")
+        return out
+
+    def dispatched(self, meth: str) -> list:
+        """The methods named ``meth`` of the project's callback-like classes (hot_loops)."""
+        out = []
+        for mod, s in self.summaries.items():
+            for cls in s["classes"]:
+                if f"{cls}.{meth}" in s["funcs"] and self.callback_like(f"{mod}:{cls}"):
+                    out.append(f"{mod}:{cls}.{meth}")
+        return out
+
+    def callback_like(self, class_gkey: str, _depth: int = 0) -> bool:
+        mod, _, cls = class_gkey.partition(":")
+        if H.callback_like_name(cls.rpartition(".")[2]):
+            return True
+        s = self.summaries.get(mod)
+        if s is None or cls not in s["classes"] or _depth > MAX_RESOLVE_DEPTH:
+            return False
+        for base in s["classes"][cls][2]:
+            if H.callback_like_name(base.rpartition(".")[2]) or base in H.PER_STEP_HOOK_METHODS:
+                return True
+            r = self.resolve(base, mod)
+            if r is not None and r[0] == "class" and self.callback_like(r[1], _depth + 1):
+                return True
+        return False
+
+    def external_bases(self, class_gkey: str, _depth: int = 0) -> list:
+        """The bases of a project class outside the project, through its project bases."""
+        mod, _, cls = class_gkey.partition(":")
+        s = self.summaries.get(mod)
+        if s is None or cls not in s["classes"] or _depth > MAX_RESOLVE_DEPTH:
+            return []
+        out = []
+        for base in s["classes"][cls][2]:
+            r = self.resolve(base, mod)
+            if r is not None and r[0] == "class":
+                out.extend(self.external_bases(r[1], _depth + 1))
+            else:
+                out.append(base)
         return out
 
     def _class_of(self, gkey: str) -> Optional[str]:
@@ -420,7 +462,22 @@ class Program:
         self._targets: dict = {}
         for mod, s in facts.summaries.items():
             self._load(mod, s, paths.get(mod, s.get("path", mod)))
+        self._mark_hooks()
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _mark_hooks(self) -> None:
+        """Per-step hooks the modules alone cannot see (hot_loops): a method of a class whose base in
+        another module derives from a callback base, a function of another module registered as a hook."""
+        for mod, s in self.facts.summaries.items():
+            for ref in s.get("hooks", ()):
+                for t in self.targets(self._callee(mod, ref)):
+                    self.funcs[t].root = True
+        for key, f in self.funcs.items():
+            if f.root or f.class_key is None or f.name not in H.ALL_HOOK_METHODS:
+                continue
+            mod = f.module
+            if f.name in H.hook_methods_of(self.facts.external_bases(f"{mod}:{f.class_key}")):
+                f.root = True
 
     def _load(self, mod: str, s: dict, path: str) -> None:
         top = FuncInfo(key=f"{mod}:<module>", name="<module>", class_key=None, node=None, parent=None,
@@ -430,16 +487,17 @@ class Program:
             f = FuncInfo(key=f"{mod}:{key}", name=rec[0], class_key=rec[1], node=None, parent=None,
                          root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
                          barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
-                         module=mod, path=path)
+                         module=mod, path=path, runs_model=len(rec) > 11 and rec[11])
             funcs[key] = f
             self.funcs[f.key] = f
         self.tops.append(top)
         loops = []
-        for fk, loader, direct, trains, calls, syncs, outer in s["loops"]:
+        for fk, loader, direct, trains, calls, syncs, outer, *hot in s["loops"]:
             loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
                                   direct_step_call=direct, trains=trains, calls=[self._callee(mod, c) for c in calls],
                                   sync_points=[(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in syncs],
-                                  outer=loops[outer] if outer is not None else None))
+                                  outer=loops[outer] if outer is not None else None,
+                                  runs_model=bool(hot and hot[0]), hint=hot[1] if len(hot) > 1 else None))
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []

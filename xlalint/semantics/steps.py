@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import _code, dotted_name, last_name, name_words, string_value
 
@@ -43,6 +44,8 @@ class FuncInfo:
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
     module: str = ""  # the module it is defined in (project view)
     path: str = ""  # that module's file, as the user named it
+    runs_model: bool = False  # calls a module / model.generate itself, outside its own loops (hot_loops)
+    no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
 
 
 @dataclass(eq=False)
@@ -56,6 +59,8 @@ class LoopInfo:
     calls: list = field(default_factory=list)  # callee keys called in this loop's own body
     sync_points: list = field(default_factory=list)  # (seq, callee key or None, last seq of its block)
     top_index: int = 0
+    runs_model: bool = False  # its own body calls a module / model.generate (a hot loop: hot_loops)
+    hint: Optional[str] = None  # what its words say it is: hot_loops.DECODE / EVAL / ROLLOUT, or None
     outer: Optional["LoopInfo"] = None  # the loop of the same function it is nested in
 
 
@@ -81,16 +86,18 @@ class Frequency:
     after_sync: bool = False
     loop: Optional[LoopInfo] = None  # the step loop that makes it per-step, when known
     via: tuple = ()  # the call sites (Ctx) through which it runs, innermost first
+    hot: Optional[str] = None  # the kind of hot loop that makes it per-step (hot_loops), None: a step
 
     @property
     def per_step(self) -> bool:
         return self.level > NEVER
 
     def describe(self, module: Optional[str] = None) -> str:
-        if self.level == PERIODIC and self.period:
+        text = H.when_text(self.hot, self.period if self.level == PERIODIC else None)
+        if text is None and self.level == PERIODIC and self.period:
             n = self.period
             text = f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
-        else:
+        elif text is None:
             text = "every step"
         path = self.path_from(module)
         return f"{text} ({path})" if path else text
@@ -108,7 +115,7 @@ class Frequency:
             return ""
         last = self.via[-1]
         if any(lp is self.loop for lp in last.loops):
-            where = "in the step loop"
+            where = "in the step loop" if self.hot is None else "in the loop"
         elif last.func.root:
             where = f"in `{last.func.name}()`, which runs every step"
         else:
@@ -133,6 +140,9 @@ class Steps:
         self.tops = tops
         self._targets = targets
         self._does_step: dict = {}
+        self._runs_model: dict = {}
+        self._whole_memo: dict = {}
+        self._trains: dict = {}
         self._freq: dict = {}
         self._callers: Optional[dict] = None
         self._loops_of: dict = {}
@@ -175,6 +185,64 @@ class Steps:
                 not loop.trains and any(self.is_step_loop(lp) for lp in self._inner.get(id(loop), ())))
         return memo[id(loop)]
 
+    def runs_model(self, key: str) -> bool:
+        """One call of the function runs the model once: it calls a module outside its own loops, or a
+        function that does (a function that loops over batches is a whole evaluation, not one pass)."""
+        memo = self._runs_model
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None or f.sets_up:  # builds a model and its optimizer: a whole run (a sweep), not one pass
+            return False
+        memo[key] = False  # cycle guard
+        result = not self._whole(key) and (f.runs_model or any(
+            not ctx.loops and any(self.runs_model(t) for t in self.targets(callee)) for callee, ctx in f.calls))
+        memo[key] = result
+        return result
+
+    def _whole(self, key: str) -> bool:
+        """One call of the function is a whole decode, evaluation or run: it has a hot loop or a step loop
+        of its own (itself or in what it calls outside its loops). A loop calling it (over prompts, over
+        epochs) is not hot: what the call costs once is not a per-step cost."""
+        memo = self._whole_memo
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        result = any(self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())) or any(
+            not ctx.loops and any(self._whole(t) for t in self.targets(callee)) for callee, ctx in f.calls)
+        memo[key] = result
+        return result
+
+    def is_hot_loop(self, loop: LoopInfo) -> bool:
+        """The loop runs the model on every iteration (a decoding, evaluation or rollout loop)."""
+        return loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))
+
+    def _trains_key(self, key: str) -> bool:
+        memo = self._trains
+        if key in memo:
+            return memo[key]
+        f = self.funcs.get(key)
+        if f is None:
+            return False
+        memo[key] = False  # cycle guard
+        result = f.trains_outside_loops or any(
+            not ctx.loops and any(self._trains_key(t) for t in self.targets(callee)) for callee, ctx in f.calls)
+        memo[key] = result
+        return result
+
+    def loop_trains(self, loop: LoopInfo) -> bool:
+        """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
+        return loop.trains or any(self._trains_key(t) for c in loop.calls for t in self.targets(c))
+
+    def hot_kind(self, loop: LoopInfo, step_loop: bool) -> Optional[str]:
+        """The kind of hot loop to name in messages: None for a training step loop ("every step")."""
+        if step_loop:
+            return loop.hint if loop.hint is not None and not self.loop_trains(loop) else None
+        return loop.hint or H.MODEL_LOOP
+
     def syncs(self, callee: str) -> bool:
         """The helper ends the step itself (calls ``torch_xla.sync()`` outside its own loops)."""
         ts = self.targets(callee)
@@ -185,15 +253,22 @@ class Steps:
             return NOT_PER_STEP
         for loop in reversed(ctx.loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
-                after = self._after_sync(ctx, loop.sync_points)
-                return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop)
+                return self._in_loop(ctx, loop, self.hot_kind(loop, True))
         ff = self.function_frequency(ctx.func)
         if not ff.per_step:
+            for loop in reversed(ctx.loops):  # else the innermost hot loop (decoding, evaluation, ...)
+                if self.is_hot_loop(loop):
+                    return self._in_loop(ctx, loop, self.hot_kind(loop, False))
             return NOT_PER_STEP
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ctx.period or after != ff.after_sync:
-            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via)
+            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
+                             ff.hot)
         return ff
+
+    def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
+        after = self._after_sync(ctx, loop.sync_points)
+        return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot)
 
     def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
@@ -228,12 +303,14 @@ class Steps:
             fr = self.frequency(ctx)
             if not fr.per_step:
                 continue
+            if fr.hot is not None and (f.name in H.WHOLE_DECODE_FUNCTIONS or self._whole(f.key)):
+                continue  # generate() called per prompt: its own loops say how often its parts run
             any_site = True
             all_after = all_after and fr.after_sync
             if fr.level > best.level:
                 best, best_ctx = fr, ctx
         if any_site:
-            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via)
+            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via, best.hot)
         cache[f.key] = best
         return best
 

@@ -45,6 +45,9 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset(
     }
 )
 
+# torch functions whose result may be anything (a whole pickled model, a state dict, a tensor): unknown.
+ANY_RESULT_TORCH_FUNCTIONS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load"})
+
 # torch functions whose result is a tuple/list of tensors (iterating or indexing them gives tensors).
 TENSOR_SEQUENCE_TORCH_FUNCTIONS = frozenset(
     {
@@ -265,3 +268,11 @@ TENSOR_CONTAINER_ANNOTATIONS = frozenset(
 
 # Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).
 CPU_TENSOR_NAMES = frozenset({"batch_sizes"})
+
+# --- XLA001: trigger checks (issue #13, hot loops engineer) -------------------------------------
+# Methods of an accelerator-like object that read a device flag to the host by themselves:
+# method -> (last words of the receiver's name, what the call does). `accelerator.check_trigger()`
+# all-reduces a device flag and reads it with `.item()`.
+HOST_READ_TRIGGER_METHODS = {
+    "check_trigger": (("accelerator", "accel", "acc"), "all-reduces a device flag and reads it to the host"),
+}

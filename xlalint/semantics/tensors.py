@@ -223,6 +223,8 @@ class TensorInference:
         if attr in T.CPU_TENSOR_NAMES:
             return K.CPU_TENSOR
         if bk in K.ANY_TENSOR:
+            if attr.startswith("_") and attr not in T.TENSOR_ATTRIBUTES:
+                return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
             return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR  # a model output's field
@@ -259,6 +261,9 @@ class TensorInference:
             return self._infer_qualified_call(e, q)
         if isinstance(func, cst.Name):
             name = func.value
+            if name == "self":  # self(idx) in a module's method (generate): runs forward
+                cls = self._current_class()
+                return K.TENSOR if cls is not None and self.classes.get(cls, {}).get("module") else K.UNKNOWN
             if name not in self.imports:
                 r = self._infer_builtin(e, name)
                 if r is not NotImplemented:
@@ -335,6 +340,8 @@ class TensorInference:
 
     def _infer_qualified_call(self, e: cst.Call, q: str):
         ns, _, fn = q.rpartition(".")
+        if q in T.ANY_RESULT_TORCH_FUNCTIONS:
+            return K.UNKNOWN  # torch.load(f): a module, a state dict or a tensor
         if q in T.NON_TENSOR_TORCH_FUNCTIONS:
             return K.NOT_TENSOR
         if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):

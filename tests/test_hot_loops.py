@@ -1,0 +1,618 @@
+"""Hot loops and hooks (issue #13 items 1 and 2): loops that run the model every iteration (decoding,
+evaluation, rollouts) and functions the framework calls every step (callback hook methods, registered
+hooks, callbacks called through a list) are per-step code, within a file and across modules.
+
+Each case names the line and the code it must find and the words its message must use; each has a
+look-alike that must stay silent. The runtime proof of the same shapes is the fixture project
+tests/fixtures/projects/decode_eval_hooks (tests/test_fixture_projects.py, ``--verify``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from xlalint import parallel
+from xlalint.config import build_settings
+from xlalint.engine import lint_source
+
+HEAD = "import torch\nimport torch.nn.functional as F\nimport torch_xla\ndevice = torch_xla.device()\n"
+
+
+def lint(body: str) -> list:
+    src = HEAD + textwrap.dedent(body)
+    return [(f.line - HEAD.count("\n"), f.code, f.message) for f in lint_source(src, "snippet.py")]
+
+
+def at(found, line, code):
+    hits = [m for ln, c, m in found if ln == line and c == code]
+    assert hits, f"no {code} at line {line}: {found}"
+    return hits[0]
+
+
+# ---- decoding loops ---------------------------------------------------------------------------------
+NANOGPT_GENERATE = """
+class GPT(torch.nn.Module):
+    def forward(self, idx):
+        return idx
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, eos_id, top_k=None):
+        for _ in range(max_new_tokens):
+            logits = self(idx)
+            if top_k is not None:
+                v, _ = torch.topk(logits, top_k)
+                logits[logits < v[:, [-1]]] = -float("Inf")
+            idx_next = logits.argmax(-1, keepdim=True)
+            if idx_next == eos_id:
+                break
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx
+"""
+
+
+def test_greedy_decode_loop_in_generate():
+    found = lint(NANOGPT_GENERATE)
+    assert "every decoding step" in at(found, 12, "XLA003")
+    m = at(found, 14, "XLA002")
+    assert "every decoding step" in m
+    assert "stop test on the device" in m and "every K tokens" in m and "fixed-size output buffer" in m
+    assert {(ln, c) for ln, c, _ in found} == {(12, "XLA003"), (14, "XLA002")}
+
+
+def test_while_decode_loop_and_periodic_guard():
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def greedy(idx, max_len, eos):
+            while idx.size(1) < max_len:
+                logits = model(idx)
+                nxt = logits[:, -1].argmax(-1)
+                if (nxt == eos).all():
+                    break
+                if idx.size(1) % 10 == 0:
+                    print(f"len {idx.size(1)}: {logits.max()}")
+                idx = torch.cat([idx, nxt[:, None]], 1)
+        """)
+    assert "every decoding step" in at(found, 8, "XLA002")
+    assert "every 10 decoding steps" in at(found, 11, "XLA006")
+
+
+def test_beam_search_reads_every_decoding_step():
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def beam_search(x, beams, steps):
+            scores = torch.zeros(beams, device=device)
+            for step in range(steps):
+                out = model(x)
+                top = out.topk(beams)
+                keep = top.indices.tolist()
+                scores = scores[top.values > 0]
+            return scores
+        """)
+    assert "every decoding step" in at(found, 9, "XLA001")
+    assert "every decoding step" in at(found, 10, "XLA003")
+
+
+def test_decode_loop_on_the_cpu_is_silent():
+    # a model fed host tensors runs on the host: nothing in its loop reaches the device
+    found = lint("""
+        cpu_model = torch.nn.Linear(8, 8)
+        idx = torch.zeros(1, 8)
+        for _ in range(16):
+            logits = cpu_model(idx)
+            if logits.argmax() == 0:
+                break
+            print(logits.max().item())
+        """)
+    assert found == []
+
+
+def test_a_loop_over_a_model_output_computed_once_is_silent():
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+        out = model(torch.zeros(4, device=device))
+        for i in range(3):
+            print(out[i].item())
+        """)
+    assert found == []
+
+
+def test_a_loop_that_builds_layers_is_silent():
+    found = lint("""
+        class Net(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.layers = torch.nn.ModuleList()
+                for i in range(n):
+                    self.layers.append(torch.nn.Linear(4, 4))
+                    print(self.layers[i].weight.sum().item())
+        """)
+    assert found == []
+
+
+# ---- evaluation loops -------------------------------------------------------------------------------
+def test_evaluation_over_range_with_get_batch():
+    found = lint("""
+        model = GPT().to(device)
+        eval_iters = 20
+
+        def get_batch(split):
+            return torch.randn(2, 8, device=device), torch.randn(2, 8, device=device)
+
+        @torch.no_grad()
+        def estimate_loss():
+            losses = torch.zeros(eval_iters)
+            for k in range(eval_iters):
+                X, Y = get_batch("val")
+                logits = model(X)
+                loss = F.mse_loss(logits, Y)
+                losses[k] = loss.item()
+            return losses.mean()
+        """)
+    m = at(found, 15, "XLA001")
+    assert "every evaluation batch" in m and "accumulate on the device" in m
+
+
+def test_evaluation_over_a_loader_says_evaluation_batch_and_training_says_step():
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def evaluate(val_loader):
+            total = 0.0
+            with torch.no_grad():
+                for x, y in val_loader:
+                    total += F.mse_loss(model(x), y).item()
+            return total
+
+        def train(train_loader, optimizer):
+            for x, y in train_loader:
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """)
+    assert "every evaluation batch" in at(found, 8, "XLA001")
+    m = at(found, 16, "XLA001")
+    assert "every step" in m and "evaluation" not in m
+
+
+def test_epoch_loop_calling_an_evaluation_is_not_hot():
+    # the epoch loop calls a whole evaluation (a loop of its own): what it reads it reads once per epoch
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def evaluate(val_loader):
+            total = torch.zeros((), device=device)
+            for x, y in val_loader:
+                total += F.mse_loss(model(x), y)
+            return total
+
+        for epoch in range(10):
+            val_loss = evaluate(loader)
+            print(f"epoch {epoch}: {val_loss.item():.4f}")
+        """)
+    assert found == []
+
+
+def test_evaluation_reads_after_its_loop_are_silent():
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def evaluate(val_loader):
+            total = torch.zeros((), device=device)
+            for x, y in val_loader:
+                total += F.mse_loss(model(x), y)
+                torch_xla.sync()
+            return total.item()
+        """)
+    assert found == []
+
+
+def test_rollout_loop():
+    found = lint("""
+        policy = torch.nn.Linear(4, 2).to(device)
+
+        def collect(env, steps):
+            obs = env.reset()
+            for t in range(steps):
+                logits = policy(torch.as_tensor(obs, device=device))
+                action = logits.argmax().item()
+                obs, reward, done, info = env.step(action)
+                if done:
+                    break
+        """)
+    m = at(found, 8, "XLA001")
+    assert "every rollout step" in m and "once per rollout" in m
+
+
+# ---- hooks ------------------------------------------------------------------------------------------
+HOOKS = """
+import lightning.pytorch as L
+from transformers import TrainerCallback
+
+
+class Monitor(L.Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if outputs["loss"].item() > 10:
+            print("spike")
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        print(trainer.callback_metrics["loss"].item())
+
+
+class Base(TrainerCallback):
+    pass
+
+
+class GradStop(Base):
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        norm = sum(p.grad.norm() for p in model.parameters())
+        if norm > 100:
+            control.should_training_stop = True
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        norm = sum(p.grad.norm() for p in model.parameters())
+        if norm > 100:
+            control.should_training_stop = True
+
+
+class Probe:
+    def __init__(self, model):
+        self.stats = []
+        model.register_forward_hook(self._hook)
+
+    def _hook(self, module, inputs, output):
+        self.stats.append(output.mean().item())
+
+    def unused(self, output):
+        self.stats.append(output.mean().item())
+
+
+def on_batch(engine):
+    print(engine.state.output.item())
+
+
+def on_epoch(engine):
+    print(engine.state.output.item())
+
+
+def setup(trainer, Events):
+    trainer.add_event_handler(Events.ITERATION_COMPLETED, on_batch)
+    trainer.add_event_handler(Events.EPOCH_COMPLETED, on_epoch)
+"""
+
+
+def test_per_step_hooks_and_their_epoch_level_lookalikes():
+    found = lint(HOOKS)
+    got = {(ln, c) for ln, c, _ in found}
+    assert got == {(8, "XLA001"), (22, "XLA002"), (37, "XLA001"), (44, "XLA001")}, found
+
+
+def test_callbacks_called_through_a_list():
+    found = lint("""
+        class Callback:
+            def on_step_end(self, trainer):
+                pass
+
+        class LossLogger(Callback):
+            def on_step_end(self, trainer):
+                print(trainer.loss.item())
+
+            def on_fit_end(self, trainer):
+                print(trainer.loss.item())
+
+        class Report:  # not a callback: a method of the same name is not what the loop runs
+            def on_step_end(self, trainer):
+                print(trainer.loss.item())
+
+        def fit(model, loader, optimizer, callbacks):
+            for x, y in loader:
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                for cb in callbacks:
+                    cb.on_step_end(loss)
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(8, "XLA001")}, found
+
+
+def test_hooks_across_modules(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='p'\n")
+    (tmp_path / "base.py").write_text("from transformers import TrainerCallback\n\n\nclass Base(TrainerCallback):\n    pass\n")
+    (tmp_path / "cbs.py").write_text(textwrap.dedent("""
+        from base import Base
+
+
+        class Stop(Base):
+            def on_step_end(self, args, state, control, model=None, **kwargs):
+                norm = sum(p.grad.norm() for p in model.parameters())
+                if norm > 100:
+                    control.should_training_stop = True
+
+
+        def record(module, inputs, output):
+            print(output.mean().item())
+
+
+        def at_epoch_end(state):
+            print(state.loss.item())
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        import torch_xla
+        import cbs
+
+        model = torch.nn.Linear(4, 4).to(torch_xla.device())
+        model.register_forward_hook(cbs.record)
+        events.add_callback("on_epoch_end", cbs.at_epoch_end)
+        """))
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    got = {(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found}
+    assert got == {("cbs.py", 8, "XLA002"), ("cbs.py", 13, "XLA001")}, found
+
+
+def test_decode_loop_calling_a_helper_in_another_module(tmp_path):
+    # the loop runs the model through a function of model.py: a hot loop across modules
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='p'\n")
+    (tmp_path / "model.py").write_text(textwrap.dedent("""
+        import torch
+
+
+        def next_token(model, idx):
+            return model(idx)[:, -1].argmax(-1)
+
+
+        def count_params(model):
+            return sum(p.numel() for p in model.parameters())
+        """))
+    (tmp_path / "sample.py").write_text(textwrap.dedent("""
+        import torch
+        import torch_xla
+        from model import count_params, next_token
+
+        lm = torch.nn.Linear(4, 4).to(torch_xla.device())
+        idx = torch.zeros(1, 4, device=torch_xla.device())
+        for t in range(32):
+            tok = next_token(lm, idx)
+            if tok == 0:
+                break
+        for layer in range(4):
+            n = count_params(lm)
+            if idx.sum() > n:
+                break
+        """))
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
+    assert got == [("sample.py", 10, "XLA002")], found
+    assert "every iteration of a loop that runs the model" in found[0].message
+
+
+@pytest.mark.parametrize("event,flagged", [("on_batch_end", True), ("on_epoch_end", False)])
+def test_add_callback_event_decides(event, flagged):
+    found = lint(f"""
+        def log(loss: torch.Tensor):
+            print(loss.item())
+
+        trainer.add_callback("{event}", log)
+        """)
+    assert bool(found) is flagged, found
+
+
+def test_trigger_check_on_an_accelerator_every_step():
+    found = lint("""
+        from accelerate import Accelerator
+
+        accelerator = Accelerator()
+        for step, batch in enumerate(loader):
+            loss = model(batch)
+            accelerator.backward(loss)
+            optimizer.step()
+            if accelerator.check_trigger():
+                break
+            torch_xla.sync()
+        if accelerator.check_trigger():
+            print("stopped early")
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(9, "XLA001")], found
+    assert "all-reduces a device flag" in found[0][2]
+
+
+def test_trainer_validation_method_switches_modes_across_modules(tmp_path):
+    # item 4's XLA004 bullet: eval() in the trainer's validation method, train() in its training
+    # method, both driven from one loop in another module
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='p'\n")
+    (tmp_path / "trainer.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model
+                self.optimizer = optimizer
+
+            def train_step(self, x, y):
+                self.model.train()
+                loss = F.cross_entropy(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                return loss.detach()
+
+            def validate(self, x, y):
+                self.model.eval()
+                with torch.no_grad():
+                    return F.cross_entropy(self.model(x), y)
+
+            def final_report(self, x, y):
+                self.model.eval()
+                return self.model(x)
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        import torch_xla
+        from trainer import Trainer
+
+        model = torch.nn.Linear(4, 2).to(torch_xla.device())
+        trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1))
+        for step, (x, y) in enumerate(loader):
+            trainer.train_step(x, y)
+            if step % 10 == 0:
+                val = trainer.validate(vx, vy)
+            torch_xla.sync()
+        trainer.final_report(vx, vy)
+        """))
+    files = sorted(str(p) for p in tmp_path.glob("*.py"))
+    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
+    assert got == [("trainer.py", 19, "XLA004")], found
+    assert "every 10 steps" in found[0].message
+
+
+def test_callback_registered_on_batch_end_switching_modes_and_reading_the_loss():
+    # minGPT's shape: callbacks kept in a dict of lists, triggered by name from the step loop
+    found = lint("""
+        from collections import defaultdict
+
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model = model
+                self.optimizer = optimizer
+                self.callbacks = defaultdict(list)
+                self.iter_num = 0
+
+            def register_callback(self, onevent, callback):
+                self.callbacks[onevent].append(callback)
+
+            def run(self, loader):
+                self.model.train()
+                for x, y in loader:
+                    logits, self.loss = self.model(x, y)
+                    self.loss.backward()
+                    self.optimizer.step()
+                    for callback in self.callbacks.get("on_batch_end", []):
+                        callback(self)
+                    self.iter_num += 1
+
+        def main(model, optimizer, loader):
+            trainer = Trainer(model, optimizer)
+
+            def batch_end_callback(trainer):
+                if trainer.iter_num % 10 == 0:
+                    print(f"loss {trainer.loss.item():.5f}")
+                if trainer.iter_num % 500 == 0:
+                    model.eval()
+                    model.train()
+
+            def epoch_end_callback(trainer):
+                model.eval()
+                model.train()
+
+            trainer.register_callback("on_batch_end", batch_end_callback)
+            trainer.register_callback("on_epoch_end", epoch_end_callback)
+            trainer.run(loader)
+        """)
+    got = {(ln, c): m for ln, c, m in found}
+    assert set(got) == {(29, "XLA001"), (31, "XLA004")}, found
+    assert "every 10 steps" in got[(29, "XLA001")]
+    assert "`batch_end_callback()` (a per-step hook) every 500 steps" in got[(31, "XLA004")]
+
+
+def test_a_loop_over_prompts_calling_generate_does_not_make_its_preamble_per_token():
+    # generate() is a whole decode: its own loop says what runs per token; its set-up runs once per call
+    found = lint("""
+        class LM(torch.nn.Module):
+            def forward(self, idx):
+                return idx
+
+            @torch.no_grad()
+            def generate(self, idx, max_new_tokens, eos_id):
+                if (idx < 0).any():
+                    idx = idx.clamp(min=0)
+                for _ in range(max_new_tokens):
+                    nxt = self(idx)[:, -1].argmax(-1, keepdim=True)
+                    if nxt == eos_id:
+                        break
+                    idx = torch.cat((idx, nxt), dim=1)
+                return idx
+
+        lm = LM().to(device)
+        for prompt in prompts:
+            out = lm.generate(prompt, 16, 0)
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(12, "XLA002")], found
+    assert "every decoding step" in found[0][2]
+
+
+def test_decoding_words_name_counting_loops_only():
+    # `for sample in batch` is a loop over data, not over token positions: no "decoding step" wording
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def sample_all(samples):
+            for sample in samples:
+                out = model(sample)
+                print(out.max().item())
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(7, "XLA001")], found
+    assert "every iteration of a loop that runs the model" in found[0][2]
+
+
+def test_a_torch_generator_named_generator_does_not_run_the_model():
+    # from transformers' feature extractors: `generator` is a torch.Generator here, not a GAN generator
+    found = lint("""
+        def apply_dither(waveform, audio_lengths):
+            generator = torch.Generator(device=waveform.device)
+            for i in range(waveform.shape[0]):
+                valid = min(int(audio_lengths[i].item()), waveform.shape[1])
+                generator.manual_seed(valid)
+                waveform[i, :valid] += torch.randn(valid, device=waveform.device, generator=generator)
+            return waveform
+        """)
+    assert found == []
+
+
+def test_forward_hooks_registered_on_every_submodule():
+    # transformers' DebugUnderflowOverflow shape: a bound method registered on every module
+    found = lint("""
+        class Detector:
+            def __init__(self, model):
+                for name, module in model.named_modules():
+                    module.register_forward_hook(self.forward_hook)
+
+            def forward_hook(self, module, inputs, outputs):
+                if torch.isinf(outputs).any().item():
+                    print("inf in", module)
+        """)
+    assert [(ln, c) for ln, c, _ in found] == [(8, "XLA001")], found
+
+
+def test_torch_source_lookalikes_stay_silent():
+    # from torch's own sources: a wrap-policy predicate, ScriptModule.define in a loop, a private
+    # attribute a library sets on a parameter, read in a per-step forward pre-hook
+    found = lint("""
+        def recursive_wrap(module, auto_wrap_policy):
+            for name, child in module.named_children():
+                if auto_wrap_policy(module=child, recurse=True):
+                    print(name)
+
+        def bundle(model, definitions):
+            for d in definitions:
+                model.define(d)
+                if torch.ones(2).sum().item() > 1:
+                    pass
+
+        class Wrapper:
+            def __init__(self, module):
+                module.register_forward_pre_hook(self._wait_hook)
+
+            def _wait_hook(self, module, *args):
+                for p in module.parameters(recurse=False):
+                    if not p.requires_grad or (hasattr(p, "_ddp_ignored") and p._ddp_ignored):
+                        continue
+        """)
+    assert found == []

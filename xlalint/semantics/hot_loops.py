@@ -1,0 +1,211 @@
+"""Hot loops and hooks: code that runs every step although it is not the training loop itself.
+
+* A **hot loop** runs the model on every iteration (a module call, a ``generate``-style call, or a
+  function that does either, across modules): decoding loops, evaluation loops, rollouts. What runs in
+  it runs once per iteration, so ``steps.Steps`` gives it a per-step ``Frequency`` whose ``hot`` field
+  names the kind of loop; the message says "every decoding step" and the fix fits the loop.
+* A **hook** is a function the framework calls every step: a per-step method of a class that derives
+  from a known callback or module base (Lightning, Hugging Face), a function registered with a
+  per-step registration call (``register_forward_hook``, ``add_callback("on_batch_end", fn)``), or a
+  method called through a list of callbacks (``for cb in self.callbacks: cb.on_step_end(self)``).
+
+Everything here is names (data) and the small functions that read them; the walker (model.py) and the
+project view (project.Program) call these.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from xlalint.semantics.syntax import name_words
+
+# --------------------------------------------------------------------------------------------------
+# Hot loops
+# --------------------------------------------------------------------------------------------------
+DECODE = "decode"
+EVAL = "eval"
+ROLLOUT = "rollout"
+MODEL_LOOP = "loop"  # runs the model every iteration, of no recognised kind
+
+# How a frequency reads in a message: (every iteration, every N iterations).
+WHEN = {
+    DECODE: ("every decoding step", "every {n} decoding steps"),
+    EVAL: ("every evaluation batch", "every {n} evaluation batches"),
+    ROLLOUT: ("every rollout step", "every {n} rollout steps"),
+    MODEL_LOOP: ("every iteration of a loop that runs the model", "every {n} iterations of a loop that runs the model"),
+}
+
+# The fix of a finding that reads, tests or formats a device value in a hot loop (rules whose own fix
+# is about the training step: accumulate, step closure). Other rules keep their own fix.
+READ_RULES = frozenset({"XLA001", "XLA002", "XLA006"})
+FIXES = {
+    DECODE: ("keep the stop test on the device (`done |= next_token == eos_id`), test it on the host only "
+             "every K tokens (`if t % K == 0 and done.all():`), and write tokens into a fixed-size output "
+             "buffer (`out[:, t] = next_token`) read once after the loop"),
+    EVAL: "accumulate on the device (`total += loss.detach()`, `correct += (pred == y).sum()`) and read once after the loop",
+    ROLLOUT: ("keep the rollout's values on the device (append tensors, `torch.stack` them) and read them once "
+              "per rollout; step the environment with device-side actions where it allows"),
+    MODEL_LOOP: "keep the value on the device (accumulate or stack it) and read it once after the loop",
+}
+
+# Words of the enclosing function's name, of the loop's bounds (`range(max_new_tokens)`) or of a
+# `while` test that say what the loop does (a decode word wins over an evaluation word: `generate()`
+# runs under `torch.no_grad()`).
+ROLLOUT_WORDS = frozenset({"rollout", "rollouts", "episode", "episodes", "trajectory", "trajectories", "env", "envs"})
+DECODE_WORDS = frozenset({"generate", "generation", "generations", "sample", "sampling", "decode", "decoding",
+                          "greedy", "beam", "beams", "token", "tokens", "autoregressive", "autoregressively",
+                          "completion", "completions", "tok", "toks", "gen", "refine", "refinement",
+                          "word", "words", "chars", "caption", "captions", "translate", "translation",
+                          "denoise", "denoising", "timesteps", "diffusion"})
+EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "val", "valid", "validate", "validation", "test",
+                        "estimate", "predict", "prediction", "predictions", "inference", "infer", "score", "scoring"})
+# Context managers and decorators under which a loop is evaluation, not training.
+NO_GRAD_CALLS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                           "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+# `env.step(action)`: a rollout (the receiver's last word).
+ENV_RECEIVER_WORDS = frozenset({"env", "envs", "environment", "environments", "sim", "simulator"})
+
+# Methods of a module that run it (`model.generate(idx)`); ``forward``/``__call__`` too.
+MODEL_RUN_METHODS = frozenset({"generate", "forward", "__call__", "greedy_search", "beam_search", "sample"})
+# Methods of a module (or of an object named like a model) that do not run it; any other method call on
+# it runs a submodule (`decoder.embedding(x)`, `self.model.encoder(src)`).
+MODULE_UTILITY_METHODS = frozenset({
+    "train", "eval", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "parameters",
+    "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules", "state_dict", "load_state_dict", "zero_grad", "apply", "requires_grad_", "type",
+    "share_memory", "extra_repr", "add_module", "to_empty", "compile", "recompile", "lint", "print_readable",
+    "tie_weights", "update", "step", "copy_", "detach", "item", "size", "dim", "numel", "tolist",
+    "keys", "values", "items", "get", "pop", "append", "extend", "insert", "format", "join", "split",
+    "manual_seed", "seed", "initial_seed",  # a torch.Generator named `generator`
+    "define", "freeze", "unfreeze", "fuse_model", "push_to_hub", "merge_and_unload", "add_adapter",
+})
+MODULE_UTILITY_PREFIXES = ("register_", "init_", "get_", "set_", "reset_", "save_", "load_", "num_",
+                           "enable_", "disable_", "resize_", "prepare_", "_")
+# Functions that are a whole decode (their own loops run the tokens): a hot loop calling one (a loop over
+# prompts) does not make everything in it run "every decoding step"; its own loops decide.
+WHOLE_DECODE_FUNCTIONS = frozenset({"generate", "greedy_search", "beam_search", "sample", "contrastive_search",
+                                    "assisted_decoding", "generate_batch", "translate", "translate_batch"})
+# Module calls that do not make a loop hot: a loss or a metric, not the model.
+NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy", "acc", "norm", "lossfn",
+                             "wrap", "sharding", "checkpoint"})  # auto_wrap_policy(module=...): a predicate
+
+
+def loop_kind(words) -> Optional[str]:
+    """The kind a loop's words say (ROLLOUT, DECODE, EVAL), or None."""
+    ws = set(words)
+    if ws & ROLLOUT_WORDS:
+        return ROLLOUT
+    if ws & DECODE_WORDS:
+        return DECODE
+    if ws & EVAL_WORDS:
+        return EVAL
+    return None
+
+
+def when_text(hot: Optional[str], period: Optional[str]) -> Optional[str]:
+    """"every decoding step" / "every 10 decoding steps", or None when ``hot`` is not a hot loop."""
+    forms = WHEN.get(hot) if hot else None
+    if forms is None:
+        return None
+    if period:
+        n = period if period.isdigit() else f"`{period}`"
+        return forms[1].format(n=n)
+    return forms[0]
+
+
+def fix_for(code: str, hot: Optional[str], fix: str) -> str:
+    """The fix of a finding of rule ``code`` in a loop of kind ``hot`` (else the rule's own ``fix``)."""
+    if hot and code in READ_RULES and hot in FIXES:
+        return FIXES[hot]
+    return fix
+
+
+# --------------------------------------------------------------------------------------------------
+# Hooks
+# --------------------------------------------------------------------------------------------------
+_LIGHTNING_BATCH_HOOKS = frozenset({
+    "on_train_batch_start", "on_train_batch_end", "on_validation_batch_start", "on_validation_batch_end",
+    "on_test_batch_start", "on_test_batch_end", "on_predict_batch_start", "on_predict_batch_end",
+    "on_before_backward", "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
+})
+_HF_CALLBACK_HOOKS = frozenset({
+    "on_step_begin", "on_step_end", "on_substep_end", "on_log", "on_pre_optimizer_step",
+    "on_optimizer_step", "on_prediction_step",
+})
+_LIGHTNING_CALLBACKS = ("lightning.pytorch.Callback", "lightning.pytorch.callbacks.Callback",
+                        "lightning.pytorch.callbacks.callback.Callback", "lightning.Callback",
+                        "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
+                        "pytorch_lightning.callbacks.base.Callback", "pytorch_lightning.callbacks.callback.Callback")
+_LIGHTNING_MODULES = ("lightning.LightningModule", "lightning.pytorch.LightningModule",
+                      "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
+                      "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+                      "pytorch_lightning.core.lightning.LightningModule", "pytorch_lightning.core.module.LightningModule")
+_HF_CALLBACKS = ("transformers.TrainerCallback", "transformers.trainer_callback.TrainerCallback")
+_HF_TRAINERS = ("transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
+                "transformers.trainer_seq2seq.Seq2SeqTrainer")
+
+# A base class (as the user's import resolves it) -> the methods of its subclasses that run every step
+# (or every batch of an evaluation). Epoch-level hooks (`on_train_epoch_end`, `on_evaluate`) are not here.
+PER_STEP_HOOK_METHODS = {
+    **{b: _LIGHTNING_BATCH_HOOKS for b in _LIGHTNING_CALLBACKS},
+    **{b: _LIGHTNING_BATCH_HOOKS | {"optimizer_step", "optimizer_zero_grad", "training_step_end",
+                                     "validation_step_end", "on_after_batch_transfer"} for b in _LIGHTNING_MODULES},
+    **{b: _HF_CALLBACK_HOOKS for b in _HF_CALLBACKS},
+    **{b: frozenset({"compute_loss", "training_step", "prediction_step"}) for b in _HF_TRAINERS},
+}
+
+ALL_HOOK_METHODS = frozenset().union(*PER_STEP_HOOK_METHODS.values())
+
+# Calls that register their function argument to run on every forward / backward / optimizer step.
+PER_STEP_REGISTRATIONS = frozenset({
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_backward_hook", "register_step_pre_hook",
+    "register_step_post_hook", "register_post_accumulate_grad_hook",
+})
+# Calls that register a function on a named event (`trainer.add_callback("on_batch_end", fn)`,
+# `engine.add_event_handler(Events.ITERATION_COMPLETED, fn)`, `@trainer.on(Events.ITERATION_COMPLETED)`):
+# the function runs every step when the event is one of PER_STEP_EVENTS.
+EVENT_REGISTRATIONS = frozenset({"add_callback", "set_callback", "register_callback", "add_event_handler",
+                                 "on", "add_hook", "register_event_hook"})
+PER_STEP_EVENTS = frozenset({
+    "on_batch_end", "on_batch_begin", "on_batch_start", "on_step_end", "on_step_begin", "on_step_start",
+    "on_train_batch_end", "on_train_batch_start", "on_iteration_end", "on_iteration_start", "batch_end",
+    "batch_start", "step_end", "step_begin", "iteration_end", "iteration_start", "after_step", "before_step",
+    "after_iter", "before_iter", "after_train_iter", "before_train_iter",
+    "ITERATION_COMPLETED", "ITERATION_STARTED", "on_validation_batch_end", "on_log",
+} | _HF_CALLBACK_HOOKS | _LIGHTNING_BATCH_HOOKS)
+
+# Methods called on an object of unknown class whose name says they are a per-step hook: the call runs
+# every project method of that name in a callback-like class (`for cb in self.callbacks: cb.on_step_end(self)`).
+DISPATCHED_HOOKS = PER_STEP_EVENTS - {"ITERATION_COMPLETED", "ITERATION_STARTED"}
+# A project class is callback-like when its name or a project base's name ends like this, or it derives
+# from a base of PER_STEP_HOOK_METHODS.
+CALLBACK_CLASS_SUFFIXES = ("Callback", "Callbacks", "Hook", "Hooks")
+DISPATCH_PREFIX = "@*"  # a callee key: "@*on_step_end" runs the project's callback methods of that name
+
+
+def hook_methods_of(bases) -> frozenset:
+    """The per-step hook method names of a class whose (transitive) external bases are ``bases``."""
+    out: frozenset = frozenset()
+    for b in bases:
+        out = out | PER_STEP_HOOK_METHODS.get(b, frozenset())
+    return out
+
+
+def is_per_step_event(event: Optional[str]) -> bool:
+    """``"on_batch_end"`` or ``Events.ITERATION_COMPLETED`` (its last name): a per-step event."""
+    if not event:
+        return False
+    return event.rpartition(".")[2] in PER_STEP_EVENTS
+
+
+def callback_like_name(name: str) -> bool:
+    return name.endswith(CALLBACK_CLASS_SUFFIXES)
+
+
+def words_of(*names) -> list:
+    out = []
+    for n in names:
+        if n:
+            out.extend(name_words(n))
+    return out
