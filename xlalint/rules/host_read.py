@@ -7,9 +7,10 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
+from xlalint.semantics.model import dotted_name, keyword_arg, last_name, positional_args, string_value
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
+SINK_FIX = "log a value read in `xm.add_step_closure(fn, args=(loss,))`, or accumulate on the device (`total += loss.detach()`) and log it every N steps after the step's sync"
 COST = "1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
 
 
@@ -95,6 +96,12 @@ class HostRead(Rule):
         m = self.model
         func = node.func
         t = self.text(node)
+        sink = _sink(m, node)
+        if sink is not None:
+            value, who = sink
+            self._flag(node, f"`{t}` hands the device tensor `{self.text(value, 24)}` to {who}, which reads it to the host {{when}}",
+                       fix=SINK_FIX)
+            return
         if isinstance(func, cst.Attribute):
             meth = func.attr.value
             if meth in T.HOST_READ_METHODS:
@@ -147,6 +154,33 @@ class HostRead(Rule):
 
     def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
         self.report(node, message, fix=fix, cost=COST, edit=edit)
+
+
+def _sink(m, node: cst.Call):
+    """(the device value handed over, who reads it) when ``node`` is a logging sink (tables.SINK_*)
+    given a device tensor or a container holding one, else None."""
+    func = node.func
+    entry = None
+    q = m.qualname(func)
+    if q is not None:
+        entry = T.SINK_FUNCTIONS.get(q)
+    elif isinstance(func, cst.Attribute):
+        meth = func.attr.value
+        entry = T.SINK_METHODS.get(meth) or T.SINK_METHODS_BY_RECEIVER.get((meth, (last_name(func.value) or "").lower()))
+        if entry is not None:
+            rk = m.kind(func.value)
+            if K.instance_class(rk) is not None or rk in K.ANY_TENSOR or rk in (K.MODULE, K.TENSORS, K.CPU_TENSORS):
+                return None  # a project object's own method (followed through the call graph), a tensor, ...
+    if entry is None:
+        return None
+    positions, keywords, who = entry
+    pos = positional_args(node)
+    values = [pos[i] for i in positions if i < len(pos)]
+    values += [a.value for a in node.args if a.keyword is not None and a.keyword.value in keywords]
+    for v in values:
+        if m.holds_tensor(v):
+            return v, who
+    return None
 
 
 def _to_cpu(m, node: cst.Call) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.rules import Rule
+from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import dotted_name, last_name, positional_args
 
@@ -61,6 +62,21 @@ class PerStepFormat(Rule):
         "import torch, logging\nlogger = logging.getLogger()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logger.info('loss %s', loss)\n",
     ]
 
+    def _formats(self, exprs, dunders=None) -> None:
+        """These values are turned into text here: an object of a project class runs its formatting
+        method (``print(meter)`` calls ``AverageMeter.__str__``)."""
+        for e in exprs:
+            if dunders is None:
+                self.model.note_formatting(e)
+            else:
+                self.model.note_formatting(e, dunders)
+
+    def _own_attributes_hold_tensor(self) -> bool:
+        m = self.model
+        cls = m._current_class()
+        attrs = m.classes.get(cls, {}).get("attrs", {}) if cls is not None else {}
+        return any(k in K.HOLDS_DEVICE_TENSOR for k in attrs.values())
+
     def _flag(self, node, what: str) -> None:
         tensor = self._tensor_in(node)
         named = f"the device tensor `{self.text(tensor, 24)}`" if tensor is not None else "a device tensor"
@@ -85,15 +101,18 @@ class PerStepFormat(Rule):
 
     def on_FormattedString(self, node: cst.FormattedString) -> None:
         m = self.model
-        for part in node.parts:
-            if isinstance(part, cst.FormattedStringExpression) and m.holds_tensor(part.expression):
-                self._flag(node, "this f-string")
-                return
+        exprs = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        for e in exprs:  # f"{meter}" runs the meter's __format__ / __str__ here
+            m.note_formatting(e, T.FORMAT_DUNDERS)
+        if any(m.holds_tensor(e) for e in exprs):
+            self._flag(node, "this f-string")
 
     def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
             right = node.right
             items = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            for v in items:
+                self.model.note_formatting(v)
             if any(self.model.holds_tensor(v) for v in items):
                 self._flag(node, "`%` formatting")
 
@@ -105,14 +124,18 @@ class PerStepFormat(Rule):
         if isinstance(func, cst.Name) and q is None:
             name = func.value
             if name == "print" and m.is_builtin(func, "print"):
+                self._formats(args)
                 if any(m.holds_tensor(a) for a in args):
                     self._flag(node, "`print(...)`")
             elif name in ("str", "repr", "format") and m.is_builtin(func, name):
                 pos = positional_args(node)
+                if pos:
+                    self._formats(pos[:1], ("__repr__",) if name == "repr" else T.FORMAT_DUNDERS if name == "format" else None)
                 if pos and m.holds_tensor(pos[0]):
                     self._flag(node, f"`{name}(tensor)`")
             return
         if q in T.PRINT_FUNCTIONS:
+            self._formats(args)
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{q.rsplit('.', 1)[-1]}(...)`")
             return
@@ -121,11 +144,18 @@ class PerStepFormat(Rule):
         meth = func.attr.value
         recv = func.value
         if meth == "format" and isinstance(recv, (cst.SimpleString, cst.ConcatenatedString)):
+            self._formats(args, T.FORMAT_DUNDERS)
             if any(m.holds_tensor(a) for a in args):
+                self._flag(node, "`str.format`")
+            return
+        if meth == "format" and any(a.star == "**" and _own_attributes(a.value) for a in node.args):
+            # `fmtstr.format(**self.__dict__)` (the pytorch/examples AverageMeter): every attribute
+            if self._own_attributes_hold_tensor():
                 self._flag(node, "`str.format`")
             return
         if meth in T.LOG_METHODS and _is_logger(m, recv):
             # the message is args[0] (a str); tensors passed as %-args are formatted by logging
+            self._formats(args[1:])
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{dotted_name(func) or meth}(...)`")
             return
@@ -136,6 +166,15 @@ class PerStepFormat(Rule):
         if meth in _PROGRESS_METHODS and (last_name(recv) or "").lower() in ("pbar", "progress", "progress_bar", "bar", "tqdm", "t", "iterator", "epoch_iterator", "loop"):
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{meth}(...)`")
+
+
+def _own_attributes(node) -> bool:
+    """``self.__dict__`` or ``vars(self)``."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "__dict__":
+        return isinstance(node.value, cst.Name) and node.value.value == "self"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "vars":
+        return len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "self"
+    return False
 
 
 def _is_logger(m, recv) -> bool:

@@ -65,6 +65,7 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
+        self._format_seen: dict = {}  # key of a format dunder -> its class's attributes when it was walked
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}
@@ -101,6 +102,28 @@ class SemanticModel(TensorInference):
         self.candidates.append(
             Candidate(rule, node, message, fix, self.step_context(), when, self.stmt, self.top_index)
         )
+
+    def note_formatting(self, expr, dunders=T.FORMAT_DUNDERS[1:]) -> None:
+        """``expr`` is formatted here (``f"{meter}"``, ``print(meter)``, ``str(meter)``): when it is an
+        object of a project class, its first method of ``dunders`` that exists runs here, as often as
+        this line (a call-graph edge; its findings say "called from train.py:51")."""
+        cls_key = K.instance_class(self.kind(expr))
+        if cls_key is None:
+            return
+        for d in dunders:
+            target = self._method_of(cls_key, d)
+            if target is not None:
+                break
+        else:
+            return
+        mod, _, local = target.partition(":")
+        callee = local if mod == self.module_name and local in self.funcs else "@" + target
+        ctx = self.step_context()
+        self.func.calls.append((callee, ctx))
+        if callee[0] == "@":
+            self._site_refs[id(ctx)] = (None, expr, self.top_index)
+        if self.loop_stack:
+            self.loop_stack[-1].calls.append(callee)
 
     def is_builtin(self, func, name: str) -> bool:
         """``func`` is the builtin ``name``: not shadowed by an import or a def in this file."""
@@ -331,6 +354,8 @@ class SemanticModel(TensorInference):
             info.env.update(info.seeds)
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
+        if info.class_key is not None and name in T.FORMAT_DUNDERS and info.class_key in self.classes:
+            self._format_seen[key] = dict(self.classes[info.class_key]["attrs"])
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth = saved
 
     def _lambda(self, node: cst.Lambda) -> None:
@@ -514,6 +539,10 @@ class SemanticModel(TensorInference):
             self.walk(a.value)
         if closure:
             self.closure_depth -= 1
+        if q is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONTAINER_PUTS:
+            for a in node.args:
+                if a.star != "*":
+                    self._holds(node.func.value, self.kind(a.value))
         self._note_call(node, q)
 
     # ------------------------------------------------------------------ what this module exports
@@ -541,7 +570,9 @@ class SemanticModel(TensorInference):
             if i is None:
                 line = 0
                 site = self._site_refs.get(id(ctx))
-                if site is not None:
+                if site is not None and site[0] is None:  # an implicit call (formatting): its node
+                    line = locator.span(site[1], site[2])[0]
+                elif site is not None:
                     lines = site_lines.get(site[0], ())
                     line = lines[site[1]] if site[1] < len(lines) else 0
                 f = ctx.func
@@ -746,6 +777,12 @@ class SemanticModel(TensorInference):
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
+        # `__str__`/`__format__`/`__repr__` read attributes that other methods set (a meter's update()):
+        # walked before those were known, walk them again with the class's final attributes
+        for key, seen in self._format_seen.items():
+            f = self.funcs.get(key)
+            if f is not None and f.node is not None and self.classes[f.class_key]["attrs"] != seen:
+                self._rewalk(f, f.seeds)
 
     def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
         prefix = f.key + ".<locals>."
@@ -794,6 +831,10 @@ class SemanticModel(TensorInference):
             if cls is not None:
                 return f"{cls}.{func.attr.value}"
         if self.facts is None:
+            if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
+                mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
+                if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
+                    return f"{cls}.{func.attr.value}"
             return None
         q = self.qualname(func)
         if q is not None:
@@ -890,9 +931,31 @@ class SemanticModel(TensorInference):
                     name = target.attr.value
                     if isinstance(value, cst.Name) and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
+                    holders = self.classes[cls].setdefault("placeholders", set())
+                    if _is_number_literal(value):
+                        # `self.sum = 0` in __init__/reset(): a start value; a device tensor added to it
+                        # later (`self.sum += val * n`) makes it a tensor for good (a meter)
+                        if name not in attrs:
+                            holders.add(name)
+                    elif kind == K.NOT_TENSOR:
+                        holders.discard(name)
+                    if kind in K.DEVICE_TENSORS and attrs.get(name) == K.NOT_TENSOR and name in holders:
+                        attrs[name] = K.TENSOR
+                        return
                     attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
+        elif isinstance(target, cst.Subscript):
+            self._holds(target.value, kind)  # logs["loss"] = loss
+
+    def _holds(self, container, kind) -> None:
+        """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
+        a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
+        if kind not in K.HOLDS_DEVICE_TENSOR or not isinstance(container, cst.Name):
+            return
+        found, k = self._env_lookup(container.value)
+        if found and k == K.NOT_TENSOR and container.value not in self.imports:
+            self._bind_name(container.value, K.TENSORS)
 
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
@@ -985,6 +1048,16 @@ class SemanticModel(TensorInference):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self._bind_name(star.name.value, K.UNKNOWN)
+
+
+# list/dict methods that put their arguments into the container
+_CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+
+
+def _is_number_literal(value) -> bool:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float))
 
 
 def _config_like_param(name: str) -> bool:
