@@ -27,7 +27,7 @@ PROJECTS_DIR = ROOT / "tests" / "fixtures" / "projects"
 PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if (p / "pyproject.toml").is_file())
 MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
 # Projects whose marks sit outside train.py: single-file analysis cannot find them (issue #12).
-NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns"}
+NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns", "logging_sinks"}
 
 
 def _files(project: Path) -> list:

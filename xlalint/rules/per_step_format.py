@@ -11,6 +11,7 @@ from xlalint.semantics.model import dotted_name, last_name, positional_args
 
 FIX = "log every N steps from `xm.add_step_closure(fn, args=(loss,))`, or accumulate with `.detach()` and print after the loop"
 
+METER_FIX = "feed the meter Python numbers read off the step (`meter.update(loss.item())` inside `xm.add_step_closure`), or keep its sums on the device and print it after the loop"
 COST = "its value is copied to the host: 1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
 
 _PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str", "write"})
@@ -23,7 +24,11 @@ class PerStepFormat(Rule):
     what_it_does = """
         Flags formatting of device tensors in code that runs every step: `print(loss)`,
         `f"{loss}"`, `f"{loss:.4f}"`, `"%f" % loss`, `"{}".format(loss)`, `str(t)`, `repr(t)`,
-        `logger.info("...", loss)` / `logging.*` with tensor arguments, tqdm's `set_postfix(loss=t)`.
+        `logger.info("...", loss)` / `logging.*` with tensor arguments, tqdm's `set_postfix(loss=t)`,
+        dicts, lists and tuples that hold a device tensor. Formatting an object of a project class runs
+        its `__format__` / `__str__` / `__repr__` where it is formatted: a meter whose `update()` is fed
+        device tensors formats tensors in its `__str__` (also `fmt.format(**self.__dict__)`), and the
+        finding sits there, "every N steps (called from train.py:51 in the step loop)".
         Formatting `.shape`, `.dtype` or Python numbers is not flagged, nor formatting inside
         `xm.add_step_closure`, after the step's sync, or outside the step loop. A `.item()` that is
         formatted is reported once, as XLA001.
@@ -51,12 +56,16 @@ class PerStepFormat(Rule):
     """
     verify = "Transfer samples (`TransferFromDeviceTime`) at the formatting line on most steps."
     VALID = [
+        # the same meter fed Python floats (`.item()` is XLA001's finding, once)
+        "import torch\nclass Meter:\n    def __init__(self):\n        self.sum = 0.0\n        self.n = 0\n    def update(self, v):\n        self.sum += v\n        self.n += 1\n    def __str__(self):\n        return f'{self.sum / self.n:.4f}'\nmeter = Meter()\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    meter.update(loss.item())\n    if step % 10 == 0:\n        print(f'loss {meter}')\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(x.shape, loss.dtype)\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(f'{loss.item():.3f}')\n",
         # an error message runs only when something is wrong
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if x.dim() != 2:\n            raise ValueError(f'expected 2-D input, got {x}')\n        return x\n",
     ]
     INVALID = [
+        # a meter fed the loss tensor, printed every 10 steps: the f-string in __str__ is the finding
+        "import torch\nclass Meter:\n    def __init__(self):\n        self.sum = 0.0\n        self.n = 0\n    def update(self, v):\n        self.sum += v\n        self.n += 1\n    def __str__(self):\n        return f'{self.sum / self.n:.4f}'\nmeter = Meter()\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    meter.update(loss.detach())\n    if step % 10 == 0:\n        print(f'loss {meter}')\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    s = f'{loss:.4f}'\n",
         "import torch, logging\nlogger = logging.getLogger()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logger.info('loss %s', loss)\n",
@@ -80,6 +89,15 @@ class PerStepFormat(Rule):
     def _flag(self, node, what: str) -> None:
         tensor = self._tensor_in(node)
         named = f"the device tensor `{self.text(tensor, 24)}`" if tensor is not None else "a device tensor"
+        if tensor is not None and self.model.kind(tensor) not in K.DEVICE_TENSORS:
+            named = f"`{self.text(tensor, 24)}`, which holds device tensors,"
+        f = self.model.func
+        if f.class_key is not None and f.name in T.FORMAT_DUNDERS:
+            # a meter's __str__: it runs where the object is printed, as often as that line
+            cls = f.class_key.rsplit(".", 1)[-1]
+            self.report(node, f"`{self.text(node)}` in `{cls}.{f.name}` formats {named} each time a `{cls}` is printed, {{when}}",
+                        fix=METER_FIX, cost=COST)
+            return
         self.report(node, f"`{self.text(node)}` formats {named} {{when}}", fix=FIX, cost=COST)
 
     def _tensor_in(self, node):
