@@ -65,7 +65,9 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
-        self._format_seen: dict = {}  # key of a format dunder -> its class's attributes when it was walked
+        self._format_seen: dict = {}  # method of a plain class -> the class's attributes when it was walked
+        self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
+        self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)  # key of a format dunder -> its class's attributes when it was walked
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}
@@ -354,7 +356,7 @@ class SemanticModel(TensorInference):
             info.env.update(info.seeds)
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
-        if info.class_key is not None and name in T.FORMAT_DUNDERS and info.class_key in self.classes:
+        if info.class_key is not None and info.class_key in self.classes and not self.classes[info.class_key]["module"]:
             self._format_seen[key] = dict(self.classes[info.class_key]["attrs"])
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth = saved
 
@@ -752,12 +754,16 @@ class SemanticModel(TensorInference):
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
         seeds = {}
+        guessed = self._guessed_params.get(f.key, ())
         for name, ks in seen.items():
+            if name in guessed and all(k == K.NOT_TENSOR for k in ks):
+                seeds[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
+                continue
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
                 continue
-            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None]
+            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None]
             if not known:
                 continue
             if all(k == known[0] for k in known):
@@ -777,8 +783,8 @@ class SemanticModel(TensorInference):
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
-        # `__str__`/`__format__`/`__repr__` read attributes that other methods set (a meter's update()):
-        # walked before those were known, walk them again with the class's final attributes
+        # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
+        # `update()` stored): walked before those were known, walk them again with the final attributes
         for key, seen in self._format_seen.items():
             f = self.funcs.get(key)
             if f is not None and f.node is not None and self.classes[f.class_key]["attrs"] != seen:
@@ -787,6 +793,7 @@ class SemanticModel(TensorInference):
     def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
         prefix = f.key + ".<locals>."
         mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
+        mine_key = lambda key: key == f.key or key.startswith(prefix)  # noqa: E731
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
@@ -798,6 +805,15 @@ class SemanticModel(TensorInference):
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
+        for c in self.classes.values():  # its attribute assignments are made again by the walk
+            for name, entries in c.get("entries", {}).items():
+                kept = [e for e in entries if not mine_key(e[2])]
+                if len(kept) != len(entries):
+                    entries[:] = kept
+                    if kept:
+                        c["attrs"][name] = _attribute_kind(kept)
+                    else:
+                        c["attrs"].pop(name, None)
         for rule in self.rules:
             rule.before_rewalk()
         saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
@@ -826,6 +842,9 @@ class SemanticModel(TensorInference):
                 return func.value if not found else None  # defined further down this file
             if f is not None:
                 return f.key
+            c = self.classes.get(func.value)
+            if c is not None and not c["module"] and f"{func.value}.__init__" in self.funcs:
+                return f"{func.value}.__init__"  # ProgressMeter(n, [top1, top5]): its __init__ runs here
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
@@ -838,7 +857,10 @@ class SemanticModel(TensorInference):
             return None
         q = self.qualname(func)
         if q is not None:
-            return "@" + q if self.facts.knows(q) else None
+            if not self.facts.knows(q):
+                return None
+            cls_key = K.instance_class(self._project_call_kind(q))
+            return f"@{cls_key}.__init__" if cls_key is not None else "@" + q  # a constructor runs __init__
         if isinstance(func, cst.Attribute):
             cls_key = K.instance_class(self.kind(func.value))
             if cls_key is not None:
@@ -931,18 +953,12 @@ class SemanticModel(TensorInference):
                     name = target.attr.value
                     if isinstance(value, cst.Name) and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
-                    holders = self.classes[cls].setdefault("placeholders", set())
-                    if _is_number_literal(value):
-                        # `self.sum = 0` in __init__/reset(): a start value; a device tensor added to it
-                        # later (`self.sum += val * n`) makes it a tensor for good (a meter)
-                        if name not in attrs:
-                            holders.add(name)
-                    elif kind == K.NOT_TENSOR:
-                        holders.discard(name)
-                    if kind in K.DEVICE_TENSORS and attrs.get(name) == K.NOT_TENSOR and name in holders:
-                        attrs[name] = K.TENSOR
-                        return
-                    attrs[name] = kind if name not in attrs else K.join(attrs[name], kind) if kind is not K.UNKNOWN else attrs[name]
+                    # every assignment is kept with the function that made it: walking a function again
+                    # (better-known parameters) replaces its own assignments, not the others'
+                    entries = self.classes[cls].setdefault("entries", {}).setdefault(name, [])
+                    order = self._func_order.setdefault(self.func.key, len(self._func_order))
+                    entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
+                    attrs[name] = _attribute_kind(entries)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
         elif isinstance(target, cst.Subscript):
@@ -1038,6 +1054,7 @@ class SemanticModel(TensorInference):
                 words = name_words(pname)
                 if pname == "batch" or pname.endswith("_batch"):
                     k = K.TENSORS
+                    self._guessed_params.setdefault(info.key, set()).add(pname)
                 elif words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] == "criterion"):
                     k = K.MODULE
                 elif p.default is not None and isinstance(
@@ -1052,6 +1069,25 @@ class SemanticModel(TensorInference):
 
 # list/dict methods that put their arguments into the container
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+
+
+def _attribute_kind(entries):
+    """The kind of ``self.<name>`` from its assignments ``(order, n, function, kind, number literal)``,
+    in walk order: the first decides, a later unknown changes nothing, different known kinds make it
+    unknown, and a number literal is a start value (``self.sum = 0`` in ``reset()``): a device tensor
+    assigned or added later (``self.sum += val * n``) makes it a tensor (a meter)."""
+    result, start_value, first = K.UNKNOWN, False, True
+    for _order, _n, _func, kind, literal in sorted(entries, key=lambda e: (e[0], e[1])):
+        if first:
+            result, start_value, first = kind, literal and kind == K.NOT_TENSOR, False
+        elif literal or kind is K.UNKNOWN:
+            continue
+        elif start_value and result == K.NOT_TENSOR and kind in K.DEVICE_TENSORS:
+            result, start_value = K.TENSOR, False
+        else:
+            start_value = False
+            result = K.join(result, kind)
+    return result
 
 
 def _is_number_literal(value) -> bool:

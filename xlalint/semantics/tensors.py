@@ -141,6 +141,8 @@ class TensorInference:
             ks = [self.kind(el.value) for el in e.elements]
             if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
                 return K.TENSORS
+            if ks and K.instance_class(ks[0]) is not None and all(k == ks[0] for k in ks):
+                return K.instances(K.instance_class(ks[0]))  # [batch_time, losses, top1]
             if ks and all(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks):
                 return K.CPU_TENSORS
             if all(k == K.NOT_TENSOR for k in ks):
@@ -214,6 +216,8 @@ class TensorInference:
 
     def _infer_subscript(self, e: cst.Subscript):
         bk = self.kind(e.value)
+        if K.instances_class(bk) is not None:
+            return K.element_of(bk)
         if bk in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
