@@ -38,6 +38,12 @@ class PerStepFormat(Rule):
         and copies the tensor back (measured: 1 extra execution and 1 device-to-host transfer per
         step for `print(loss)` or `f"{loss:.4f}"`).
     """
+    known_problems = """
+        A meter's attributes are known per class, not per object: when one caller feeds a meter class
+        device tensors and another feeds it values of unknown kind, the finding in `__str__` names the
+        path of whichever formatting site runs most often. A class fed Python numbers anywhere
+        (`.item()`) is left alone.
+    """
     example = """
         for step, (x, y) in enumerate(loader):
             loss = criterion(model(x), y)
