@@ -184,10 +184,12 @@ class PerStepFormat(Rule):
                 self._flag(node, f"`{dotted_name(func) or meth}(...)`")
             return
         if meth == "print" and last_name(recv) in ("accelerator", "accel"):
+            self._formats(args)
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, "`accelerator.print(...)`")
             return
         if meth in _PROGRESS_METHODS and (last_name(recv) or "").lower() in ("pbar", "progress", "progress_bar", "bar", "tqdm", "t", "iterator", "epoch_iterator", "loop"):
+            self._formats(args)
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{meth}(...)`")
 
