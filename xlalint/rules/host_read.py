@@ -70,6 +70,8 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # the same metric logger fed Python numbers only (torchvision's): its `v.item()` never runs
+        "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(lr=0.1, step=3)\n",
         # logging sinks handed Python numbers or CPU tensors, from a step closure, after training, or
         # Lightning's `self.log` (kept on the device, read after the step)
         "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\ndef log(step, loss):\n    writer.add_scalar('loss', loss, step)\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    writer.add_scalar('lr', optimizer.param_groups[0]['lr'], step)\n    writer.add_histogram('noise', torch.randn(3), step)\n    xm.add_step_closure(log, args=(step, loss))\nwriter.add_scalar('final', loss, 0)\n",
@@ -93,6 +95,8 @@ class HostRead(Rule):
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
+        # a metric logger fed a dict of device losses reads each one (DETR's MetricLogger)
+        "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(**{k: v * 2 for k, v in loss_dict.items()})\n",
         # logging sinks read what they are handed
         "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    writer.add_scalar('loss', loss, step)\n",
         "import torch, wandb\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logs = {}\n    logs['loss'] = loss\n    wandb.log(logs)\n",

@@ -713,10 +713,13 @@ class SemanticModel(TensorInference):
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
         for a in node.args:
-            if a.star:
+            if a.star == "*":
                 return  # f(*args): positions unknown
             k = self.kind(a.value)
-            if a.keyword is None:
+            if a.star == "**":  # f(**losses): only the callee's **kwargs learns from it (_param_seeds)
+                if "**" not in kw or k in K.HOLDS_DEVICE_TENSOR:
+                    kw["**"] = k
+            elif a.keyword is None:
                 pos.append(k)
             else:
                 kw[a.keyword.value] = k
@@ -745,8 +748,15 @@ class SemanticModel(TensorInference):
         params = list(node.params.posonly_params) + list(node.params.params)
         names = [p.name.value for p in params]
         is_method = f.class_key is not None and names and names[0] in ("self", "cls")
+        star_kw = node.params.star_kwarg.name.value if isinstance(node.params.star_kwarg, cst.Param) else None
+        named = set(names) | {p.name.value for p in node.params.kwonly_params}
         seen: dict = {}
+        extra: list = []  # what callers pass into **kwargs
         for _caller, pos, kw, via_self in sites:
+            if star_kw is not None:
+                extra.extend(k for name, k in kw.items() if name == "**" or name not in named)
+            if "**" in kw:
+                continue  # which named parameters `**d` fills is unknown
             offset = 1 if is_method else 0
             for i, k in enumerate(pos):
                 if i + offset < len(names):
@@ -754,6 +764,13 @@ class SemanticModel(TensorInference):
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
         seeds = {}
+        if extra:
+            # `update(self, **kwargs)`: a dict of tensors when a caller passes one (`**loss_dict`,
+            # `loss=loss`), a dict of Python values when the callers' known values all are
+            if any(k in K.HOLDS_DEVICE_TENSOR for k in extra):
+                seeds[star_kw] = K.TENSORS
+            elif any(k == K.NOT_TENSOR for k in extra):
+                seeds[star_kw] = K.NOT_TENSOR
         guessed = self._guessed_params.get(f.key, ())
         for name, ks in seen.items():
             if name in guessed and all(k == K.NOT_TENSOR for k in ks):

@@ -352,6 +352,10 @@ class TensorInference:
             return self._method_return(cls_key, meth)
         if rk in K.ANY_TENSOR:
             cpu = rk == K.CPU_TENSOR
+            if meth in _DICT_OUTPUT_METHODS and not cpu:
+                # a tensor has no .items(): this "tensor" is a dict of them (a criterion's loss dict,
+                # a model output), and its values are device tensors
+                return _DICT_OUTPUT_METHODS[meth]
             if meth in T.NON_TENSOR_METHODS:
                 return K.NOT_TENSOR
             if meth == "cpu":
@@ -541,6 +545,9 @@ class TensorInference:
             return True
         return self._looks_like_loader(it)
 
+
+# Methods of a dict-like model output or loss dict taken for a tensor: what they give.
+_DICT_OUTPUT_METHODS = {"items": K.ITEMS, "values": K.TENSORS, "get": K.TENSOR}
 
 _DTYPES = frozenset(
     {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",
