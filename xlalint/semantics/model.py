@@ -779,6 +779,11 @@ class SemanticModel(TensorInference):
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
+                if f.class_key is not None and not self.classes.get(f.class_key, {"module": True})["module"] and any(
+                        k in K.DEVICE_TENSORS for k in ks):
+                    # an object of a plain class fed a device tensor by some caller (`top1.update(acc1[0])`
+                    # beside `losses.update(loss.item())`): its attributes hold device tensors
+                    seeds[name] = K.TENSOR
                 continue
             known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None]
             if not known:
@@ -797,9 +802,25 @@ class SemanticModel(TensorInference):
                 seeds = self._param_seeds(f)
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
+        returned = {k: f.return_kind for k, f in self.funcs.items()}
         for f, seeds in plans:
             self._rewalk(f, seeds)
             f.seeds = seeds
+        # a function walked again may now return tensors (`accuracy()` returning a list of them): its
+        # callers walked before are walked once more (their call sites too), then the functions whose
+        # parameters that changes (`top1.update(acc1[0])`)
+        changed = {k for k, f in self.funcs.items() if k in returned and f.return_kind != returned[k]}
+        if changed:
+            again = [f for f in list(self.funcs.values()) if f.parent is None and f.node is not None
+                     and any(c in changed for c, _ in f.calls)]
+            for f in again:
+                self._rewalk(f, f.seeds, record=True)
+            for f in list(self.funcs.values()):
+                if f.parent is None and f.node is not None:
+                    seeds = self._param_seeds(f)
+                    if seeds != f.seeds:
+                        self._rewalk(f, seeds)
+                        f.seeds = seeds
         # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
         # `update()` stored): walked before those were known, walk them again with the final attributes
         for key, seen in self._format_seen.items():
@@ -807,10 +828,15 @@ class SemanticModel(TensorInference):
             if f is not None and f.node is not None and self.classes[f.class_key]["attrs"] != seen:
                 self._rewalk(f, f.seeds)
 
-    def _rewalk(self, f: FuncInfo, seeds: dict) -> None:
+    def _rewalk(self, f: FuncInfo, seeds: dict, record: bool = False) -> None:
+        """Walk ``f`` again with parameter kinds ``seeds``; ``record``: its call sites are recorded
+        again (its callees' parameters may learn from them), else the first walk's are kept."""
         prefix = f.key + ".<locals>."
         mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
         mine_key = lambda key: key == f.key or key.startswith(prefix)  # noqa: E731
+        if record:
+            for recs in self.call_sites.values():
+                recs[:] = [r for r in recs if not mine_key(r[0])]
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
@@ -838,7 +864,7 @@ class SemanticModel(TensorInference):
         self.func, self.loop_stack, self.guards = f, [], []
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
-        self._rewalking_quietly = True
+        self._rewalking_quietly = not record
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
