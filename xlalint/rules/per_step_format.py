@@ -62,6 +62,8 @@ class PerStepFormat(Rule):
     """
     verify = "Transfer samples (`TransferFromDeviceTime`) at the formatting line on most steps."
     VALID = [
+        # a block that ends the program runs at most once (DETR's non-finite loss check)
+        "import math, sys, torch\nfor x, y in loader:\n    loss_dict = criterion(model(x), y)\n    losses = sum(loss_dict.values())\n    value = losses.item()\n    if not math.isfinite(value):\n        print(loss_dict)\n        sys.exit(1)\n    losses.backward()\n",
         # the same meter fed Python floats (`.item()` is XLA001's finding, once)
         "import torch\nclass Meter:\n    def __init__(self):\n        self.sum = 0.0\n        self.n = 0\n    def update(self, v):\n        self.sum += v\n        self.n += 1\n    def __str__(self):\n        return f'{self.sum / self.n:.4f}'\nmeter = Meter()\nfor step, x in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    meter.update(loss.item())\n    if step % 10 == 0:\n        print(f'loss {meter}')\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    print(x.shape, loss.dtype)\n",

@@ -443,7 +443,10 @@ class SemanticModel(TensorInference):
         once = period is None and _runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
+        exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
+        self.error_depth += exits
         self.walk_block(node.body)
+        self.error_depth -= exits
         self.guards.pop()
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
@@ -456,6 +459,21 @@ class SemanticModel(TensorInference):
         if polarity == "xla" and node.orelse is None and _ends_block(node.body):
             # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
             self.guards.append((None, True, False))
+
+    def _exits(self, block) -> bool:
+        """The block ends the program or raises: it runs at most once, like an error path."""
+        body = getattr(block, "body", ())
+        last = body[-1] if body else None
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        small = last.body[-1]
+        if isinstance(small, cst.Raise):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            q = self.qualname(func) or (func.value if isinstance(func, cst.Name) and func.value not in self.imports else None)
+            return q in T.EXIT_FUNCTIONS
+        return False
 
     def _try(self, node) -> None:
         self.seq += 1

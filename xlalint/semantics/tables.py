@@ -148,6 +148,8 @@ COMPILE_WRAPPERS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.e
 
 # --- Where per-step code stops being per-step ------------------------------------------------
 STEP_CLOSURE_FUNCTIONS = frozenset({"torch_xla.core.xla_model.add_step_closure"})
+# A block that ends with one of these (or a `raise`) runs at most once: an error path.
+EXIT_FUNCTIONS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # --- XLA001: host reads ----------------------------------------------------------------------
 # Builtins that read a tensor's value to the host when given a tensor.
