@@ -1028,7 +1028,12 @@ class SemanticModel(TensorInference):
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
         a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
-        if kind not in K.HOLDS_DEVICE_TENSOR or not isinstance(container, cst.Name):
+        if kind not in K.HOLDS_DEVICE_TENSOR:
+            return
+        if isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name) and container.value.value == "self":
+            self._bind_target(container, None, K.TENSORS)  # self.history.append(loss)
+            return
+        if not isinstance(container, cst.Name):
             return
         found, k = self._env_lookup(container.value)
         if found and k == K.NOT_TENSOR and container.value not in self.imports:
@@ -1143,8 +1148,8 @@ def _attribute_kind(entries):
             result, start_value, first = kind, literal and kind == K.NOT_TENSOR, False
         elif literal or kind is K.UNKNOWN:
             continue
-        elif start_value and result == K.NOT_TENSOR and kind in K.DEVICE_TENSORS:
-            result, start_value = K.TENSOR, False
+        elif start_value and result == K.NOT_TENSOR and kind in K.HOLDS_DEVICE_TENSOR:
+            result, start_value = (K.TENSOR if kind in K.DEVICE_TENSORS else K.TENSORS), False
         else:
             start_value = False
             result = K.join(result, kind)
@@ -1152,8 +1157,11 @@ def _attribute_kind(entries):
 
 
 def _is_number_literal(value) -> bool:
+    """A start value: a number, or an empty list / dict / tuple (filled later)."""
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         value = value.expression
+    if isinstance(value, (cst.List, cst.Dict, cst.Tuple)):
+        return not value.elements
     return isinstance(value, (cst.Integer, cst.Float))
 
 
