@@ -103,7 +103,8 @@ class PerStepFormat(Rule):
         if f.class_key is not None and f.name in T.FORMAT_DUNDERS:
             # a meter's __str__: it runs where the object is printed, as often as that line
             cls = f.class_key.rsplit(".", 1)[-1]
-            self.report(node, f"`{self.text(node)}` in `{cls}.{f.name}` formats {named} each time {"an" if cls[:1].lower() in "aeiou" else "a"} `{cls}` is printed, {{when}}",
+            article = "an" if cls[:1].lower() in "aeiou" else "a"
+            self.report(node, f"`{self.text(node)}` in `{cls}.{f.name}` formats {named} each time {article} `{cls}` is printed, {{when}}",
                         fix=METER_FIX, cost=COST)
             return
         self.report(node, f"`{self.text(node)}` formats {named} {{when}}", fix=FIX, cost=COST)
