@@ -920,8 +920,12 @@ class SemanticModel(TensorInference):
         if q is not None:
             if not self.facts.knows(q):
                 return None
-            cls_key = K.instance_class(self._project_call_kind(q))
-            return f"@{cls_key}.__init__" if cls_key is not None else "@" + q  # a constructor runs __init__
+            r = self.facts.resolve(q)
+            if r is not None and r[0] == "class":  # a constructor of a plain class runs its __init__
+                cls_key = K.instance_class(self._project_call_kind(q))
+                if cls_key is not None:
+                    return f"@{cls_key}.__init__"
+            return "@" + q
         if isinstance(func, cst.Attribute):
             cls_key = K.instance_class(self.kind(func.value))
             if cls_key is not None:
