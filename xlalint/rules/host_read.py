@@ -99,6 +99,7 @@ class HostRead(Rule):
         "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(**{k: v * 2 for k, v in loss_dict.items()})\n",
         # logging sinks read what they are handed
         "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    writer.add_scalar('loss', loss, step)\n",
+        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\nfor it, x in enumerate(loader):\n    loss = model.get_loss(x)\n    loss.backward()\n    writer.add_scalar('train/loss', loss, it)\n",
         "import torch, wandb\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logs = {}\n    logs['loss'] = loss\n    wandb.log(logs)\n",
         "import torch\ndef train(fabric, model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n        fabric.backward(loss)\n        fabric.log_dict({'loss': loss})\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * float(x.max())\n",

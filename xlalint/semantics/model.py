@@ -681,6 +681,9 @@ class SemanticModel(TensorInference):
             recv = last_name(func.value) or ""
             if meth in T.STEP_METHODS_ANY_RECEIVER:
                 step = trains = True
+                if isinstance(func.value, cst.Name) and self.kind(func.value) is K.UNKNOWN and not node.args:
+                    # `loss = model.get_loss(x); loss.backward()`: what is backpropagated is a device tensor
+                    self._bind_name(func.value.value, K.TENSOR)
             elif meth == "step" and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS) and (
                 not node.args or "scaler" in recv.lower()
             ):
