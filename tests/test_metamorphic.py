@@ -376,9 +376,6 @@ WRAP_FIXTURES = [p for p in FIXTURES if wrap_loop_bodies(p.read_text(encoding="u
 WRAP_KNOWN: dict = {
     "step_varying_slice": "XLA009 does not follow the loop counter into a function it is passed to (the counter "
                           "becomes a parameter): both findings are lost when the loop body is wrapped",
-    "host_read_after_sync": "model bug: reads after the step's `xm.mark_step()` are reported when the step's body "
-                            "is a function called from the loop (the after-sync context is only tracked in the loop "
-                            "body itself): 2 false positives, XLA001 and XLA006",
 }
 
 

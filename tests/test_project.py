@@ -125,3 +125,63 @@ def test_flake8_sees_the_project(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("reporting.py:6:11: XLA006 "), out.stdout + out.stderr
     assert "called from train.py:71" in out.stdout
+
+
+def _project(root: Path, files: dict) -> None:
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def _lint(root: Path, files=None) -> set:
+    asked = [str(root / f) for f in files] if files else _files(root)
+    return _found(parallel.lint_files(asked, _settings(), jobs=1, cache=None), root)
+
+
+def test_a_star_import_of_a_project_module_is_followed(tmp_path):
+    root = tmp_path / "proj"
+    _project(root, {
+        "utils.py": "def accuracy(scores, targets, k):\n"
+                    "    correct = scores.topk(k, 1)[1].eq(targets.view(-1, 1)).sum()\n"
+                    "    return correct.item() * 100.0 / targets.size(0)\n"
+                    "\n\ndef _private(x):\n    return x.item()\n",
+        "train.py": "import torch_xla\nfrom utils import *\n\n\n"
+                    "def train(model, loader, opt):\n"
+                    "    for x, y in loader:\n"
+                    "        scores = model(x)\n"
+                    "        scores.sum().backward()\n"
+                    "        opt.step()\n"
+                    "        top5 = accuracy(scores, y, 5)\n"
+                    "        torch_xla.sync()\n",
+    })
+    assert _lint(root) == {("utils.py", 3, "XLA001")}
+    assert _lint(root, ["utils.py"]) == {("utils.py", 3, "XLA001")}
+
+
+def test_an_override_in_another_module_receives_what_the_base_class_passes(tmp_path):
+    # the base trainer moves every entry of its host batch but `meta` to the device itself: the subclass's
+    # hook reads `meta` on the host (silent) and a moved entry on the device (found)
+    root = tmp_path / "proj"
+    _project(root, {
+        "trains/__init__.py": "",
+        "trains/base.py": "import torch_xla\n\n\nclass BaseTrainer:\n"
+                          "    def run_epoch(self, model, data_loader, opt, device):\n"
+                          "        for it, batch in enumerate(data_loader):\n"
+                          "            for k in batch:\n"
+                          "                if k != 'meta':\n"
+                          "                    batch[k] = batch[k].to(device=device)\n"
+                          "            out = model(batch['input'])\n"
+                          "            out.mean().backward()\n"
+                          "            opt.step()\n"
+                          "            self.debug(batch, out)\n"
+                          "            torch_xla.sync()\n\n"
+                          "    def debug(self, batch, output):\n"
+                          "        raise NotImplementedError\n",
+        "trains/det.py": "from .base import BaseTrainer\n\n\nclass DetTrainer(BaseTrainer):\n"
+                         "    def debug(self, batch, output):\n"
+                         "        ids = batch['meta']['img_id'].numpy()\n"
+                         "        return output.max().item(), ids\n",
+    })
+    assert _lint(root) == {("trains/det.py", 7, "XLA001")}

@@ -131,7 +131,8 @@ class HostRead(Rule):
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist
                 k = m.kind(func.value)
-                if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)):
+                if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)
+                                             and not m.type_tested(func.value)):
                     what = T.HOST_READ_METHODS[meth]
                     edit = None
                     if meth == "item" and id(node) in self._accumulated:

@@ -79,10 +79,12 @@ class SemanticModel(TensorInference):
         self.class_key: Optional[str] = None
         self.loop_stack: list[LoopInfo] = []
         self.guards: list[tuple] = []  # (period or None, non_xla bool, once bool)
+        self._type_tested: list[str] = []  # names under `if isinstance(v, torch.Tensor):` (maybe a tensor, maybe not)
         self.closure_depth = 0
         self.error_depth = 0
         self.cond_depth = 0
         self.seq = 0
+        self._block_syncs: list[list] = [[]]  # sync points recorded in each open block (their reach ends with it)
         self.stmt: Optional[cst.CSTNode] = None
         self.top_index = 0
 
@@ -99,6 +101,11 @@ class SemanticModel(TensorInference):
             once = once or o
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
                    self.error_depth > 0, once)
+
+    def type_tested(self, expr) -> bool:
+        """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code
+        expects both tensors and other values there, so an unknown kind stays unknown."""
+        return isinstance(expr, cst.Name) and expr.value in self._type_tested
 
     def report(self, rule, node, message: str, fix: str = "", when: str = "step") -> None:
         self.candidates.append(
@@ -213,12 +220,15 @@ class SemanticModel(TensorInference):
         if block is None:
             return
         depth = len(self.guards)
+        self._block_syncs.append([])
         if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for s in block.body:
                 self.walk(s)
         else:
             self.walk(block)
         del self.guards[depth:]
+        for point in self._block_syncs.pop():
+            point[2] = self.seq  # a barrier ends the step for what follows it in its own block only
 
     # statements ----------------------------------------------------------
     def _stmt(self, node) -> None:
@@ -252,6 +262,10 @@ class SemanticModel(TensorInference):
         if mod:
             self._note_import(mod)
         if isinstance(node.names, cst.ImportStar):
+            if mod and self.facts is not None and self.facts.knows(mod):
+                for nm in self.facts.star_names(mod):  # `from utils import *` of a project module
+                    self.imports.setdefault(nm, f"{mod}.{nm}")
+                    self._bind_name(nm, K.NOT_TENSOR)
             return
         for alias in node.names:
             nm = dotted_name(alias.name)
@@ -405,9 +419,11 @@ class SemanticModel(TensorInference):
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index)
+                        cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
+        self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
         self.loop_stack.append(loop)
@@ -420,7 +436,8 @@ class SemanticModel(TensorInference):
         self.seq += 1
         prev = self.stmt
         self.stmt = node
-        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index)
+        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -445,7 +462,12 @@ class SemanticModel(TensorInference):
         self.guards.append((period, polarity == "non-xla", once))
         exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
         self.error_depth += exits
+        tested = _tensor_type_test(node.test)
+        if tested:
+            self._type_tested.append(tested)
         self.walk_block(node.body)
+        if tested:
+            self._type_tested.pop()
         self.error_depth -= exits
         self.guards.pop()
         if node.orelse is not None:
@@ -563,7 +585,25 @@ class SemanticModel(TensorInference):
             for a in node.args:
                 if a.star != "*":
                     self._holds(node.func.value, self.kind(a.value))
+        self._register_buffer(node)
         self._note_call(node, q)
+
+    def _register_buffer(self, node: cst.Call) -> None:
+        """``self.register_buffer("queue_ptr", torch.zeros(1))``: the module's attribute is a tensor, on
+        the module's device."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
+                and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return
+        args = positional_args(node)
+        name = string_value(args[0]) if args else None
+        cls = self._current_class()
+        if name is None or len(args) < 2 or cls is None or cls not in self.classes:
+            return
+        if self.kind(args[1]) in K.ANY_TENSOR or isinstance(args[1], cst.Call) and (
+                self.qualname(args[1].func) or "").startswith(("torch.", "nn.")):
+            attrs = self.classes[cls]["attrs"]
+            attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
 
     # ------------------------------------------------------------------ what this module exports
     def export(self, locator, noqa=None, call_lines: Optional[dict] = None) -> dict:
@@ -604,10 +644,12 @@ class SemanticModel(TensorInference):
         funcs = {}
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
-                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls]]
+                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
+                          [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
-                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None) for s, c in lp.sync_points]]
+                  [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
+                  loop_ids.get(id(lp.outer))]
                  for lp in self.loops]
         classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
                    for k, c in self.classes.items()}
@@ -616,6 +658,11 @@ class SemanticModel(TensorInference):
             ref = callee_ref(callee)
             if ref[0] == "@":
                 sites.setdefault(ref, []).extend([list(pos), dict(kw), v] for _c, pos, kw, v in recs)
+            elif ref in self.funcs and self.funcs[ref].class_key is not None:
+                # `self.debug(batch)` in a base class: overrides in other modules receive what it passes
+                own = [[list(pos), dict(kw), v] for _c, pos, kw, v in recs if v]
+                if own:
+                    sites.setdefault(f"@{mod}:{ref}", []).extend(own)
         cands = []
         cand_ids: dict = {}
         for c in self.candidates:
@@ -694,6 +741,8 @@ class SemanticModel(TensorInference):
                 trains = meth == "optimizer_step"
             elif meth == "sync" and recv == "torch_xla":
                 step = barrier = True
+        if not self.loop_stack and self.func is not self.top and _sets_up(q, func):
+            self.func.sets_up = True
         if q in T.COMPILE_WRAPPERS:
             for a in positional_args(node)[:1]:
                 n = dotted_name(a)
@@ -723,13 +772,10 @@ class SemanticModel(TensorInference):
                 self._site_refs[id(ctx)] = (text, ordinal)
             if self.loop_stack:
                 self.loop_stack[-1].calls.append(callee)
-        if self.loop_stack:
-            loop = self.loop_stack[-1]
-            if self.cond_depth == loop.cond_depth and self.closure_depth == 0:
-                if barrier:
-                    loop.sync_points.append((self.seq, None))
-                elif callee is not None:
-                    loop.sync_points.append((self.seq, callee))
+        if self.closure_depth == 0 and (barrier or callee is not None):
+            point = [self.seq, None if barrier else callee, None]
+            (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)
+            self._block_syncs[-1].append(point)
 
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
@@ -763,7 +809,7 @@ class SemanticModel(TensorInference):
         if not isinstance(node, cst.FunctionDef):
             return {}
         if sites is None:
-            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f)
+            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f) + self._base_sites(f)
         if not sites:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
@@ -797,6 +843,9 @@ class SemanticModel(TensorInference):
             if name in guessed and all(k == K.NOT_TENSOR for k in ks):
                 seeds[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
                 continue
+            if ks and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in ks) and len(set(ks)) == 1:
+                seeds[name] = ks[0]  # every caller passes host tensors (a batch it did not move): over any guess
+                continue
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
@@ -814,6 +863,19 @@ class SemanticModel(TensorInference):
             elif all(k in K.DEVICE_TENSORS for k in known):
                 seeds[name] = K.TENSOR
         return seeds
+
+    def _base_sites(self, f: FuncInfo) -> list:
+        """An override receives what its base classes (in this module) pass to ``self.<name>(...)``."""
+        out, seen, stack = [], set(), [f.class_key] if f.class_key else []
+        prefix = self.module_name + "."
+        while stack:
+            for b in self.classes.get(stack.pop(), {}).get("bases", ()):
+                local = b[len(prefix):] if b.startswith(prefix) else None
+                if local in self.classes and local not in seen:
+                    seen.add(local)
+                    stack.append(local)
+                    out.extend(site for site in self.call_sites.get(f"{local}.{f.name}", ()) if site[3])
+        return out
 
     def _refine_params(self) -> None:
         """Re-walk the functions whose parameters turn out to be tensors, with those kinds."""
@@ -866,6 +928,8 @@ class SemanticModel(TensorInference):
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()
+        f.sync_points.clear()
+        f.sets_up = False
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
@@ -912,6 +976,9 @@ class SemanticModel(TensorInference):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
+                held = self.classes.get(cls, {}).get("func_attrs", {}).get(func.attr.value)
+                if held is not None and f"{cls}.{func.attr.value}" not in self.funcs:
+                    return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
         if self.facts is None:
             if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
@@ -1021,6 +1088,10 @@ class SemanticModel(TensorInference):
                     name = target.attr.value
                     if isinstance(value, cst.Name) and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
+                    if isinstance(value, cst.Name):
+                        f = self._lookup_func(value.value)
+                        if f is not None or value.value in getattr(self, "toplevel_defs", ()):
+                            self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
                     # every assignment is kept with the function that made it: walking a function again
                     # (better-known parameters) replaces its own assignments, not the others'
                     entries = self.classes[cls].setdefault("entries", {}).setdefault(name, [])
@@ -1045,6 +1116,23 @@ class SemanticModel(TensorInference):
         found, k = self._env_lookup(container.value)
         if found and k == K.NOT_TENSOR and container.value not in self.imports:
             self._bind_name(container.value, K.TENSORS)
+
+    def _host_batch_if_moved(self, node: cst.For) -> None:
+        """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
+        device itself iterates host batches (unless the loader is known to be a device loader): only what
+        it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
+        kinds = {n.value: self._env_lookup(n.value)[1] for n in _target_names(node.target)}
+        names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
+        if not names or not _moves_to_device(node.body, names):
+            return
+        it = node.iter
+        while isinstance(it, cst.Call) and positional_args(it) and (
+                dotted_name(it.func) in ("enumerate", "iter") or dotted_name(it.func) in T.TRANSPARENT_ITERATION_WRAPPERS):
+            it = positional_args(it)[0]
+        if self.kind(it) == K.LOADER:
+            return  # MpDeviceLoader, an accelerator-prepared loader: `.to(device)` of a device tensor is a no-op
+        for name in names:
+            self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
 
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
@@ -1170,6 +1258,59 @@ def _is_number_literal(value) -> bool:
     if isinstance(value, (cst.List, cst.Dict, cst.Tuple)):
         return not value.elements
     return isinstance(value, (cst.Integer, cst.Float))
+
+
+def _sets_up(q: Optional[str], func) -> bool:
+    """The call sets a training run up (an optimizer, a loader, an accelerator): see T.SETUP_FUNCTIONS."""
+    if q is not None:
+        if q in T.SETUP_FUNCTIONS:
+            return True
+        if q.startswith(T.SETUP_FUNCTION_PREFIXES):
+            last = q.rsplit(".", 1)[-1]
+            return last[:1].isupper() and "." not in q[len("torch.optim."):]
+    if isinstance(func, cst.Attribute):
+        hints = T.SETUP_METHODS.get(func.attr.value)
+        recv = (last_name(func.value) or "").lower()
+        return bool(hints) and any(h in recv for h in hints)
+    return False
+
+
+def _tensor_type_test(test) -> Optional[str]:
+    """``isinstance(v, torch.Tensor)`` / ``torch.is_tensor(v)``: the name ``v``."""
+    if isinstance(test, cst.Call):
+        fname = dotted_name(test.func) or ""
+        args = positional_args(test)
+        if fname == "isinstance" and len(args) == 2 and isinstance(args[0], cst.Name):
+            if "Tensor" in _code(args[1]):
+                return args[0].value
+        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and isinstance(args[0], cst.Name):
+            return args[0].value
+    return None
+
+
+def _target_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
+
+
+def _moves_to_device(body, names: set) -> bool:
+    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs)."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda"):
+            root = n.func.value
+            while isinstance(root, (cst.Subscript, cst.Attribute)):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in names:
+                return True
+        stack.extend(n.children)
+    return False
 
 
 def _config_like_param(name: str) -> bool:

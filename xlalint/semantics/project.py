@@ -242,8 +242,10 @@ class Facts:
             out: dict = {}
             for mod, s in self.summaries.items():
                 for callee, sites in s["sites"].items():
-                    for t in self.callee_targets(callee, mod, overrides=False):
-                        out.setdefault(t, []).extend(sites)
+                    own = callee.startswith(f"@{mod}:")  # a method's calls through self.: for its overrides
+                    for t in self.callee_targets(callee, mod, overrides=own):
+                        if not (own and t.startswith(f"{mod}:")):
+                            out.setdefault(t, []).extend(sites)
             self._sites = out
         return self._sites.get(gkey, [])
 
@@ -293,7 +295,7 @@ class Facts:
 
 def _seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
-    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR) or K.instance_class(kind) or K.instances_class(kind):
+    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind) or K.instances_class(kind):
         return kind
     return None
 
@@ -327,6 +329,12 @@ class FactsView:
         if op == "m":
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
+        if op == "star":  # the public names `from mod import *` binds (its functions and classes)
+            r = f.resolve(arg, self.module)
+            s = f.summaries.get(r[1]) if r is not None and r[0] == "module" else None
+            if s is None:
+                return []
+            return sorted({n for n in list(s["funcs"]) + list(s["classes"]) if "." not in n and not n.startswith("_")})
         if op == "sites":
             # only what can seed a parameter matters to the walk (a known kind, or "not a tensor", which
             # vetoes a seed): sites that pass nothing known are left out, so they send nobody round again
@@ -368,6 +376,9 @@ class FactsView:
     def sites(self, gkey: str) -> list:
         return [(p, dict(kw), v) for p, kw, v in self._ask("sites|" + gkey)]
 
+    def star_names(self, module: str) -> list:
+        return self._ask("star|" + module)
+
 
 # --------------------------------------------------------------------------------------------------
 # Program: the call graph of every module, rebuilt from the summaries
@@ -400,10 +411,11 @@ class Program:
             self.funcs[f.key] = f
         self.tops.append(top)
         loops = []
-        for fk, loader, direct, trains, calls, syncs in s["loops"]:
+        for fk, loader, direct, trains, calls, syncs, outer in s["loops"]:
             loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
                                   direct_step_call=direct, trains=trains, calls=[self._callee(mod, c) for c in calls],
-                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None) for seq, c in syncs]))
+                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in syncs],
+                                  outer=loops[outer] if outer is not None else None))
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []
@@ -413,6 +425,8 @@ class Program:
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
+            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in rec[9]]
+            funcs[key].sets_up = rec[10]
         top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
 
     @staticmethod

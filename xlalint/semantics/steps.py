@@ -36,6 +36,8 @@ class FuncInfo:
     barrier_outside_loops: bool = False  # calls torch_xla.sync()/xm.mark_step() itself, not in a loop
     trains_outside_loops: bool = False  # calls backward()/an optimizer step itself, not in a loop
     calls: list = field(default_factory=list)  # (callee key, Ctx)
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None, end of its block) outside loops
+    sets_up: bool = False  # makes an optimizer, a loader or an accelerator itself: a whole run, not a step
     return_kind: object = K.UNKNOWN
     top_index: int = 0
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
@@ -52,8 +54,9 @@ class LoopInfo:
     trains: bool = False  # its own body calls backward() or an optimizer step (not just a sync)
     cond_depth: int = 0
     calls: list = field(default_factory=list)  # callee keys called in this loop's own body
-    sync_points: list = field(default_factory=list)  # (seq, callee key or None)
+    sync_points: list = field(default_factory=list)  # (seq, callee key or None, last seq of its block)
     top_index: int = 0
+    outer: Optional["LoopInfo"] = None  # the loop of the same function it is nested in
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,8 +136,12 @@ class Steps:
         self._freq: dict = {}
         self._callers: Optional[dict] = None
         self._loops_of: dict = {}
+        self._inner: dict = {}  # id(loop) -> the loops nested directly in it
+        self._step_loop: dict = {}
         for lp in loops:
             self._loops_of.setdefault(id(lp.func), []).append(lp)
+            if lp.outer is not None:
+                self._inner.setdefault(id(lp.outer), []).append(lp)
 
     def targets(self, callee: str) -> list:
         if self._targets is None:
@@ -147,7 +154,7 @@ class Steps:
         if key in memo:
             return memo[key]
         f = self.funcs.get(key)
-        if f is None:
+        if f is None or f.sets_up:
             return False
         memo[key] = False  # cycle guard
         # a function that runs a step loop of its own (train_one_epoch) is not one step for its caller
@@ -158,8 +165,15 @@ class Steps:
         return result
 
     def is_step_loop(self, loop: LoopInfo) -> bool:
-        return loop.iterates_loader or loop.direct_step_call or any(
-            self.does_step(t) for c in loop.calls for t in self.targets(c))
+        memo = self._step_loop
+        if id(loop) not in memo:
+            memo[id(loop)] = False  # cycle guard
+            memo[id(loop)] = (loop.iterates_loader or loop.direct_step_call or any(
+                self.does_step(t) for c in loop.calls for t in self.targets(c))) and not (
+                # an epoch loop: its steps are an inner loop's; a checkpoint or an evaluation it calls
+                # once per epoch may sync, but its own body does not train
+                not loop.trains and any(self.is_step_loop(lp) for lp in self._inner.get(id(loop), ())))
+        return memo[id(loop)]
 
     def syncs(self, callee: str) -> bool:
         """The helper ends the step itself (calls ``torch_xla.sync()`` outside its own loops)."""
@@ -171,14 +185,20 @@ class Steps:
             return NOT_PER_STEP
         for loop in reversed(ctx.loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
-                after = any(seq < ctx.seq and (callee is None or self.syncs(callee)) for seq, callee in loop.sync_points)
+                after = self._after_sync(ctx, loop.sync_points)
                 return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop)
         ff = self.function_frequency(ctx.func)
         if not ff.per_step:
             return NOT_PER_STEP
-        if ctx.period:
-            return Frequency(PERIODIC, ctx.period, ff.after_sync, ff.loop, ff.via)
+        after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
+        if ctx.period or after != ff.after_sync:
+            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via)
         return ff
+
+    def _after_sync(self, ctx: Ctx, points) -> bool:
+        """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
+        return any(seq < ctx.seq and (until is None or ctx.seq <= until) and (callee is None or self.syncs(callee))
+                   for seq, callee, until in points)
 
     def callers(self) -> dict:
         """callee key -> [ctx of each call site] over every function and module body."""

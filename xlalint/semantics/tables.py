@@ -118,6 +118,23 @@ STEP_FUNCTIONS = {
     "torch_xla.step": True,
 }
 
+# Calls that set a training run up: a function that makes them (outside its own loops) is a whole run,
+# not one step, so a loop calling it (a sweep over configs, a test harness) is not a step loop.
+SETUP_FUNCTIONS = frozenset(
+    {
+        "accelerate.Accelerator", "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader", "torch_xla.distributed.xla_multiprocessing.spawn",
+    }
+)
+SETUP_FUNCTION_PREFIXES = ("torch.optim.",)  # an optimizer class: torch.optim.AdamW(...)
+SETUP_METHODS = {"prepare": ("accelerator",)}  # accelerator.prepare(model, optimizer, loader)
+
+# Methods of an accelerate ``Accelerator`` (receivers named like one) and what they return: "arg" is
+# the kind of their first argument (a tensor or a tuple/dict of tensors, gathered or padded on the device).
+ACCELERATOR_RECEIVERS = frozenset({"accelerator", "accel"})
+ACCELERATOR_METHODS = {"gather": "arg", "gather_for_metrics": "arg", "pad_across_processes": "arg",
+                       "reduce": "arg", "unwrap_model": "module"}
+
 # --- Loaders ---------------------------------------------------------------------------------
 # Constructors whose result yields batches on the XLA device.
 DEVICE_LOADER_CONSTRUCTORS = frozenset(

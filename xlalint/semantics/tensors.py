@@ -124,6 +124,9 @@ class TensorInference:
                 return K.NOT_TENSOR
             if any(isinstance(x, cst.Name) and x.value == "None" for x in [e.left] + [c.comparator for c in e.comparisons]):
                 return K.NOT_TENSOR  # `t == None` is False, a Python bool (Tensor.__eq__ of None)
+            if any(isinstance(x, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   for x in [e.left] + [c.comparator for c in e.comparisons]):
+                return K.NOT_TENSOR  # `k != "meta"`: a tensor is never compared with a string; `k` is a key
             ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
             if any(k in K.DEVICE_TENSORS for k in ks):
                 return K.BOOL_TENSOR
@@ -394,7 +397,9 @@ class TensorInference:
                 return K.MODULE
             if meth in ("generate", "forward", "encode", "decode", "embed"):
                 return K.TENSOR
-            if meth in ("named_parameters", "state_dict", "named_buffers", "modules", "children", "named_modules"):
+            if meth in ("named_parameters", "named_buffers"):
+                return K.ITEMS  # (name, tensor) pairs
+            if meth in ("state_dict", "modules", "children", "named_modules"):
                 return K.UNKNOWN
             return K.UNKNOWN
         if rk in (K.LOADER, K.CPU_LOADER):
@@ -421,7 +426,13 @@ class TensorInference:
             return K.UNKNOWN
         if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
             return K.UNKNOWN
-        if meth == "gather" and last_name(recv) in ("accelerator", "accel"):
+        if meth in T.ACCELERATOR_METHODS and last_name(recv) in T.ACCELERATOR_RECEIVERS:
+            if T.ACCELERATOR_METHODS[meth] == "module":
+                return K.MODULE
+            args = positional_args(e)
+            ak = self.kind(args[0]) if args else K.UNKNOWN
+            if ak in (K.TENSORS, K.CPU_TENSORS, K.CPU_TENSOR, K.NOT_TENSOR):
+                return ak if ak != K.CPU_TENSORS else K.UNKNOWN
             return K.TENSOR
         if meth in ("from_pretrained",) and "Model" in (dotted_name(recv) or ""):
             return K.MODULE
