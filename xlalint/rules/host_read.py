@@ -10,6 +10,7 @@ from xlalint.semantics import tables as T
 from xlalint.semantics.model import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
+SINK_FIX = "log a value read in `xm.add_step_closure(fn, args=(loss,))`, or accumulate on the device (`total += loss.detach()`) and log it every N steps after the step's sync"
 COST = "1 extra graph execution + 1 device-to-host transfer each time (the graph is cut and run early)"
 
 
@@ -21,7 +22,12 @@ class HostRead(Rule):
         Flags, in code that runs every step (a step loop, `forward`, `training_step`, a function they
         call), the calls that copy a device tensor to the host: `.item()`, `.tolist()`, `.cpu()`,
         `.to("cpu")`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `math.*(t)`,
-        `torch.tensor([t1, t2])` of device tensors, `torch.allclose` / `torch.equal`.
+        `torch.tensor([t1, t2])` of device tensors, `torch.allclose` / `torch.equal`, and logging sinks
+        handed a device tensor or a dict/list holding one: TensorBoard's `add_scalar` / `add_scalars` /
+        `add_histogram` / `add_image(s)`, `wandb.log`, `mlflow.log_metric(s)`, a logger's
+        `log_metrics`, `fabric.log` / `fabric.log_dict`, `accelerator.log` (the library converts the
+        tensor with `.cpu().numpy()` or `.item()`; the table is `tables.SINK_*`). Lightning's
+        `self.log(...)` is not a sink: it keeps the tensor on the device and reads it after the step.
         Code under `if step % N == 0:` is reported with "every N steps". Not flagged: the same outside
         per-step code (after the loop), after the step's `torch_xla.sync()` / `xm.mark_step()`,
         inside `xm.add_step_closure` callbacks, on tensors known to be on the CPU, under an explicit
@@ -53,6 +59,8 @@ class HostRead(Rule):
         print(running_loss.item() / len(loader))  # one read, after the loop
     """
     known_problems = """
+        A sink is recognised by its method name (`add_scalar`, `log_metrics`) on any object that is not
+        an object of a project class; `accelerator.log` costs nothing when no tracker is configured.
         A value read after a barrier that the linter cannot see (a sync inside a helper defined in
         another file) is still reported. Whether a tensor lives on the device is inferred: tensors made
         by `torch.tensor(...)` without `device=` are taken to be on the CPU.
@@ -62,6 +70,14 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # the same metric logger fed Python numbers only (torchvision's): its `v.item()` never runs
+        "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(lr=0.1, step=3)\n",
+        # logging sinks handed Python numbers or CPU tensors, from a step closure, after training, or
+        # Lightning's `self.log` (kept on the device, read after the step)
+        "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\ndef log(step, loss):\n    writer.add_scalar('loss', loss, step)\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    writer.add_scalar('lr', optimizer.param_groups[0]['lr'], step)\n    writer.add_histogram('noise', torch.randn(3), step)\n    xm.add_step_closure(log, args=(step, loss))\nwriter.add_scalar('final', loss, 0)\n",
+        "import torch\nimport lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, batch_idx):\n        loss = self.net(batch).sum()\n        self.log('train/loss', loss, prog_bar=True)\n        self.log_dict({'loss': loss})\n        return loss\n",
+        # a project class's own add_scalar method is followed, not taken for TensorBoard's
+        "import torch\nclass Board:\n    def add_scalar(self, tag, value, step):\n        self.last = (tag, step)\nboard = Board()\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    board.add_scalar('loss', loss, step)\n",
         # after the loop: one read
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\nprint(loss.item())\n",
         # inside a step closure
@@ -79,6 +95,13 @@ class HostRead(Rule):
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
+        # a metric logger fed a dict of device losses reads each one (DETR's MetricLogger)
+        "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(**{k: v * 2 for k, v in loss_dict.items()})\n",
+        # logging sinks read what they are handed
+        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    writer.add_scalar('loss', loss, step)\n",
+        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\nfor it, x in enumerate(loader):\n    loss = model.get_loss(x)\n    loss.backward()\n    writer.add_scalar('train/loss', loss, it)\n",
+        "import torch, wandb\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logs = {}\n    logs['loss'] = loss\n    wandb.log(logs)\n",
+        "import torch\ndef train(fabric, model, loader):\n    for x, y in loader:\n        loss = model(x).sum()\n        fabric.backward(loss)\n        fabric.log_dict({'loss': loss})\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * float(x.max())\n",
         "import torch\nfor x in loader:\n    out = model(x)\n    preds = out.argmax(-1).cpu()\n    optimizer.step()\n",
     ]
@@ -95,6 +118,13 @@ class HostRead(Rule):
         m = self.model
         func = node.func
         t = self.lazy_text(node)  # rendered only for a call that is reported
+        sink = _sink(m, node)
+        if sink is not None:
+            value, who = sink
+            what = f"the device tensor `{self.text(value, 24)}`" if m.kind(value) in K.DEVICE_TENSORS else f"`{self.text(value, 24)}` (it holds device tensors)"
+            self._flag(node, f"`{t}` hands {what} to {who}, which reads it to the host {{when}}",
+                       fix=SINK_FIX)
+            return
         if isinstance(func, cst.Attribute):
             meth = func.attr.value
             trigger = T.HOST_READ_TRIGGER_METHODS.get(meth)
@@ -153,6 +183,33 @@ class HostRead(Rule):
 
     def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
         self.report(node, message, fix=fix, cost=COST, edit=edit)
+
+
+def _sink(m, node: cst.Call):
+    """(the device value handed over, who reads it) when ``node`` is a logging sink (tables.SINK_*)
+    given a device tensor or a container holding one, else None."""
+    func = node.func
+    entry = None
+    q = m.qualname(func)
+    if q is not None:
+        entry = T.SINK_FUNCTIONS.get(q)
+    elif isinstance(func, cst.Attribute):
+        meth = func.attr.value
+        entry = T.SINK_METHODS.get(meth) or T.SINK_METHODS_BY_RECEIVER.get((meth, (last_name(func.value) or "").lower()))
+        if entry is not None:
+            rk = m.kind(func.value)
+            if K.instance_class(rk) is not None or rk in K.ANY_TENSOR or rk in (K.MODULE, K.TENSORS, K.CPU_TENSORS):
+                return None  # a project object's own method (followed through the call graph), a tensor, ...
+    if entry is None:
+        return None
+    positions, keywords, who = entry
+    pos = positional_args(node)
+    values = [pos[i] for i in positions if i < len(pos)]
+    values += [a.value for a in node.args if a.keyword is not None and a.keyword.value in keywords]
+    for v in values:
+        if m.holds_tensor(v):
+            return v, who
+    return None
 
 
 def _to_cpu(m, node: cst.Call) -> bool:

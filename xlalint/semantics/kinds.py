@@ -23,6 +23,9 @@ HOLDS_DEVICE_TENSOR = frozenset({TENSOR, BOOL_TENSOR, TENSORS, ITEMS})
 
 def element_of(kind):
     """The kind of one element when iterating or indexing a value of ``kind``."""
+    cls = instances_class(kind)
+    if cls is not None:
+        return instance(cls)
     if kind in (TENSORS, TENSOR, BOOL_TENSOR):
         return TENSOR
     if kind in (CPU_TENSORS, CPU_TENSOR):
@@ -69,4 +72,20 @@ def instance_class(kind):
     """The class key of an instance kind, else None."""
     if isinstance(kind, str) and kind.startswith(_INSTANCE):
         return kind[len(_INSTANCE):]
+    return None
+
+
+# A list or tuple of objects of one project class (``[batch_time, losses, top1]`` handed to a
+# ProgressMeter): iterating or indexing it gives such an object.
+_INSTANCES = "objs:"
+
+
+def instances(class_key: str) -> str:
+    return _INSTANCES + class_key
+
+
+def instances_class(kind):
+    """The class key of a list-of-instances kind, else None."""
+    if isinstance(kind, str) and kind.startswith(_INSTANCES):
+        return kind[len(_INSTANCES):]
     return None

@@ -69,7 +69,9 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
-        self._attr_writes: dict = {}  # (class, attribute) -> [(function key, kind stored)] in walk order
+        self._format_seen: dict = {}  # method of a plain class -> the class's attributes when it was walked
+        self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
+        self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}
@@ -113,6 +115,28 @@ class SemanticModel(TensorInference):
         self.candidates.append(
             Candidate(rule, node, message, fix, self.step_context(), when, self.stmt, self.top_index)
         )
+
+    def note_formatting(self, expr, dunders=T.FORMAT_DUNDERS[1:]) -> None:
+        """``expr`` is formatted here (``f"{meter}"``, ``print(meter)``, ``str(meter)``): when it is an
+        object of a project class, its first method of ``dunders`` that exists runs here, as often as
+        this line (a call-graph edge; its findings say "called from train.py:51")."""
+        cls_key = K.instance_class(self.kind(expr))
+        if cls_key is None:
+            return
+        for d in dunders:
+            target = self._method_of(cls_key, d)
+            if target is not None:
+                break
+        else:
+            return
+        mod, _, local = target.partition(":")
+        callee = local if mod == self.module_name and local in self.funcs else "@" + target
+        ctx = self.step_context()
+        self.func.calls.append((callee, ctx))
+        if callee[0] == "@":
+            self._site_refs[id(ctx)] = (None, expr, self.top_index)
+        if self.loop_stack:
+            self.loop_stack[-1].calls.append(callee)
 
     def is_builtin(self, func, name: str) -> bool:
         """``func`` is the builtin ``name``: not shadowed by an import or a def in this file."""
@@ -392,6 +416,8 @@ class SemanticModel(TensorInference):
             info.env.update(info.seeds)
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
+        if info.class_key is not None and info.class_key in self.classes and not self.classes[info.class_key]["module"]:
+            self._format_seen[key] = dict(self.classes[info.class_key]["attrs"])
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth = saved
 
     def _lambda(self, node: cst.Lambda) -> None:
@@ -514,12 +540,15 @@ class SemanticModel(TensorInference):
         once = period is None and _runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
+        exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
+        self.error_depth += exits
         tested = _tensor_type_test(node.test)
         if tested:
             self._type_tested.append(tested)
         self.walk_block(node.body)
         if tested:
             self._type_tested.pop()
+        self.error_depth -= exits
         self.guards.pop()
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
@@ -532,6 +561,21 @@ class SemanticModel(TensorInference):
         if polarity == "xla" and node.orelse is None and _ends_block(node.body):
             # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
             self.guards.append((None, True, False))
+
+    def _exits(self, block) -> bool:
+        """The block ends the program or raises: it runs at most once, like an error path."""
+        body = getattr(block, "body", ())
+        last = body[-1] if body else None
+        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+            return False
+        small = last.body[-1]
+        if isinstance(small, cst.Raise):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            q = self.qualname(func) or (func.value if isinstance(func, cst.Name) and func.value not in self.imports else None)
+            return q in T.EXIT_FUNCTIONS
+        return False
 
     def _try(self, node) -> None:
         self.seq += 1
@@ -622,6 +666,10 @@ class SemanticModel(TensorInference):
             self.walk(a.value)
         if closure:
             self.closure_depth -= 1
+        if q is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONTAINER_PUTS:
+            for a in node.args:
+                if a.star != "*":
+                    self._holds(node.func.value, self.kind(a.value))
         self._register_buffer(node)
         self._note_call(node, q)
 
@@ -667,7 +715,9 @@ class SemanticModel(TensorInference):
             if i is None:
                 line = 0
                 site = self._site_refs.get(id(ctx))
-                if site is not None:
+                if site is not None and site[0] is None:  # an implicit call (formatting): its node
+                    line = locator.span(site[1], site[2])[0]
+                elif site is not None:
                     lines = site_lines.get(site[0], ())
                     line = lines[site[1]] if site[1] < len(lines) else 0
                 f = ctx.func
@@ -763,6 +813,9 @@ class SemanticModel(TensorInference):
             recv = last_name(func.value) or ""
             if meth in T.STEP_METHODS_ANY_RECEIVER:
                 step = trains = True
+                if isinstance(func.value, cst.Name) and self.kind(func.value) is K.UNKNOWN and not node.args:
+                    # `loss = model.get_loss(x); loss.backward()`: what is backpropagated is a device tensor
+                    self._bind_name(func.value.value, K.TENSOR)
             elif meth == "step" and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS) and (
                 not node.args or "scaler" in recv.lower()
             ):
@@ -888,10 +941,13 @@ class SemanticModel(TensorInference):
     def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
         pos, kw = [], {}
         for a in node.args:
-            if a.star:
+            if a.star == "*":
                 return  # f(*args): positions unknown
             k = self.kind(a.value)
-            if a.keyword is None:
+            if a.star == "**":  # f(**losses): only the callee's **kwargs learns from it (_param_seeds)
+                if "**" not in kw or k in K.HOLDS_DEVICE_TENSOR:
+                    kw["**"] = k
+            elif a.keyword is None:
                 pos.append(k)
             else:
                 kw[a.keyword.value] = k
@@ -929,8 +985,15 @@ class SemanticModel(TensorInference):
         params = list(node.params.posonly_params) + list(node.params.params)
         names = [p.name.value for p in params]
         is_method = f.class_key is not None and names and names[0] in ("self", "cls")
+        star_kw = node.params.star_kwarg.name.value if isinstance(node.params.star_kwarg, cst.Param) else None
+        named = set(names) | {p.name.value for p in node.params.kwonly_params}
         seen: dict = {}
+        extra: list = []  # what callers pass into **kwargs
         for _caller, pos, kw, via_self in sites:
+            if star_kw is not None:
+                extra.extend(k for name, k in kw.items() if name == "**" or name not in named)
+            if "**" in kw:
+                continue  # which named parameters `**d` fills is unknown
             offset = 1 if is_method else 0
             for i, k in enumerate(pos):
                 if i + offset < len(names):
@@ -938,8 +1001,19 @@ class SemanticModel(TensorInference):
             for name, k in kw.items():
                 seen.setdefault(name, []).append(k)
         seeds = {}
+        if extra:
+            # `update(self, **kwargs)`: a dict of tensors when a caller passes one (`**loss_dict`,
+            # `loss=loss`), a dict of Python values when the callers' known values all are
+            if any(k in K.HOLDS_DEVICE_TENSOR for k in extra):
+                seeds[star_kw] = K.TENSORS
+            elif any(k == K.NOT_TENSOR for k in extra):
+                seeds[star_kw] = K.NOT_TENSOR
         vetoed = None
+        guessed = self._guessed_params.get(f.key, ())
         for name, ks in seen.items():
+            if name in guessed and all(k == K.NOT_TENSOR for k in ks):
+                seeds[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
+                continue
             told = [k for k in ks if k is not None]
             if told and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in told) and len(set(told)) == 1:
                 seeds[name] = told[0]  # callers pass host tensors (a batch they did not move): over any guess
@@ -947,8 +1021,13 @@ class SemanticModel(TensorInference):
             if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
                 continue  # annotated or otherwise known
             if any(k == K.NOT_TENSOR for k in ks):
+                if f.class_key is not None and not self.classes.get(f.class_key, {"module": True})["module"] and any(
+                        k in K.DEVICE_TENSORS for k in ks):
+                    # an object of a plain class fed a device tensor by some caller (`top1.update(acc1[0])`
+                    # beside `losses.update(loss.item())`): its attributes hold device tensors
+                    seeds[name] = K.TENSOR
                 continue
-            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None]
+            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None]
             if not known:
                 continue
             if vetoed is None:  # asked only now: it matters only where a seed is on the table
@@ -988,7 +1067,7 @@ class SemanticModel(TensorInference):
             f.seeds = seeds
         for _ in range(self._RETURN_ROUNDS):
             if not self._rewalk_callers(before):
-                return
+                break
             plans = []  # what the callers now pass: their callees' parameters may be known better
             for f in list(self.funcs.values()):
                 if f.parent is None and f.node is not None:
@@ -999,6 +1078,15 @@ class SemanticModel(TensorInference):
             for f, seeds in plans:
                 self._rewalk(f, seeds)
                 f.seeds = seeds
+        self._rewalk_format_methods()
+
+    def _rewalk_format_methods(self) -> None:
+        # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
+        # `update()` stored): walked before those were known, walk them again with the final attributes
+        for key, seen in self._format_seen.items():
+            f = self.funcs.get(key)
+            if f is not None and f.node is not None and self.classes[f.class_key]["attrs"] != seen:
+                self._rewalk(f, f.seeds)
 
     # rounds of walking callers again when what a function returns became known on its second walk
     _RETURN_ROUNDS = 2
@@ -1022,14 +1110,19 @@ class SemanticModel(TensorInference):
             prefix = g.key + ".<locals>."
             for callee, recs in self.call_sites.items():
                 recs[:] = [r for r in recs if r[0] != g.key and not r[0].startswith(prefix)]
-            self._rewalk(g, g.seeds, record_sites=True)
+            self._rewalk(g, g.seeds, record=True)
         return bool(callers)
 
-    def _rewalk(self, f: FuncInfo, seeds: dict, record_sites: bool = False) -> None:
+    def _rewalk(self, f: FuncInfo, seeds: dict, record: bool = False) -> None:
+        """Walk ``f`` again with parameter kinds ``seeds``; ``record``: its call sites are recorded
+        again (its callees' parameters may learn from them), else the first walk's are kept."""
         prefix = f.key + ".<locals>."
         mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
+        mine_key = lambda key: key == f.key or key.startswith(prefix)  # noqa: E731
+        if record:
+            for recs in self.call_sites.values():
+                recs[:] = [r for r in recs if not mine_key(r[0])]
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
-        self._forget_attr_writes(f.key, prefix)
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
             del self.funcs[key]
@@ -1043,6 +1136,15 @@ class SemanticModel(TensorInference):
         f.runs_model = False
         f.return_kind = K.UNKNOWN
         self._kind_cache.clear()
+        for c in self.classes.values():  # its attribute assignments are made again by the walk
+            for name, entries in c.get("entries", {}).items():
+                kept = [e for e in entries if not mine_key(e[2])]
+                if len(kept) != len(entries):
+                    entries[:] = kept
+                    if kept:
+                        c["attrs"][name] = _attribute_kind(kept)
+                    else:
+                        c["attrs"].pop(name, None)
         for rule in self.rules:
             rule.before_rewalk()
         saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
@@ -1050,7 +1152,7 @@ class SemanticModel(TensorInference):
         self.func, self.loop_stack, self.guards = f, [], []
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
-        self._rewalking_quietly = not record_sites
+        self._rewalking_quietly = not record
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
@@ -1059,18 +1161,6 @@ class SemanticModel(TensorInference):
             self._rewalking_quietly = False
             (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
              self.top_index, self.closure_depth, self.error_depth) = saved
-
-    def _forget_attr_writes(self, key: str, prefix: str) -> None:
-        """A function walked again: what it stored in ``self.<attr>`` on its last walk no longer counts."""
-        for (cls, name), writes in self._attr_writes.items():
-            kept = [w for w in writes if w[0] != key and not w[0].startswith(prefix)]
-            if len(kept) != len(writes):
-                writes[:] = kept
-                attrs = self.classes[cls]["attrs"]
-                if kept:
-                    attrs[name] = _fold_attr(kept)
-                else:
-                    attrs.pop(name, None)
 
     def _callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
@@ -1083,6 +1173,9 @@ class SemanticModel(TensorInference):
                 return func.value if not found else None  # defined further down this file
             if f is not None:
                 return f.key
+            c = self.classes.get(func.value)
+            if c is not None and not c["module"] and f"{func.value}.__init__" in self.funcs:
+                return f"{func.value}.__init__"  # ProgressMeter(n, [top1, top5]): its __init__ runs here
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
@@ -1091,10 +1184,21 @@ class SemanticModel(TensorInference):
                     return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
         if self.facts is None:
+            if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
+                mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
+                if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
+                    return f"{cls}.{func.attr.value}"
             return self._dispatched_hook(func)
         q = self.qualname(func)
         if q is not None:
-            return "@" + q if self.facts.knows(q) else None
+            if not self.facts.knows(q):
+                return None
+            r = self.facts.resolve(q)
+            if r is not None and r[0] == "class":  # a constructor of a plain class runs its __init__
+                cls_key = K.instance_class(self._project_call_kind(q))
+                if cls_key is not None:
+                    return f"@{cls_key}.__init__"
+            return "@" + q
         if isinstance(func, cst.Attribute):
             cls_key = K.instance_class(self.kind(func.value))
             if cls_key is not None:
@@ -1207,11 +1311,30 @@ class SemanticModel(TensorInference):
                         f = self._lookup_func(value.value)
                         if f is not None or value.value in getattr(self, "toplevel_defs", ()):
                             self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
-                    writes = self._attr_writes.setdefault((cls, name), [])
-                    writes.append((self.func.key, kind))
-                    attrs[name] = _fold_attr(writes)
+                    # every assignment is kept with the function that made it: walking a function again
+                    # (better-known parameters) replaces its own assignments, not the others'
+                    entries = self.classes[cls].setdefault("entries", {}).setdefault(name, [])
+                    order = self._func_order.setdefault(self.func.key, len(self._func_order))
+                    entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
+                    attrs[name] = _attribute_kind(entries)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
+        elif isinstance(target, cst.Subscript):
+            self._holds(target.value, kind)  # logs["loss"] = loss
+
+    def _holds(self, container, kind) -> None:
+        """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
+        a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
+        if kind not in K.HOLDS_DEVICE_TENSOR:
+            return
+        if isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name) and container.value.value == "self":
+            self._bind_target(container, None, K.TENSORS)  # self.history.append(loss)
+            return
+        if not isinstance(container, cst.Name):
+            return
+        found, k = self._env_lookup(container.value)
+        if found and k == K.NOT_TENSOR and container.value not in self.imports:
+            self._bind_name(container.value, K.TENSORS)
 
     def _host_batch_if_moved(self, node: cst.For) -> None:
         """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
@@ -1311,6 +1434,7 @@ class SemanticModel(TensorInference):
                 words = name_words(pname)
                 if pname == "batch" or pname.endswith("_batch"):
                     k = K.TENSORS
+                    self._guessed_params.setdefault(info.key, set()).add(pname)
                 elif words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] == "criterion"):
                     k = K.MODULE
                 elif p.default is not None and isinstance(
@@ -1339,14 +1463,36 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
     return False
 
 
-def _fold_attr(writes: list):
-    """The kind of ``self.<attr>`` from what each assignment stored, in order: the first one, joined
-    with every later known one."""
-    k = writes[0][1]
-    for _, kind in writes[1:]:
-        if kind is not K.UNKNOWN:
-            k = K.join(k, kind)
-    return k
+# list/dict methods that put their arguments into the container
+_CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+
+
+def _attribute_kind(entries):
+    """The kind of ``self.<name>`` from its assignments ``(order, n, function, kind, number literal)``,
+    in walk order: the first decides, a later unknown changes nothing, different known kinds make it
+    unknown, and a number literal is a start value (``self.sum = 0`` in ``reset()``): a device tensor
+    assigned or added later (``self.sum += val * n``) makes it a tensor (a meter)."""
+    result, start_value, first = K.UNKNOWN, False, True
+    for _order, _n, _func, kind, literal in sorted(entries, key=lambda e: (e[0], e[1])):
+        if first:
+            result, start_value, first = kind, literal and kind == K.NOT_TENSOR, False
+        elif literal or kind is K.UNKNOWN:
+            continue
+        elif start_value and result == K.NOT_TENSOR and kind in K.HOLDS_DEVICE_TENSOR:
+            result, start_value = (K.TENSOR if kind in K.DEVICE_TENSORS else K.TENSORS), False
+        else:
+            start_value = False
+            result = K.join(result, kind)
+    return result
+
+
+def _is_number_literal(value) -> bool:
+    """A start value: a number, or an empty list / dict / tuple (filled later)."""
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    if isinstance(value, (cst.List, cst.Dict, cst.Tuple)):
+        return not value.elements
+    return isinstance(value, (cst.Integer, cst.Float))
 
 
 def _sets_up(q: Optional[str], func) -> bool:

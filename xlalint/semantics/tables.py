@@ -168,6 +168,8 @@ COMPILE_WRAPPERS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.e
 
 # --- Where per-step code stops being per-step ------------------------------------------------
 STEP_CLOSURE_FUNCTIONS = frozenset({"torch_xla.core.xla_model.add_step_closure"})
+# A block that ends with one of these (or a `raise`) runs at most once: an error path.
+EXIT_FUNCTIONS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # --- XLA001: host reads ----------------------------------------------------------------------
 # Builtins that read a tensor's value to the host when given a tensor.
@@ -276,3 +278,41 @@ CPU_TENSOR_NAMES = frozenset({"batch_sizes"})
 HOST_READ_TRIGGER_METHODS = {
     "check_trigger": (("accelerator", "accel", "acc"), "all-reduces a device flag and reads it to the host"),
 }
+
+# --- Logging sinks (XLA001): calls that read the tensors handed to them back to the host ------------
+# A device tensor (or a dict/list holding one) handed to one of these is converted by the library with
+# `.cpu().numpy()` / `.item()` before it is written: 1 graph cut + 1 device-to-host transfer per call
+# (measured on the CPU device: `SummaryWriter.add_scalar(tag, loss)` = 2 executions + 1 transfer per
+# step, like `.cpu()`). Python numbers and CPU tensors cost nothing. Lightning's `self.log(...)` /
+# `self.log_dict(...)` is not a sink: it keeps the tensor on the device and reads it after the step.
+# Each entry: (argument positions, keywords) that receive values, and who reads them (for the message).
+SINK_FUNCTIONS = {
+    "wandb.log": ((0,), ("data",), "Weights & Biases"),
+    "wandb.run.log": ((0,), ("data",), "Weights & Biases"),
+    "mlflow.log_metric": ((1,), ("value",), "MLflow"),
+    "mlflow.log_metrics": ((0,), ("metrics",), "MLflow"),
+}
+# Methods whose name is a logger's whatever the receiver (TensorBoard's SummaryWriter, tensorboardX,
+# Lightning loggers' `log_metrics`), unless the receiver is an object of a project class (its own method
+# is followed through the call graph instead).
+SINK_METHODS = {
+    "add_scalar": ((1,), ("scalar_value",), "TensorBoard"),
+    "add_scalars": ((1,), ("tag_scalar_dict",), "TensorBoard"),
+    "add_histogram": ((1,), ("values",), "TensorBoard"),
+    "add_image": ((1,), ("img_tensor",), "TensorBoard"),
+    "add_images": ((1,), ("img_tensor",), "TensorBoard"),
+    "log_metrics": ((0,), ("metrics",), "the logger"),
+}
+# Methods with a generic name: sinks only on a receiver whose last name is one of these
+# (`fabric.log_dict(m)`, `self.fabric.log(...)`, `accelerator.log(values)` to its trackers).
+SINK_METHODS_BY_RECEIVER = {
+    ("log_dict", "fabric"): ((0,), ("metrics",), "Fabric"),
+    ("log", "fabric"): ((1,), ("value",), "Fabric"),
+    ("log", "accelerator"): ((0,), ("values",), "Accelerate's trackers"),
+    ("log", "wandb_run"): ((0,), ("data",), "Weights & Biases"),
+}
+
+# --- XLA006: formatting an object runs its class's formatting method -------------------------------
+# `f"{meter}"`, `str(meter)`, `print(meter)`: Python calls these methods of the object's class; a project
+# class's method then runs as often as the formatting site (a call-graph edge from the site to it).
+FORMAT_DUNDERS = ("__format__", "__str__", "__repr__")

@@ -167,6 +167,8 @@ class TensorInference:
             ks = [self.kind(el.value) for el in e.elements]
             if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
                 return K.TENSORS
+            if ks and K.instance_class(ks[0]) is not None and all(k == ks[0] for k in ks):
+                return K.instances(K.instance_class(ks[0]))  # [batch_time, losses, top1]
             if ks and all(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks):
                 return K.CPU_TENSORS
             if all(k == K.NOT_TENSOR for k in ks):
@@ -242,6 +244,8 @@ class TensorInference:
 
     def _infer_subscript(self, e: cst.Subscript):
         bk = self.kind(e.value)
+        if K.instances_class(bk) is not None:
+            return K.element_of(bk)
         if bk == K.BOOL_TENSOR:
             return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
         if bk in (K.TENSORS, K.TENSOR):
@@ -390,6 +394,10 @@ class TensorInference:
             return self._method_return(cls_key, meth)
         if rk in K.ANY_TENSOR:
             cpu = rk == K.CPU_TENSOR
+            if meth in _DICT_OUTPUT_METHODS and not cpu:
+                # a tensor has no .items(): this "tensor" is a dict of them (a criterion's loss dict,
+                # a model output), and its values are device tensors
+                return _DICT_OUTPUT_METHODS[meth]
             if meth in T.NON_TENSOR_METHODS:
                 return K.NOT_TENSOR
             if meth == "cpu":
@@ -594,6 +602,9 @@ class TensorInference:
             return True
         return self._looks_like_loader(it)
 
+
+# Methods of a dict-like model output or loss dict taken for a tensor: what they give.
+_DICT_OUTPUT_METHODS = {"items": K.ITEMS, "values": K.TENSORS, "get": K.TENSOR}
 
 _DTYPES = frozenset(
     {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",
