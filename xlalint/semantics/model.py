@@ -978,13 +978,19 @@ class SemanticModel(TensorInference):
         node = f.node
         if not isinstance(node, cst.FunctionDef):
             return {}
-        if sites is None:
-            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f) + self._base_sites(f)
-        if not sites:
-            return {}
         params = list(node.params.posonly_params) + list(node.params.params)
         names = [p.name.value for p in params]
         is_method = f.class_key is not None and names and names[0] in ("self", "cls")
+        guessed = self._guessed_params.get(f.key, ())
+        if sites is None:
+            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f) + self._base_sites(f)
+            if guessed and self.facts is not None:
+                # a name-guessed parameter (`batch`) to which callers elsewhere pass only Python values
+                # (their slots come as vetoes, not sites): a site that says so
+                for name in guessed & self._external_vetoes(f, names, is_method):
+                    sites.append((None, [], {name: K.NOT_TENSOR}, False))
+        if not sites:
+            return {}
         star_kw = node.params.star_kwarg.name.value if isinstance(node.params.star_kwarg, cst.Param) else None
         named = set(names) | {p.name.value for p in node.params.kwonly_params}
         seen: dict = {}
@@ -1009,7 +1015,6 @@ class SemanticModel(TensorInference):
             elif any(k == K.NOT_TENSOR for k in extra):
                 seeds[star_kw] = K.NOT_TENSOR
         vetoed = None
-        guessed = self._guessed_params.get(f.key, ())
         for name, ks in seen.items():
             if name in guessed and all(k == K.NOT_TENSOR for k in ks):
                 seeds[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
