@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from xlalint import parallel
+from xlalint.config import build_settings
 from xlalint.engine import lint_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,12 +41,23 @@ def test_there_are_fixtures():
     assert len(FILES) >= 10
 
 
+def _one_module(path: Path) -> list:
+    return lint_source(path.read_bytes(), str(path))
+
+
+def _as_the_cli_does(path: Path) -> list:
+    # the project pass (the CLI, pre-commit, flake8 and the editor): the file is a module of its project;
+    # XLA008 is off by default, lint_source runs every rule
+    return parallel.lint_files([str(path)], build_settings(None, extend_select=["XLA008"]), jobs=1, cache=None)
+
+
+@pytest.mark.parametrize("lint", [_one_module, _as_the_cli_does], ids=["one-module", "project"])
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_fixture(path: Path):
+def test_fixture(path: Path, lint):
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     want = expected_marks(text)
-    findings = lint_source(path.read_bytes(), str(path))
+    findings = [f for f in lint(path) if Path(f.path).resolve() == path.resolve()]
     got = {(f.line, f.code): f for f in findings}
     missing = sorted(want - set(got))
     unexpected = sorted(set(got) - want)

@@ -32,7 +32,7 @@ from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
 from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
     _code, child_fields, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
-from xlalint.semantics.tensors import TensorInference
+from xlalint.semantics.tensors import TensorInference, element_key
 from xlalint.semantics.project import _seed_kind
 
 
@@ -70,6 +70,7 @@ class SemanticModel(TensorInference):
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
         self._format_seen: dict = {}  # method of a plain class -> the class's attributes when it was walked
+        self._element_prefixes: set = set()  # "images[" when some `images[0] = ...` was bound
         self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
         self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
@@ -1188,11 +1189,11 @@ class SemanticModel(TensorInference):
                 if held is not None and f"{cls}.{func.attr.value}" not in self.funcs:
                     return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
+        if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
+            mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
+            if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
+                return f"{cls}.{func.attr.value}"
         if self.facts is None:
-            if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
-                mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
-                if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
-                    return f"{cls}.{func.attr.value}"
             return self._dispatched_hook(func)
         q = self.qualname(func)
         if q is not None:
@@ -1272,7 +1273,11 @@ class SemanticModel(TensorInference):
     def _bind_name(self, name: str, kind) -> None:
         if kind in K.DEVICE_TENSORS and name in T.CPU_TENSOR_NAMES:
             kind = K.CPU_TENSOR
-        self.func.env[name] = kind
+        env = self.func.env
+        env[name] = kind
+        if name + "[" in self._element_prefixes:  # `images = ...` again: its elements' own kinds are gone
+            for key in [k for k in env if k.startswith(name + "[")]:
+                del env[key]
 
     def _bind_target(self, target, value, kind, iter_expr=None) -> None:
         """Bind an assignment/for target. ``iter_expr``: the target takes the elements of it."""
@@ -1325,6 +1330,10 @@ class SemanticModel(TensorInference):
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None, K.UNKNOWN)
         elif isinstance(target, cst.Subscript):
+            key = element_key(target)
+            if key is not None:  # `images[0] = images[0].cuda()`: this element's own kind
+                self._element_prefixes.add(key[: key.index("[") + 1])
+                self.func.env[key] = kind
             self._holds(target.value, kind)  # logs["loss"] = loss
 
     def _holds(self, container, kind) -> None:

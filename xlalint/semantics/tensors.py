@@ -243,6 +243,11 @@ class TensorInference:
         return K.UNKNOWN
 
     def _infer_subscript(self, e: cst.Subscript):
+        key = element_key(e)
+        if key is not None:
+            found, k = self._env_lookup(key)
+            if found:
+                return k  # an element given its own kind: `images[0] = images[0].cuda()`
         bk = self.kind(e.value)
         if K.instances_class(bk) is not None:
             return K.element_of(bk)
@@ -611,3 +616,13 @@ _DTYPES = frozenset(
      "int", "int16", "int8", "uint8", "bool", "complex64", "complex128"}
 )
 
+
+def element_key(e) -> Optional[str]:
+    """``images[0]`` / ``batch["input"]``: a key for one element of a named container, else None."""
+    if not (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name) and len(e.slice) == 1
+            and isinstance(e.slice[0].slice, cst.Index)):
+        return None
+    idx = e.slice[0].slice.value
+    if isinstance(idx, (cst.Integer, cst.SimpleString)):
+        return f"{e.value.value}[{idx.value}]"
+    return None
