@@ -25,12 +25,7 @@ PROGRAMS = FIXTURES + EXAMPLES
 MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
 
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
-KNOWN_DIFFERENCES: dict = {
-    "sweep_of_short_runs.py": {
-        ("miss", 24): "a read once per run of a sweep (each run builds its model and optimizer): the verifier "
-                      "counts steps by barriers and sees it every 6 steps; the linter counts a run as a run",
-    },
-}
+KNOWN_DIFFERENCES: dict = {}
 
 
 def _marks(path: Path) -> set:
