@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import child_fields, dotted_name, positional_args
+from xlalint.semantics.model import child_nodes, dotted_name, positional_args
 
 FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
 FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"
@@ -243,7 +243,7 @@ def _reads_element(target, body) -> bool:
                 isinstance(el.slice, cst.Index) for el in n.slice) else None
         if test is not None and _names_in(test) & names:
             return True
-        stack.extend(_kids(n))
+        stack.extend(child_nodes(n))
     return False
 
 
@@ -262,20 +262,8 @@ def _used_as_container(target, scope) -> bool:
             for el in n.slice:
                 if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString, cst.ConcatenatedString)):
                     return True
-        stack.extend(_kids(n))
+        stack.extend(child_nodes(n))
     return False
-
-
-def _kids(n) -> list:
-    """Child nodes, by the model's fast field walk (libcst's ``children`` runs its slow visitor)."""
-    out = []
-    for f in child_fields(type(n)):
-        v = getattr(n, f)
-        if isinstance(v, cst.CSTNode):
-            out.append(v)
-        elif type(v) in (tuple, list):
-            out.extend(c for c in v if isinstance(c, cst.CSTNode))
-    return out
 
 
 def _names_in(node) -> set:
@@ -284,7 +272,7 @@ def _names_in(node) -> set:
         n = stack.pop()
         if isinstance(n, cst.Name):
             out.add(n.value)
-        stack.extend(_kids(n))
+        stack.extend(child_nodes(n))
     return out
 
 

@@ -9,7 +9,7 @@ import libcst as cst
 from xlalint.rules import Rule, set_parts
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import (
-    EVERY, Frequency, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+    EVERY, Frequency, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 
 COST = (
@@ -541,7 +541,7 @@ def _names_in(node) -> set:
         if isinstance(n, cst.Name):
             out.add(n.value)
         elif isinstance(n, cst.CSTNode):
-            stack.extend(_children(n))
+            stack.extend(child_nodes(n))
     return out
 
 
@@ -551,7 +551,7 @@ def _contains(tree, node) -> bool:
         n = stack.pop()
         if n is node:
             return True
-        stack.extend(_children(n))
+        stack.extend(child_nodes(n))
     return False
 
 
@@ -696,25 +696,3 @@ def _max_length_padding(call: cst.Call):
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",
             'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')
-
-
-def _children(node) -> list:
-    """``node.children`` without libcst's visitor (which rebuilds every child): the node fields' values."""
-    out = []
-    for f in _ALL_FIELDS.get(type(node)) or _fields_of(type(node)):
-        v = getattr(node, f)
-        if isinstance(v, cst.CSTNode):
-            out.append(v)
-        elif type(v) in (tuple, list):
-            out.extend(c for c in v if isinstance(c, cst.CSTNode))
-    return out
-
-
-_ALL_FIELDS: dict = {}
-
-
-def _fields_of(tp) -> tuple:
-    import dataclasses
-
-    f = _ALL_FIELDS[tp] = tuple(x.name for x in dataclasses.fields(tp))
-    return f

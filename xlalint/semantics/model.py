@@ -30,7 +30,7 @@ from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
     _ends_block, _period_of, _runs_once, xla_polarity,
 )
 from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
-    _code, child_fields, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+    _code, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference, element_key
 from xlalint.semantics.project import _seed_kind
@@ -512,12 +512,7 @@ class SemanticModel(TensorInference):
                 names.append(n.attr.value)
                 stack.append(n.value)
             elif isinstance(n, cst.CSTNode):
-                for fname in child_fields(type(n)):
-                    v = getattr(n, fname)
-                    if isinstance(v, cst.CSTNode):
-                        stack.append(v)
-                    elif type(v) in (tuple, list):
-                        stack.extend(c for c in v if isinstance(c, cst.CSTNode))
+                stack.extend(child_nodes(n))
         f = self.func
         no_grad = self.no_grad_depth > 0
         while f is not None:
@@ -1473,7 +1468,7 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
             if isinstance(idx, cst.Name) and idx.value == name and dotted_name(n.value) == container:
                 return True
         if isinstance(n, cst.CSTNode):
-            stack.extend(n.children)
+            stack.extend(child_nodes(n))
     return False
 
 
@@ -1569,7 +1564,7 @@ def _moves_to_device(body, names: set) -> bool:
                 root = root.value
             if isinstance(root, cst.Name) and root.value in names:
                 return True
-        stack.extend(n.children)
+        stack.extend(child_nodes(n))
     return False
 
 

@@ -27,6 +27,19 @@ def child_fields(tp: type) -> tuple[str, ...]:
     return f
 
 
+def child_nodes(node) -> list:
+    """``node.children`` without libcst's visitor (which rebuilds every child): the nodes in its fields,
+    whitespace left out."""
+    out = []
+    for f in child_fields(type(node)):
+        v = getattr(node, f)
+        if isinstance(v, cst.CSTNode):
+            out.append(v)
+        elif type(v) in (tuple, list):
+            out.extend(c for c in v if isinstance(c, cst.CSTNode))
+    return out
+
+
 def dotted_name(node) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []
