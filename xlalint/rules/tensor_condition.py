@@ -48,6 +48,8 @@ class TensorCondition(Rule):
     """
     verify = "Transfer samples (`TransferFromDeviceTime`, `aten::_local_scalar_dense`) at the condition's line on most steps."
     VALID = [
+        # a backend flag and a method that returns an int are Python values (torch's own functional code)
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, input, mask):\n        if input.is_xpu or mask.dense_dim() > 0:\n            return input\n        return input * 2\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, mask=None):\n        if self.training and mask is not None:\n            x = x * mask\n        if x.dim() == 3:\n            x = x.sum(0)\n        return x\n",
         "import torch\nfor x in loader:\n    out = torch.where(x > 0, x, 0)\n    loss = model(out).sum()\n    loss.backward()\n",
         # iterating a dict batch gives its keys (`batch[k]` in the body says so): CenterNet's trainer

@@ -81,6 +81,7 @@ NON_TENSOR_METHODS = frozenset(
         "register_hook", "backward", "retain_grad", "requires_grad_", "zero_", "share_memory_",
         "is_inference", "has_names", "nbytes", "itemsize", "__repr__", "__str__", "__format__",
         "keys", "values", "items", "get",  # dict-like model outputs: handled as containers
+        "dense_dim", "sparse_dim", "is_coalesced", "q_scale", "q_zero_point", "qscheme", "nnz",
     }
 )
 

@@ -227,6 +227,8 @@ class TensorInference:
         if bk in K.ANY_TENSOR:
             if attr.startswith("_") and attr not in T.TENSOR_ATTRIBUTES:
                 return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
+            if attr.startswith("is_"):
+                return K.NOT_TENSOR  # `t.is_xpu`, `t.is_mkldnn`: a backend's flag, a bool
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
             return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR  # a model output's field
