@@ -13,6 +13,7 @@ ITEMS = "items"  # ``d.items()`` of a tensor dict: iterating gives (key, tensor)
 MODULE = "module"  # an nn.Module: calling it returns tensors
 LOADER = "loader"  # iterating it gives device batches (MpDeviceLoader, an accelerator-prepared loader)
 CPU_LOADER = "cpu-loader"  # a plain DataLoader: iterating it gives host batches
+SCALER = "grad-scaler"  # an enabled GradScaler on an XLA step: its step() reads found_inf on the host
 NOT_TENSOR = "not-tensor"  # a Python value: number, string, bool, shape, None, ...
 UNKNOWN = None
 

@@ -951,7 +951,7 @@ class SemanticModel(TensorInference):
         self.call_sites.setdefault(callee, []).append((self.func.key, pos, kw, via_self))
 
     # ------------------------------------------------------------------ parameters from call sites
-    _SEEDABLE = frozenset({K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER})
+    _SEEDABLE = frozenset({K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER})
 
     def _external_sites(self, f: FuncInfo) -> list:
         """What callers in other modules pass to ``f`` (the project's facts)."""

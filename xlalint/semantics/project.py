@@ -337,7 +337,7 @@ class Facts:
 
 def _seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
-    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind) or K.instances_class(kind):
+    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind) or K.instances_class(kind):
         return kind
     return None
 

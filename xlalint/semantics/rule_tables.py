@@ -5,15 +5,7 @@ generated: see ``fallback_ops.py`` (``scripts/gen_fallback_ops.py`` writes it).
 """
 
 # --- XLA011 sync-heavy-amp ---------------------------------------------------------------------
-# Loss scalers whose ``step(optimizer)`` reads ``found_inf`` on the host (``.item()``) every step.
-GRAD_SCALER_CLASSES = frozenset(
-    {
-        "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
-        "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
-        "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
-        "torch.GradScaler",
-    }
-)
+# (The loss scalers are a kind of the model: ``tables.GRAD_SCALER_CLASSES``, ``kinds.SCALER``.)
 
 # Functions that take ``error_if_nonfinite=``: with ``True`` they read the norm's finiteness on the host.
 NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get_total_norm"})

@@ -139,6 +139,16 @@ ACCELERATOR_RECEIVERS = frozenset({"accelerator", "accel"})
 ACCELERATOR_METHODS = {"gather": "arg", "gather_for_metrics": "arg", "pad_across_processes": "arg",
                        "reduce": "arg", "unwrap_model": "module"}
 
+# Loss scalers (kind SCALER): their ``step(optimizer)`` reads ``found_inf`` on the host (``.item()``).
+GRAD_SCALER_CLASSES = frozenset(
+    {
+        "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.cpu.amp.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler",
+        "torch.GradScaler",
+    }
+)
+
 # --- Loaders ---------------------------------------------------------------------------------
 # Constructors whose result yields batches on the XLA device.
 DEVICE_LOADER_CONSTRUCTORS = frozenset(

@@ -287,10 +287,6 @@ class TensorInference:
             found, fk = self._env_lookup(name)
             if found and fk == K.MODULE:
                 return K.TENSOR
-            if name == "self" and not found:
-                cls = self._current_class()
-                if cls is not None and self.classes.get(cls, {}).get("module"):
-                    return K.TENSOR  # logits = self(idx): a module calling itself (generate)
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
             words = name_words(name)
@@ -349,10 +345,24 @@ class TensorInference:
             return K.UNKNOWN
         return NotImplemented
 
+    def _scaler_kind(self, e: cst.Call):
+        """``GradScaler(...)``: a scaler on an XLA step when it is enabled (no ``enabled=`` or
+        ``enabled=True``) and the file is XLA code or the scaler is made for the ``"xla"`` device."""
+        enabled = keyword_arg(e, "enabled")
+        if enabled is not None and not (isinstance(enabled, cst.Name) and enabled.value == "True"):
+            return K.UNKNOWN  # disabled, or enabled by an expression we cannot evaluate
+        args = positional_args(e)
+        device = args[0] if args else keyword_arg(e, "device")
+        if self.imports_xla or (device is not None and string_value(device) == "xla"):
+            return K.SCALER
+        return K.UNKNOWN  # a CUDA scaler in a GPU script: not an XLA step
+
     def _infer_qualified_call(self, e: cst.Call, q: str):
         ns, _, fn = q.rpartition(".")
         if q in T.ANY_RESULT_TORCH_FUNCTIONS:
             return K.UNKNOWN  # torch.load(f): a module, a state dict or a tensor
+        if q in T.GRAD_SCALER_CLASSES:
+            return self._scaler_kind(e)
         if q in T.NON_TENSOR_TORCH_FUNCTIONS:
             return K.NOT_TENSOR
         if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
