@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import child_nodes, dotted_name, positional_args
+from xlalint.semantics.model import child_nodes, dotted_name, names_in, positional_args, target_names
 
 FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
 FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"
@@ -124,12 +124,12 @@ class PythonIterationOverTensor(Rule):
         )
         used = None
         for t in node.targets:
-            for tn in _target_names(t.target):
+            for tn in target_names(t.target):
                 if from_module:
                     names.add(tn.value)  # a module's output: often a list or tuple of tensors
                 elif isinstance(t.target, cst.Name) and tn.value in names:
                     if used is None:
-                        used = _names_in(node.value)
+                        used = names_in(node.value)
                     if tn.value not in used:  # `y = tuple(f(i) for i in y)` reads the old value first
                         names.discard(tn.value)
 
@@ -221,7 +221,7 @@ def _reads_element(target, body) -> bool:
     """The loop's body needs an element's value in Python: tested by ``if``/``while``/``assert``/a
     conditional expression, converted (``float(v)``, ``v.item()``), formatted or printed, or used as an
     index."""
-    names = {e.value for e in _target_names(target)}
+    names = {e.value for e in target_names(target)}
     if not names:
         return True
     stack = [body]
@@ -241,7 +241,7 @@ def _reads_element(target, body) -> bool:
         elif isinstance(n, cst.Subscript):
             test = cst.Tuple([cst.Element(el.slice.value) for el in n.slice if isinstance(el.slice, cst.Index)]) if any(
                 isinstance(el.slice, cst.Index) for el in n.slice) else None
-        if test is not None and _names_in(test) & names:
+        if test is not None and names_in(test) & names:
             return True
         stack.extend(child_nodes(n))
     return False
@@ -250,7 +250,7 @@ def _reads_element(target, body) -> bool:
 def _used_as_container(target, scope) -> bool:
     """The loop variable is used as a dict or list (``t.items()``, ``t["boxes"]``): whatever is iterated is
     a list of containers (a batch's list of target dicts), not a tensor, whatever the inference said."""
-    names = {e.value for e in _target_names(target)}
+    names = {e.value for e in target_names(target)}
     if not names:
         return False
     stack = [scope]
@@ -266,16 +266,6 @@ def _used_as_container(target, scope) -> bool:
     return False
 
 
-def _names_in(node) -> set:
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        stack.extend(child_nodes(n))
-    return out
-
-
 def _plain_tensor(ann) -> bool:
     """``x: torch.Tensor`` / ``Tensor`` / ``torch.FloatTensor`` / ``Optional[torch.Tensor]``."""
     if ann is None:
@@ -288,9 +278,3 @@ def _plain_tensor(ann) -> bool:
     return bool(name) and name.rsplit(".", 1)[-1].endswith("Tensor")
 
 
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    return []

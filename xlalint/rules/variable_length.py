@@ -9,7 +9,7 @@ import libcst as cst
 from xlalint.rules import Rule, set_parts
 from xlalint.semantics import tables as T
 from xlalint.semantics.model import (
-    EVERY, Frequency, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+    EVERY, Frequency, child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 
 COST = (
@@ -152,7 +152,7 @@ class UnbucketedVariableLength(Rule):
             self._int_names[key] = int(v.value, 0) if v.value.isdigit() else None
         if isinstance(v, cst.Call):
             self._assigned_calls[id(v)] = name
-            self._aliases[key] = _names_in(v)
+            self._aliases[key] = names_in(v)
             n = _dataset_length(m, v)
             if n is not None:
                 self._dataset_len[key] = n
@@ -186,7 +186,7 @@ class UnbucketedVariableLength(Rule):
 
     def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)):
-            for n in _names_in(node):
+            for n in names_in(node):
                 self._bucketed.add((id(self.model.func), n))
 
     def on_Call(self, node: cst.Call) -> None:
@@ -198,7 +198,7 @@ class UnbucketedVariableLength(Rule):
         # bucketing helpers: math.ceil(longest / 64), bisect(BUCKETS, longest), round_up(longest, 8)
         if low in ("ceil", "bisect", "bisect_left", "bisect_right") or any(w in ("bucket", "round", "ceil", "multiple") for w in name_words(name)):
             for a in node.args:
-                for n in _names_in(a.value):
+                for n in names_in(a.value):
                     self._bucketed.add((id(m.func), n))
         cf = keyword_arg(node, "collate_fn")
         if isinstance(cf, cst.Call) and (last_name(cf.func) == "partial") and positional_args(cf):
@@ -214,7 +214,7 @@ class UnbucketedVariableLength(Rule):
                 if a.star:
                     break
                 where = a.keyword.value if a.keyword is not None else i
-                self._arg_passes.append((m.func, callee, where, _names_in(a.value)))
+                self._arg_passes.append((m.func, callee, where, names_in(a.value)))
         if q in T.PAD_TO_BATCH_MAX_FUNCTIONS:
             self.report(node, "", when="custom")
             self._found.append((m.candidates[-1], "pad_sequence", (m.func, m.step_context())))
@@ -516,7 +516,7 @@ class UnbucketedVariableLength(Rule):
             if loop.func is not func or not isinstance(loop.node, cst.For):
                 continue
             it = loop.node.iter
-            if (names & _names_in(it) or (node is not None and _contains(it, node))) and self._trains(loop):
+            if (names & names_in(it) or (node is not None and _contains(it, node))) and self._trains(loop):
                 return True
         if depth >= 2:
             return False
@@ -531,18 +531,6 @@ class UnbucketedVariableLength(Rule):
             if pname and self._names_feed(cf, {pname}, None, depth + 1):
                 return True
         return False
-
-
-def _names_in(node) -> set:
-    out = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        elif isinstance(n, cst.CSTNode):
-            stack.extend(child_nodes(n))
-    return out
 
 
 def _contains(tree, node) -> bool:

@@ -30,7 +30,7 @@ from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
     _ends_block, _period_of, _runs_once, xla_polarity,
 )
 from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
-    _code, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+    _code, child_fields, child_nodes, dotted_name, names_in, target_names, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference, element_key
 from xlalint.semantics.project import _seed_kind
@@ -1349,7 +1349,7 @@ class SemanticModel(TensorInference):
         """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
         device itself iterates host batches (unless the loader is known to be a device loader): only what
         it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
-        kinds = {n.value: self._env_lookup(n.value)[1] for n in _target_names(node.target)}
+        kinds = {n.value: self._env_lookup(n.value)[1] for n in target_names(node.target)}
         names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
         if not names or not _moves_to_device(node.body, names):
             return
@@ -1541,14 +1541,6 @@ def _tensor_type_test(test) -> Optional[str]:
         elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and isinstance(args[0], cst.Name):
             return args[0].value
     return None
-
-
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    return []
 
 
 def _moves_to_device(body, names: set) -> bool:

@@ -32,6 +32,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import kinds as K
+from xlalint.semantics.syntax import target_names
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ class StepValues:
                 return
             if it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
                 target = target.elements[1].value
-        for name in _names_in(target):
+        for name in (n.value for n in target_names(target)):
             self._data[(key, name)] = node
 
     def _data_root(self, e):
@@ -271,14 +272,6 @@ class StepValues:
 
 def _is_builtin(model, name: str) -> bool:
     return name not in model.imports and name not in getattr(model, "toplevel_defs", ())
-
-
-def _names_in(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _names_in(el.value)]
-    return []
 
 
 def _is_len_of_target(model, elt, target) -> bool:

@@ -204,32 +204,27 @@ class Steps:
         """One call of the function is a whole decode, evaluation or run: it has a hot loop or a step loop
         of its own (itself or in what it calls outside its loops). A loop calling it (over prompts, over
         epochs) is not hot: what the call costs once is not a per-step cost."""
-        memo = self._whole_memo
-        if key in memo:
-            return memo[key]
-        f = self.funcs.get(key)
-        if f is None:
-            return False
-        memo[key] = False  # cycle guard
-        result = any(self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())) or any(
-            not ctx.loops and any(self._whole(t) for t in self.targets(callee)) for callee, ctx in f.calls)
-        memo[key] = result
-        return result
+        return self._through_calls(self._whole_memo, key, lambda f: any(
+            self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())))
 
     def is_hot_loop(self, loop: LoopInfo) -> bool:
         """The loop runs the model on every iteration (a decoding, evaluation or rollout loop)."""
         return loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))
 
     def _trains_key(self, key: str) -> bool:
-        memo = self._trains
+        return self._through_calls(self._trains, key, lambda f: f.trains_outside_loops)
+
+    def _through_calls(self, memo: dict, key: str, own) -> bool:
+        """``own(f)`` holds for the function or for one it calls outside its own loops (memoized in
+        ``memo``, False on a cycle)."""
         if key in memo:
             return memo[key]
         f = self.funcs.get(key)
         if f is None:
             return False
         memo[key] = False  # cycle guard
-        result = f.trains_outside_loops or any(
-            not ctx.loops and any(self._trains_key(t) for t in self.targets(callee)) for callee, ctx in f.calls)
+        result = own(f) or any(not ctx.loops and any(self._through_calls(memo, t, own) for t in self.targets(callee))
+                               for callee, ctx in f.calls)
         memo[key] = result
         return result
 

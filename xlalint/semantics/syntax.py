@@ -40,6 +40,27 @@ def child_nodes(node) -> list:
     return out
 
 
+def names_in(node) -> set:
+    """Every name read or written anywhere in ``node``'s subtree."""
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        elif isinstance(n, cst.CSTNode):
+            stack.extend(child_nodes(n))
+    return out
+
+
+def target_names(target) -> list:
+    """The names an assignment or ``for`` target binds: ``x``, ``(a, (b, c))`` (not attributes, items)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_names(e.value)]
+    return []
+
+
 def dotted_name(node) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []
