@@ -188,7 +188,7 @@ class MissingStepBarrier(Rule):
 
         called_in_loops = {callee for lp in m.loops for callee in lp.calls}
         for loop in m.loops:
-            if not m.is_step_loop(loop) or not self._trains(loop):
+            if not m.is_step_loop(loop) or not m.loop_trains(loop):
                 continue
             if loop.func.key in called_in_loops or loop.func.closure:
                 continue
@@ -214,11 +214,3 @@ class MissingStepBarrier(Rule):
             )
             m.top_index, m.stmt = saved
 
-    def _trains(self, loop) -> bool:
-        if loop.trains:
-            return True
-        for callee in loop.calls:
-            f = self.model.funcs.get(callee)
-            if f is not None and f.trains_outside_loops:
-                return True
-        return False

@@ -480,19 +480,7 @@ class UnbucketedVariableLength(Rule):
         return False
 
     def _trains(self, loop) -> bool:
-        m = self.model
-        if not m.is_step_loop(loop):
-            return False
-        if loop.trains:  # the model's: backward() or an optimizer step in its own body
-            return True
-        return any(self._func_trains(c, set()) for c in loop.calls)
-
-    def _func_trains(self, key: str, seen: set) -> bool:
-        f = self.model.funcs.get(key)
-        if f is None or key in seen:
-            return False
-        seen.add(key)
-        return f.trains_outside_loops or any(not ctx.loops and self._func_trains(c, seen) for c, ctx in f.calls)
+        return self.model.is_step_loop(loop) and self.model.loop_trains(loop)
 
     def _feeds_training_loop(self, func, node, depth: int = 0) -> bool:
         """The loader made by ``node`` in ``func`` is iterated by a training step loop."""

@@ -230,6 +230,10 @@ class SemanticModel(TensorInference):
     def does_step(self, key: str) -> bool:
         return self.steps.does_step(key)
 
+    def loop_trains(self, loop: LoopInfo) -> bool:
+        """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
+        return self.steps.loop_trains(loop)
+
 
     def walk(self, node) -> None:
         name = type(node).__name__
