@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import name_words
 
 # --------------------------------------------------------------------------------------------------
@@ -136,10 +137,7 @@ _LIGHTNING_CALLBACKS = ("lightning.pytorch.Callback", "lightning.pytorch.callbac
                         "lightning.pytorch.callbacks.callback.Callback", "lightning.Callback",
                         "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
                         "pytorch_lightning.callbacks.base.Callback", "pytorch_lightning.callbacks.callback.Callback")
-_LIGHTNING_MODULES = ("lightning.LightningModule", "lightning.pytorch.LightningModule",
-                      "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
-                      "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
-                      "pytorch_lightning.core.lightning.LightningModule", "pytorch_lightning.core.module.LightningModule")
+_LIGHTNING_MODULES = T.LIGHTNING_MODULES
 _HF_CALLBACKS = ("transformers.TrainerCallback", "transformers.trainer_callback.TrainerCallback")
 _HF_TRAINERS = ("transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
                 "transformers.trainer_seq2seq.Seq2SeqTrainer")

@@ -33,7 +33,7 @@ NON_TENSOR_TORCH_FUNCTIONS = frozenset(
         "torch.finfo", "torch.iinfo", "torch.Size", "torch.broadcast_shapes",
         "torch.manual_seed", "torch.seed", "torch.initial_seed", "torch.set_rng_state",
         "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
-        "torch.autocast", "torch.compile", "torch.save", "torch.load", "torch.set_printoptions",
+        "torch.autocast", "torch.compile", "torch.save", "torch.set_printoptions",
         "torch.use_deterministic_algorithms", "torch.set_float32_matmul_precision",
         "torch.get_float32_matmul_precision", "torch.set_num_threads", "torch.get_num_threads",
         "torch.set_num_interop_threads", "torch.get_num_interop_threads", "torch.set_anomaly_enabled",
@@ -166,12 +166,18 @@ LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "e
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
 # --- Modules ---------------------------------------------------------------------------------
+# Lightning's module base class, as the user's import resolves it.
+LIGHTNING_MODULES = (
+    "lightning.LightningModule", "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.LightningModule", "lightning.pytorch.core.module.LightningModule",
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "pytorch_lightning.core.lightning.LightningModule", "pytorch_lightning.core.module.LightningModule",
+)
 # Base classes that make a class an nn.Module (its ``forward`` runs every step).
 MODULE_BASES = frozenset(
     {
         "torch.nn.Module", "torch.nn.modules.module.Module", "torch.autograd.Function",
-        "pytorch_lightning.LightningModule", "lightning.LightningModule",
-        "lightning.pytorch.LightningModule", "transformers.PreTrainedModel",
+        *LIGHTNING_MODULES, "transformers.PreTrainedModel",
     }
 )
 # Decorators / wrappers whose function runs every step.
