@@ -603,7 +603,7 @@ def test_torch_source_lookalikes_stay_silent():
         def bundle(model, definitions):
             for d in definitions:
                 model.define(d)
-                if torch.ones(2).sum().item() > 1:
+                if torch.ones(2, device="xla").sum().item() > 1:
                     pass
 
         class Wrapper:
