@@ -273,7 +273,7 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
 
         decl = declarations(text, module, is_package)
         call_lines = decl["calls"] if decl else {}
-    result = model.export(Locator(tree, getattr(parse, "locate_cache", None)), noqa, call_lines)
+    result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text), noqa, call_lines)
     result["reads"] = dict(view.reads) if view is not None else {}
     return result
 

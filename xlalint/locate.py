@@ -1,20 +1,63 @@
 """Source positions, computed only for the few nodes that are reported.
 
 libcst's PositionProvider renders the whole module with position tracking: about four times the cost
-of the parse. A file with findings usually has a handful of them, in one or two top-level statements, so
-we render the top-level statements once as plain code to learn where each starts (cheap), and run the
-position provider only over the statements that hold a reported node.
+of the parse. A file with findings usually has a handful of them, so positions are computed as locally
+as possible:
+
+* a node inside a function is positioned within that function alone: the function is rendered on its
+  own, and CPython's tree of the same text (``ast.parse``, a small fraction of libcst's parse) says on
+  which line and at which indentation its ``def`` starts. The rendering is checked against the source
+  lines before it is trusted (else the next way is used);
+* otherwise the top-level statements are rendered once as plain code to learn where each starts, and the
+  position provider runs only over the statement that holds the node.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def def_keys(tree: ast.Module) -> dict:
+    """Every function of a CPython tree under the key the semantic model gives it (``f``, ``Cls.meth``,
+    ``f.<locals>.g``): key -> (line of its ``def``, its column), or None when two functions share the key
+    (a property and its setter, definitions under ``if``/``else``)."""
+    out: dict = {}
+
+    def visit(stmts, func_key, class_key):
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if func_key is None:
+                    key = f"{class_key}.{st.name}" if class_key else st.name
+                else:
+                    key = f"{func_key}.<locals>.{st.name}"
+                out[key] = None if key in out else (st.lineno, st.col_offset)
+                visit(st.body, key, class_key if func_key is None else None)
+            elif isinstance(st, ast.ClassDef):
+                visit(st.body, func_key, f"{class_key}.{st.name}" if class_key else st.name)
+            else:
+                for field in _BLOCK_FIELDS:
+                    sub = getattr(st, field, None)
+                    if isinstance(sub, list):
+                        visit(sub, func_key, class_key)
+
+    visit(tree.body, None, None)
+    return out
+
 
 class Locator:
-    def __init__(self, module: cst.Module, cache: dict | None = None):
+    def __init__(self, module: cst.Module, cache: dict | None = None, text: str | None = None):
         self.module = module
+        self._text = text  # the source the module was parsed from: positions within a function need it
+        self._lines: list[str] | None = None
+        self._defs: dict | None = None  # def_keys of the text
+        self._in_def: dict = {}  # id(def node) -> (its positions, line delta, indent, rendered lines) or None
         self._offsets: list[int] | None = None  # lines before each top-level statement, as far as needed
         self._positions: dict[int, dict] = {}
         # ``cache``: {statement node: (its positions or None, its line count or None)}, kept by the
@@ -60,8 +103,68 @@ class Locator:
             self._positions[index] = pos
         return pos
 
-    def span(self, node, top_index: int) -> tuple[int, int, int, int]:
-        """(line, column, end_line, end_column), 1-based, end exclusive, of ``node``."""
+    def _def_anchor(self, fdef, key: str):
+        """How ``fdef`` (the function the model keys ``key``), rendered alone, maps onto the source."""
+        got = self._in_def.get(id(fdef), False)
+        if got is not False:
+            return got
+        self._in_def[id(fdef)] = None
+        if self._defs is None:
+            try:
+                tree = ast.parse(self._text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._defs = {}
+                return None
+            self._defs = def_keys(tree)
+            self._lines = _NEWLINE.split(self._text)
+        where = self._defs.get(key)
+        if where is None or not isinstance(fdef, cst.FunctionDef):
+            return None
+        lineno, col = where
+        src = self._lines
+        indent = src[lineno - 1][:col] if lineno <= len(src) else "x"
+        if indent.strip(" \t\f"):
+            return None
+        sub = self.module.with_changes(body=[fdef], header=[], footer=[])
+        pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+        rendered = _NEWLINE.split(sub.code)
+        name = pos.get(fdef.name)
+        if name is None:
+            return None
+        delta = lineno - name.start.line
+        # trust the mapping only if the rendering is the source, shifted by the def's indentation: its
+        # `def` line and its last line
+        last = len(rendered) - 1 if rendered[-1] == "" else len(rendered)
+        for ln in (name.start.line, last):
+            s_ln = ln + delta
+            if not (1 <= s_ln <= len(src)) or src[s_ln - 1] not in (indent + rendered[ln - 1], rendered[ln - 1]):
+                return None
+        anchor = self._in_def[id(fdef)] = (pos, delta, indent, rendered)
+        return anchor
+
+    def _column(self, anchor, line: int, column: int) -> int | None:
+        """The source column of rendered (line, column): shifted by the def's indentation unless the line
+        is kept verbatim (a continuation line inside brackets, a multi-line string)."""
+        _, delta, indent, rendered = anchor
+        src, r = self._lines[line + delta - 1] if 1 <= line + delta <= len(self._lines) else None, rendered[line - 1]
+        if src == indent + r:
+            return column + len(indent)
+        if src == r:
+            return column
+        return None
+
+    def span(self, node, top_index: int, within=None) -> tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), 1-based, end exclusive, of ``node``; ``within``: the
+        function that holds it, as (its def node, the model's key for it), when known."""
+        if within is not None and self._text is not None:
+            anchor = self._def_anchor(*within)
+            pos = anchor[0].get(node) if anchor is not None else None
+            if pos is not None:
+                col = self._column(anchor, pos.start.line, pos.start.column)
+                end_col = self._column(anchor, pos.end.line, pos.end.column)
+                if col is not None and end_col is not None:
+                    delta = anchor[1]
+                    return (pos.start.line + delta, col + 1, pos.end.line + delta, end_col + 1)
         pos = self._statement_positions(top_index).get(node)
         if pos is None:
             return (1, 1, 1, 1)

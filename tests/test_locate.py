@@ -1,0 +1,115 @@
+"""Positions: the locator's local ways (a node positioned within its function alone) must give exactly
+what libcst's PositionProvider gives over the whole module."""
+
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from xlalint.locate import Locator
+from xlalint.semantics.model import SemanticModel
+from xlalint.semantics.syntax import child_nodes
+
+SOURCES = {
+    "methods_and_nesting": """
+        import torch
+
+        class Trainer:
+            @property
+            def loss(self):
+                return self._loss
+
+            @loss.setter
+            def loss(self, v):
+                self._loss = v.item()
+
+            @torch.no_grad()
+            def step(self, x,
+                     y=None):
+                total = torch.zeros(2,
+                                    device="xla")
+                for i in range(3):
+                    def inner(t):
+                        return t.sum().item()
+                    total += inner(x[i])
+                doc = '''a string
+            spanning lines'''
+                return total.cpu(), doc
+
+        def make():
+            class Local:
+                def go(self, t):
+                    return t.tolist()
+            async def later(t):
+                return t.item()
+            return Local, later
+
+        if True:
+            def twice(t):
+                return t.item()
+        else:
+            def twice(t):
+                return t.cpu()
+    """,
+    "tabs": "import torch\n\nclass A:\n\tdef f(self, t):\n\t\tif t.sum() > 0:\n\t\t\treturn t.item()\n\t\treturn (t +\n   1).cpu()\n",
+    "crlf": "import torch\r\n\r\ndef f(t):\r\n    x = t.item()\r\n    return [x,\r\n            t.cpu()]\r\n",
+    "comments_and_blank_lines": """
+        def f(t):
+            # a comment
+
+            x = t.item()  # trailing
+
+        # between
+        class B:
+
+            # leading comment of the method
+            def g(self, t):
+                return t.cpu()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_positions_within_a_function_match_the_whole_module(name):
+    src = SOURCES[name]
+    text = textwrap.dedent(src).lstrip("\n") if "\t" not in src and "\r" not in src else src
+    tree = cst.parse_module(text)
+    truth = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    model = SemanticModel(tree, [], module_name="m", is_package=False, facts=None)
+    model.run()
+    loc = Locator(tree, None, text)
+    top_of = {}
+    for i, stmt in enumerate(tree.body):
+        stack = [stmt]
+        while stack:
+            n = stack.pop()
+            top_of[id(n)] = i
+            stack.extend(child_nodes(n))
+    checked = anchored = 0
+    for key, f in model.funcs.items():
+        stack = [f.node]
+        while stack:
+            n = stack.pop()
+            stack.extend(child_nodes(n))
+            p = truth.get(n)
+            if p is None:
+                continue
+            got = loc.span(n, top_of[id(n)], (f.node, key))
+            assert got == (p.start.line, p.start.column + 1, p.end.line, p.end.column + 1), (key, n)
+            checked += 1
+        anchored += bool(loc._in_def.get(id(f.node)))
+    assert checked > 20
+    assert anchored >= 1  # the local way was taken, not only the whole-statement one
+
+
+def test_shared_keys_fall_back_to_the_statement():
+    # a property and its setter share the model's key: neither is positioned by its `def` line alone
+    text = textwrap.dedent(SOURCES["methods_and_nesting"]).lstrip("\n")
+    tree = cst.parse_module(text)
+    model = SemanticModel(tree, [], module_name="m", is_package=False, facts=None)
+    model.run()
+    loc = Locator(tree, None, text)
+    f = model.funcs["Trainer.loss"]
+    assert loc._def_anchor(f.node, "Trainer.loss") is None
+    assert loc._def_anchor(model.funcs["Trainer.step"].node, "Trainer.step") is not None
