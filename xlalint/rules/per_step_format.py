@@ -92,6 +92,7 @@ class PerStepFormat(Rule):
         m = self.model
         cls = m._current_class()
         attrs = m.classes.get(cls, {}).get("attrs", {}) if cls is not None else {}
+        m.note_reads_all_attributes()
         return any(k in K.HOLDS_DEVICE_TENSOR for k in attrs.values())
 
     def _flag(self, node, what: str) -> None:

@@ -69,7 +69,9 @@ class SemanticModel(TensorInference):
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
-        self._format_seen: dict = {}  # method of a plain class -> the class's attributes when it was walked
+        # method of a plain class -> the kinds of the attributes it read (None: all) when it was walked
+        self._format_seen: dict = {}
+        self._attr_reads: Optional[set] = None  # the `self.<attr>` names the method being walked reads
         self._element_prefixes: set = set()  # "images[" when some `images[0] = ...` was bound
         self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
         self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)
@@ -419,10 +421,16 @@ class SemanticModel(TensorInference):
             # function again after the file only if this file's own callers change the answer
             info.seeds = self._param_seeds(info, self._external_sites(info))
             info.env.update(info.seeds)
+        plain_method = (info.class_key is not None and info.class_key in self.classes
+                        and not self.classes[info.class_key]["module"])
+        saved_reads = self._attr_reads
+        if plain_method:
+            self._attr_reads = set()
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
-        if info.class_key is not None and info.class_key in self.classes and not self.classes[info.class_key]["module"]:
-            self._format_seen[key] = dict(self.classes[info.class_key]["attrs"])
+        if plain_method:
+            self._format_seen[key] = self._read_attributes(info.class_key, self._attr_reads)
+        self._attr_reads = saved_reads
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth = saved
 
     def _lambda(self, node: cst.Lambda) -> None:
@@ -450,8 +458,7 @@ class SemanticModel(TensorInference):
                 is_module = True
             elif self.facts is not None and self.qualname(b) and self.facts.knows(self.qualname(b)):
                 r = self.facts.resolve(self.qualname(b))  # a base class in another project module
-                k = self.facts.klass(r[1]) if r is not None and r[0] == "class" else None
-                is_module = is_module or bool(k and k[0])
+                is_module = is_module or bool(r is not None and r[0] == "class" and self.facts.class_is_module(r[1]))
         names = [self.qualname(b) or (f"{self.module_name}.{dotted_name(b)}" if dotted_name(b) in self.classes
                                       else dotted_name(b)) for b in bases]
         self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd,
@@ -754,7 +761,7 @@ class SemanticModel(TensorInference):
                 continue
             if c.when == "custom" and c.frequency is None and not getattr(c.rule, "decides_in_project", False):
                 continue
-            line, col, end_line, end_col = locator.span(c.node, c.top_index)
+            line, col, end_line, end_col = locator.span(c.node, c.top_index, self._within(c))
             if noqa and _suppressed(noqa, self._noqa_lines(locator, c, line, end_line), c.rule.code):
                 continue
             fr = c.frequency
@@ -779,16 +786,20 @@ class SemanticModel(TensorInference):
         edits, applicability, title = (), "", ""
         if edit is not None:
             node, replacement, applicability, title = edit
-            line, col, end_line, end_col = locator.span(node, c.top_index)
+            line, col, end_line, end_col = locator.span(node, c.top_index, self._within(c))
             edits = ((line, col, end_line, end_col, self.module.code_for_node(replacement)),)
         return [getattr(c, "cost", ""), edits, applicability, title]
 
-    @staticmethod
-    def _noqa_lines(locator, c, line: int, end_line: int) -> set:
+    def _within(self, c):
+        """The function that holds candidate ``c`` (its def node, its key), for the locator."""
+        f = c.ctx.func
+        return (f.node, f.key) if f is not self.top and f.node is not None else None
+
+    def _noqa_lines(self, locator, c, line: int, end_line: int) -> set:
         """``# noqa`` counts on the reported line, and on the first or last line of its statement."""
         lines = {line}
         if c.stmt is not None:
-            sl, _, el, _ = locator.span(c.stmt, c.top_index)
+            sl, _, el, _ = locator.span(c.stmt, c.top_index, self._within(c))
             if isinstance(c.stmt, (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)):
                 el = end_line  # a compound statement: its header, not its whole body
             lines |= {sl, el}
@@ -1088,10 +1099,22 @@ class SemanticModel(TensorInference):
     def _rewalk_format_methods(self) -> None:
         # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
         # `update()` stored): walked before those were known, walk them again with the final attributes
-        for key, seen in self._format_seen.items():
+        for key, (reads, seen) in self._format_seen.items():
             f = self.funcs.get(key)
-            if f is not None and f.node is not None and self.classes[f.class_key]["attrs"] != seen:
+            if f is not None and f.node is not None and self._read_attributes(f.class_key, reads)[1] != seen:
                 self._rewalk(f, f.seeds)
+
+    def _read_attributes(self, class_key: str, reads) -> tuple:
+        """(``reads``, the kinds of those attributes of ``class_key`` now; all of them when ``reads`` is
+        None): what a method of a plain class saw of its object."""
+        attrs = self.classes[class_key]["attrs"]
+        if reads is None:
+            return None, dict(attrs)
+        return reads, {a: attrs.get(a) for a in reads}
+
+    def note_reads_all_attributes(self) -> None:
+        """The method being walked reads every attribute of its object (``**self.__dict__``)."""
+        self._attr_reads = None
 
     # rounds of walking callers again when what a function returns became known on its second walk
     _RETURN_ROUNDS = 2

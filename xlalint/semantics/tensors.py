@@ -202,6 +202,8 @@ class TensorInference:
             cls = self._current_class()
             if cls is not None and cls in self.classes:
                 attrs = self.classes[cls]["attrs"]
+                if self._attr_reads is not None:
+                    self._attr_reads.add(attr)
                 if attr in attrs:
                     return attrs[attr]
             if attr == "training":
@@ -220,8 +222,7 @@ class TensorInference:
             return K.NOT_TENSOR
         cls_key = K.instance_class(bk)
         if cls_key is not None:  # trainer.loss: what the class stores in self.loss
-            c = self._class_facts(cls_key)
-            return c[1].get(attr, K.UNKNOWN) if c is not None else K.UNKNOWN
+            return self._class_attribute(cls_key, attr)
         if attr in T.CPU_TENSOR_NAMES:
             return K.CPU_TENSOR
         if bk in K.ANY_TENSOR:
@@ -509,19 +510,18 @@ class TensorInference:
         if r[0] == "func":
             return self.facts.returns(r[1])
         if r[0] == "class":
-            k = self.facts.klass(r[1])
-            return K.MODULE if k is not None and k[0] else K.instance(r[1])
+            return K.MODULE if self.facts.class_is_module(r[1]) else K.instance(r[1])
         return K.UNKNOWN
 
-    def _class_facts(self, class_key: str):
-        """(is a module, attributes) of a project class: this module's own, or another's facts."""
+    def _class_attribute(self, class_key: str, attr: str):
+        """The kind of attribute ``attr`` of the objects of a project class: this module's own, or
+        another's facts (which then record only that this attribute was read)."""
         mod, _, cls = class_key.partition(":")
         if mod == self.module_name and cls in self.classes:
-            c = self.classes[cls]
-            return c["module"], c["attrs"]
+            return self.classes[cls]["attrs"].get(attr, K.UNKNOWN)
         if self.facts is not None:
-            return self.facts.klass(class_key)
-        return None
+            return self.facts.class_attribute(class_key, attr)
+        return K.UNKNOWN
 
     def _method_of(self, class_key: str, meth: str) -> Optional[str]:
         """The project-wide key of the function ``obj.meth()`` runs on an object of ``class_key``."""
