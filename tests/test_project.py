@@ -158,6 +158,37 @@ def test_a_star_import_of_a_project_module_is_followed(tmp_path):
     assert _lint(root, ["utils.py"]) == {("utils.py", 3, "XLA001")}
 
 
+def test_a_star_reexport_resolves_before_any_walk(tmp_path):
+    # `pkg/__init__.py` re-exports `pkg/core.py` with a star import (torch_xla's own layout): names
+    # reached through the package resolve from the declarations already, so the walk order puts
+    # core.py before train.py and train.py reads core's walked return the first time
+    from xlalint.semantics.project import Facts, ProjectIndex, dependency_levels
+
+    root = tmp_path / "proj"
+    _project(root, {
+        "pkg/__init__.py": "from .core import *\n",
+        "pkg/core.py": "import torch\n\n\ndef make_mask(x):\n    return x > 0\n\n\ndef _hidden(x):\n    return x\n",
+        "train.py": "import torch_xla\nimport pkg\n\n\n"
+                    "def train(model, loader, opt):\n"
+                    "    for x, y in loader:\n"
+                    "        out = model(x)\n"
+                    "        out.sum().backward()\n"
+                    "        opt.step()\n"
+                    "        keep = pkg.make_mask(out)\n"
+                    "        picked = out[keep].mean()\n"
+                    "        torch_xla.sync()\n",
+    })
+    files = _files(root)
+    index = ProjectIndex(str(root), files)
+    decls = {p: parallel._declarations(p, index, _settings(), None) for p in files}
+    facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in decls.values()})
+    assert facts.resolve("pkg.make_mask", "train") == ("func", "pkg.core:make_mask")
+    assert facts.resolve("pkg._hidden", "train") is None  # a star import binds public names only
+    levels = {Path(p).relative_to(root).as_posix(): lv for p, lv in dependency_levels(index, decls).items()}
+    assert levels["pkg/core.py"] < levels["train.py"]
+    assert _lint(root) == {("train.py", 11, "XLA003")}
+
+
 def test_an_override_in_another_module_receives_what_the_base_class_passes(tmp_path):
     # the base trainer moves every entry of its host batch but `meta` to the device itself: the subclass's
     # hook reads `meta` on the host (silent) and a moved entry on the device (found)

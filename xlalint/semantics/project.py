@@ -171,6 +171,13 @@ class Facts:
             return self.resolve(target + ("." + tail if tail else ""), mod, depth + 1)
         if f"{mod}.{head}" in self.index.by_module or f"{mod}.{head}" in self.index.prefixes:
             return self.resolve(f"{mod}.{rest}", "", depth + 1)
+        # `from .core import *`, before the walk binds those names (a walked summary has them in its
+        # imports): the same names the walk will bind, the star module's public functions and classes
+        for star in s.get("stars", ()):
+            r = self.resolve(star, mod, depth + 1)
+            t = self.summaries.get(r[1]) if r is not None and r[0] == "module" else None
+            if t is not None and not head.startswith("_") and (head in t["funcs"] or head in t["classes"]):
+                return self.resolve(f"{r[1]}.{rest}", "", depth + 1)
         return None
 
     def method(self, class_gkey: str, meth: str, _seen=None) -> Optional[str]:
@@ -365,9 +372,13 @@ class FactsView:
             return list(r) if r is not None else None
         if op == "ret":
             return f.returns(arg)
-        if op == "cls":
+        if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
-            return [k[0], sorted(k[1].items())] if k is not None else None
+            return k[0] if k is not None else None
+        if op == "clsa":  # the kind of one attribute of a class's objects (None: not known)
+            cls, _, attr = arg.rpartition("|")
+            k = f.klass(cls)
+            return k[1].get(attr) if k is not None else None
         if op == "m":
             cls, _, meth = arg.rpartition(".")
             return f.method(cls, meth)
@@ -421,9 +432,14 @@ class FactsView:
     def returns(self, gkey: str):
         return self._ask("ret|" + gkey)
 
-    def klass(self, gkey: str):
-        r = self._ask("cls|" + gkey)
-        return (r[0], dict(r[1])) if r is not None else None
+    # a class is read piece by piece: a module that asks one attribute is not walked again when another
+    # changes
+    def class_is_module(self, gkey: str) -> Optional[bool]:
+        return self._ask("clsm|" + gkey)
+
+    def class_attribute(self, gkey: str, attr: str):
+        k = self._ask(f"clsa|{gkey}|{attr}")
+        return k if k is not None else K.UNKNOWN
 
     def method(self, class_gkey: str, meth: str):
         return self._ask(f"m|{class_gkey}.{meth}")
@@ -618,6 +634,7 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
     imports: dict = {}
     funcs: dict = {}
     classes: dict = {}
+    stars: list = []  # the modules `from m import *` names: the walk binds their names (Facts._member)
 
     def dotted(node) -> Optional[str]:
         parts = []
@@ -666,6 +683,8 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
                 for a in s.names:
                     if a.name != "*":
                         imports[a.asname or a.name] = f"{base}.{a.name}"
+                    elif base not in stars:
+                        stars.append(base)
             elif isinstance(s, (ast.If, ast.Try)) and not prefix:  # `try: import x` / `if TYPE_CHECKING:`
                 body(s.body, prefix, in_class)
                 for h in getattr(s, "handlers", ()):
@@ -681,7 +700,7 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
                 calls.setdefault(name, []).append((node.lineno, node.col_offset))
     return {
         "summary": {"module": module, "imports": imports, "funcs": funcs, "top_calls": [], "loops": [],
-                    "ctxs": [], "classes": classes, "sites": {}},
+                    "ctxs": [], "classes": classes, "sites": {}, "stars": stars},
         "calls": {k: [ln for ln, _ in sorted(v)] for k, v in calls.items()},
     }
 
