@@ -10,6 +10,7 @@ file is linted by ``engine.lint_source`` from its bytes and nothing else.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -310,10 +311,16 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     codes = settings.codes_for(path) if settings is not None else None
     module, is_pkg = index.module_of(path)
     decl = _DECLS.get(path)
-    result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
-                                   honor_noqa=honor_noqa, limits=_limits(settings),
-                                   call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path),
-                                   checked=bool(decl and decl.get("checked")))
+    gc_was_on = gc.isenabled()
+    gc.disable()  # see _release_memory
+    try:
+        result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
+                                       honor_noqa=honor_noqa, limits=_limits(settings),
+                                       call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path),
+                                       checked=bool(decl and decl.get("checked")))
+    finally:
+        if gc_was_on:
+            gc.enable()
     _release_memory()
     return path, _cache_key(data, path, index, settings), result
 
@@ -322,7 +329,15 @@ def _release_memory() -> None:
     """Give the freed memory of a walk back to the system (glibc's ``malloc_trim``). A syntax tree is
     built on a thread of its own, in a malloc arena of its own; the small summaries that outlive it
     are scattered through that arena, which then never shrinks: on torch, hundreds of MB of freed
-    trees stayed resident. A no-op where there is no glibc."""
+    trees stayed resident. A no-op where there is no glibc.
+
+    The cyclic collector is off during a walk: a parse allocates millions of objects, and each
+    collection it triggers would also traverse everything the earlier walks left (the summaries: on
+    torch, hundreds of MB). Here the walk's own cycles are collected, and what survives it is frozen
+    (``gc.freeze``: plain data, never traversed again; freed by reference counting when replaced)."""
+    if gc.isenabled():
+        gc.collect()
+        gc.freeze()
     trim = _TRIM.get("fn", False)
     if trim is False:
         trim = None
