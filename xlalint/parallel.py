@@ -191,6 +191,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
             results[p] = _analyse_one(p, index, facts, settings, honor_noqa=False)[2]
     # in file order, whatever order the walks ran in: the paths messages name do not depend on the schedule
     results = {p: results[p] for p in files if p in results}
+    gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
     return engine.decide(results, asked, root, index)
 
 
