@@ -43,6 +43,10 @@ class StepVaryingPythonInt(Rule):
         an item of a literal list of at most 16 ints (`sizes[step % 3]` with `sizes = [64, 128, 256]`:
         3 graphs). `step % K` with a larger K is reported with its number of graphs. Inner loops that do
         not train (`for i in range(4):` inside the step) repeat the same indices every step: not flagged.
+        An index read from a device tensor's values (`e = int(hit.item()); w[e]`, a Mixture-of-Experts
+        dispatch) is not flagged either: it takes values within the indexed dimension, one graph each,
+        then cached (the host read itself is XLA001's, the loop over the tensor XLA008's); a size or a
+        slice bound read from the data (`n = lengths.max().item(); x[:, :n]`) is.
     """
     why_slow = """
         torch_xla traces Python ints into the graph as constants: `x[:, :n]` with `n = 37` is a
@@ -88,11 +92,16 @@ class StepVaryingPythonInt(Rule):
         "import torch\nhistory = []\nfor step, (x, y) in enumerate(loader):\n    loss = model(x).sum()\n    loss.backward()\n    history.append(step)\n    names = labels[step]\n    if step == 0:\n        first = loss[step]\n",
         # a CPU factory: no graph
         "import torch\nfor step, x in enumerate(loader):\n    idx = torch.arange(step)\n    loss = model(x).sum()\n    loss.backward()\n",
+        # an index read from the data (MoE dispatch, from transformers): one of num_experts values, each
+        # one graph, then cached
+        "import torch\nfor x, y in loader:\n    logits = model(x)\n    expert_mask = torch.nn.functional.one_hot(logits.argmax(-1), num_classes=8)\n    for hit in expert_mask.sum(0).nonzero():\n        e = int(hit.item())\n        w = expert_mask[e]\n        logits = logits + w.sum()\n    logits.sum().backward()\n",
     ]
     INVALID = [
         "import torch\nfor step in range(100):\n    x = torch.randn(8, 64, device=device)\n    n = step % 50 + 10\n    out = model(x[:, :n])\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n",
         "import torch\nlengths = [int(l) for l in raw_lengths]\nfor step, (x, y) in enumerate(loader):\n    n = lengths[step]\n    pos = torch.arange(n, device=x.device)\n    loss = model(x).sum() + pos.sum()\n    loss.backward()\n",
         "import torch\nglobal_step = 0\nfor x, y in loader:\n    out = model(x)\n    global_step += 1\n    loss = out[global_step].sum() + out.view(global_step, -1).sum()\n    loss.backward()\n",
+        # a slice bound read from the data (transformers' omdet-turbo): a new length, a new graph
+        "import torch\nfor x, mask in loader:\n    out = model(x)\n    max_len = (mask != 0).sum(1).max().item()\n    loss = out[:, :max_len].sum()\n    loss.backward()\n",
     ]
 
     decides_in_project = True  # a counter passed to a helper (in this module or another) varies there too
@@ -140,7 +149,7 @@ class StepVaryingPythonInt(Rule):
             s = el.slice
             if isinstance(s, cst.Index):
                 v = sv.varying(s.value)
-                if v is not None:
+                if v is not None and not v.data:
                     return self._flag(node, v, "an index", FIX_INDEX)
             elif isinstance(s, cst.Slice):
                 for part in (s.lower, s.upper, s.step):
@@ -165,8 +174,8 @@ class StepVaryingPythonInt(Rule):
             if m.kind(func.value) not in K.DEVICE_TENSORS:
                 return
             v = self._varying_arg(node, positional_args(node))
-            if v is not None:
-                role = "an index" if func.attr.value == "select" else "a shape"
+            role = "an index" if func.attr.value == "select" else "a shape"
+            if v is not None and not (v.data and role == "an index"):
                 self._flag(node, v, role, FIX_INDEX if role == "an index" else FIX_SHAPE)
 
     def _note_call(self, node: cst.Call) -> None:
