@@ -93,6 +93,9 @@ class PythonIterationOverTensor(Rule):
         "import torch\nfrom typing import Union\nclass M(torch.nn.Module):\n    def forward(self, x, gate_logits: Union[torch.Tensor, tuple[torch.Tensor]], class_labels: list[torch.Tensor]):\n        n = sum(len(c) for c in class_labels)\n        for g in gate_logits:\n            x = x + g.sum()\n        return x\n",
         # transformers' Trainer: a string key tested in the model's outputs (a dict)
         "import torch\nclass Trainer:\n    def compute_loss(self, model, inputs):\n        outputs = model(**inputs)\n        if isinstance(outputs, dict) and 'loss' not in outputs:\n            raise ValueError('no loss')\n        return outputs['loss']\n",
+        # transformers' decision pipeline: an item of the batch dict that is a list of (inputs, questions)
+        # pairs; an element spread as keyword arguments is a mapping, never a tensor's element
+        "import torch\nfor batch in loader:\n    out = model(batch['x'])\n    prompts = batch['prompts']\n    scores = [model.decide(**inputs, q=q) for inputs, q in prompts]\n    merged = [{**inputs} for inputs, q in prompts]\n    loss = out.sum()\n    loss.backward()\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
         # a loop that only collects or adds the elements: lazy slices, no host read (measured)
@@ -248,7 +251,7 @@ def _reads_element(target, body) -> bool:
 
 
 def _used_as_container(target, scope) -> bool:
-    """The loop variable is used as a dict or list (``t.items()``, ``t["boxes"]``): whatever is iterated is
+    """The loop variable is used as a dict or list (``t.items()``, ``t["boxes"]``, ``f(**t)``): whatever is iterated is
     a list of containers (a batch's list of target dicts), not a tensor, whatever the inference said."""
     names = {e.value for e in target_names(target)}
     if not names:
@@ -258,6 +261,9 @@ def _used_as_container(target, scope) -> bool:
         n = stack.pop()
         if isinstance(n, cst.Attribute) and n.attr.value in _CONTAINER_METHODS and isinstance(n.value, cst.Name) and n.value.value in names:
             return True
+        if (isinstance(n, (cst.Arg, cst.StarredDictElement)) and (not isinstance(n, cst.Arg) or n.star == "**")
+                and isinstance(n.value, cst.Name) and n.value.value in names):
+            return True  # `f(**inputs)`, `{**inputs}`: a mapping, never a tensor's element
         if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value in names:
             for el in n.slice:
                 if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString, cst.ConcatenatedString)):
