@@ -256,6 +256,8 @@ class TensorInference:
             return K.element_of(bk)
         if bk == K.BOOL_TENSOR:
             return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
+        if bk in (K.TENSORS, K.CPU_TENSORS) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice):
+            return bk  # `parts[1:]` of a tuple from chunk()/split(), of a batch: still a container
         if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
