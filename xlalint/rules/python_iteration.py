@@ -32,7 +32,9 @@ class PythonIterationOverTensor(Rule):
         `--verify` counts what its body reads), and the builtins that compare elements on the host:
         `max(t)`, `min(t)`, `sorted(t)`, `any(t)`, `all(t)`, and `x in t` / `x not in t`.
         Not flagged: iterating a container of tensors (a batch, `nn.ModuleList`, `nn.ParameterList`,
-        a Python list of tensors, `t.split(...)` / `t.unbind()` results, `zip` of lists),
+        a Python list of tensors, `t.split(...)` / `t.unbind()` results and slices of them, `zip` of lists,
+        an element spread as `**kwargs`, so a mapping), a comprehension that reads only each element's
+        shape (`sum(len(c) for c in t)`) or feeds it to a tensor op or a module (`[net(h[None]) for h in t]`),
         `t.shape`, `range(t.size(0))`, `max(a, b)` of two values, a `for` loop whose body never needs
         an element's value in Python (`for v in t: out.append(v * 2)`: lazy slices), and `sum(t)`, `list(t)`,
         `tuple(t)`, `a, b = t` on their own: measured on torch_xla 2.9 they only slice the tensor
@@ -96,6 +98,11 @@ class PythonIterationOverTensor(Rule):
         # transformers' decision pipeline: an item of the batch dict that is a list of (inputs, questions)
         # pairs; an element spread as keyword arguments is a mapping, never a tensor's element
         "import torch\nfor batch in loader:\n    out = model(batch['x'])\n    prompts = batch['prompts']\n    scores = [model.decide(**inputs, q=q) for inputs, q in prompts]\n    merged = [{**inputs} for inputs, q in prompts]\n    loss = out.sum()\n    loss.backward()\n",
+        # transformers' ProphetNet: a slice of chunk()'s tuple is a tuple; Mask2Former: only each
+        # element's length is read (a shape); SuperPoint: each element fed to a module (measured: lazy
+        # slices, no transfer)
+        "import torch\nnet = torch.nn.Linear(4, 4)\nfor x in loader:\n    ks = model(x).chunk(4, dim=2)\n    main, rest = ks[0], ks[1:]\n    out = torch.stack([torch.cat([main, k], 2) for k in rest], 1)\n    labels = out.argmax(-1)\n    n = sum(len(c) for c in labels)\n    sizes = [c.shape[0] * c.size(0) for c in labels]\n    dec = [net(h[None, ...]) for h in out]\n    loss = out.sum() + n\n    loss.backward()\n",
+        "import torch\nfor x in loader:\n    out = model(x)\n    parts = [torch.cat([out, h[None]]) for h in out]\n    loss = torch.stack(parts).sum()\n    loss.backward()\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
         # a loop that only collects or adds the elements: lazy slices, no host read (measured)
@@ -163,7 +170,7 @@ class PythonIterationOverTensor(Rule):
     def _comp(self, node) -> None:
         comp = node.for_in
         while comp is not None:
-            if self._tensor(comp.iter) and not _used_as_container(comp.target, node):
+            if self._tensor(comp.iter) and not _used_as_container(comp.target, node) and not _lazy_uses_only(self.model, comp.target, node):
                 self._flag(node, "a comprehension iterates a device tensor element by element", FIX_LOOP)
                 return
             comp = comp.inner_for_in
@@ -270,6 +277,54 @@ def _used_as_container(target, scope) -> bool:
                     return True
         stack.extend(child_nodes(n))
     return False
+
+
+_SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "device"})
+_SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement"})
+
+
+def _lazy_uses_only(m, target, comp) -> bool:
+    """The comprehension uses an element only in ways that need no value on the host: its shape
+    (``len(c)``, ``c.shape[0]``, ``c.size(0)``) or as the input of a tensor op or a module call
+    (``torch.cat([main, k])``, ``self.decoder(h[None])``), which slice the tensor lazily (measured: no
+    transfer). ``sum(len(c) for c in class_labels)``."""
+    names = {e.value for e in target_names(target)}
+    if not names:
+        return False
+
+    def element(e) -> bool:  # `k`, `h[None, ...]`, `[main, k]`
+        while isinstance(e, cst.Subscript):
+            if any(not isinstance(el.slice, cst.Slice) and names_in(el.slice.value) & names for el in e.slice):
+                return False
+            e = e.value
+        if isinstance(e, (cst.List, cst.Tuple)):
+            return all(element(el.value) for el in e.elements)
+        return isinstance(e, cst.Name) and e.value in names or not (names_in(e) & names)
+
+    stack = [comp]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.CompFor):
+            stack.extend(x for x in (n.iter, *n.ifs, n.inner_for_in) if x is not None)
+            continue  # its target binds the names, it does not read them
+        if isinstance(n, cst.Name) and n.value in names:
+            return False
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Name) and f.value == "len" and len(n.args) == 1 and element(n.args[0].value):
+                continue
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in names \
+                    and f.attr.value in _SHAPE_METHODS:
+                stack.extend(a.value for a in n.args)
+                continue
+            if (m.kind(f) == K.MODULE or (m.qualname(f) or "").startswith("torch.")) and all(
+                    a.star == "" and element(a.value) for a in n.args):
+                continue
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in names \
+                and n.attr.value in _SHAPE_ATTRS:
+            continue
+        stack.extend(child_nodes(n))
+    return True
 
 
 def _plain_tensor(ann) -> bool:
