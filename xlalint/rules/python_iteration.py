@@ -102,7 +102,8 @@ class PythonIterationOverTensor(Rule):
         # element's length is read (a shape); SuperPoint: each element fed to a module (measured: lazy
         # slices, no transfer)
         "import torch\nnet = torch.nn.Linear(4, 4)\nfor x in loader:\n    ks = model(x).chunk(4, dim=2)\n    main, rest = ks[0], ks[1:]\n    out = torch.stack([torch.cat([main, k], 2) for k in rest], 1)\n    labels = out.argmax(-1)\n    n = sum(len(c) for c in labels)\n    sizes = [c.shape[0] * c.size(0) for c in labels]\n    dec = [net(h[None, ...]) for h in out]\n    loss = out.sum() + n\n    loss.backward()\n",
-        "import torch\nfor x in loader:\n    out = model(x)\n    parts = [torch.cat([out, h[None]]) for h in out]\n    loss = torch.stack(parts).sum()\n    loss.backward()\n",
+        # torch_xla's all_gather: `all(isinstance(v, torch.Tensor) for v in value)`, a type check
+        "import torch\nfor x in loader:\n    out = model(x)\n    ok = all(isinstance(v, torch.Tensor) for v in out)\n    parts = [torch.cat([out, h[None]]) for h in out]\n    loss = torch.stack(parts).sum()\n    loss.backward()\n",
         # once, after training
         "import torch\nfor x in loader:\n    out = model(x)\n    loss = out.sum()\n    loss.backward()\nprint(max(out))\n",
         # a loop that only collects or adds the elements: lazy slices, no host read (measured)
@@ -284,8 +285,8 @@ _SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement"})
 
 
 def _lazy_uses_only(m, target, comp) -> bool:
-    """The comprehension uses an element only in ways that need no value on the host: its shape
-    (``len(c)``, ``c.shape[0]``, ``c.size(0)``) or as the input of a tensor op or a module call
+    """The comprehension uses an element only in ways that need no value on the host: its shape or type
+    (``len(c)``, ``c.shape[0]``, ``c.size(0)``, ``isinstance(c, torch.Tensor)``) or as the input of a tensor op or a module call
     (``torch.cat([main, k])``, ``self.decoder(h[None])``), which slice the tensor lazily (measured: no
     transfer). ``sum(len(c) for c in class_labels)``."""
     names = {e.value for e in target_names(target)}
@@ -311,8 +312,10 @@ def _lazy_uses_only(m, target, comp) -> bool:
             return False
         if isinstance(n, cst.Call):
             f = n.func
-            if isinstance(f, cst.Name) and f.value == "len" and len(n.args) == 1 and element(n.args[0].value):
-                continue
+            if isinstance(f, cst.Name) and f.value in ("len", "isinstance", "type", "id") and n.args \
+                    and element(n.args[0].value):
+                stack.extend(a.value for a in n.args[1:])
+                continue  # a shape, a type check: no value needed
             if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in names \
                     and f.attr.value in _SHAPE_METHODS:
                 stack.extend(a.value for a in n.args)
