@@ -20,7 +20,7 @@ FIX_LOOP = (
 class PythonIterationOverTensor(Rule):
     code = "XLA008"
     name = "python-iteration-over-tensor"
-    on_by_default = False  # measured precision on transformers ~90% (bench/RULES-PRECISION.md): opt in
+    on_by_default = False  # precision on a read sample of transformers 85% (bench/RULES-PRECISION.md): opt in
     summary = "Python iterates a device tensor every step: one slice per element, and a graph cut for each element it compares."
     what_it_does = """
         Off by default (its precision on real code is below the other rules': a tuple of tensors
