@@ -356,9 +356,10 @@ def main(argv=None) -> int:
             torchfix_version += f" (libcst {tf_libcst})"
             rows["torchfix"] = measure(f"TorchFix -j 1 (every {every}th file)", [str(exe), "-j", "1"] + sample,
                                        sample, sample_lines, cwd=work, env=env)
-    rows["j1_sample"] = measure(f"xlalint -j 1 --no-cache (same {len(sample)})",
-                                xlalint + common + ["-j", "1", "--no-cache"] + sample,
-                                sample, sample_lines, cwd=work, env=env)
+    if not rows["torchfix"].skipped:  # its only use: the comparison with TorchFix
+        rows["j1_sample"] = measure(f"xlalint -j 1 --no-cache (same {len(sample)})",
+                                    xlalint + common + ["-j", "1", "--no-cache"] + sample,
+                                    sample, sample_lines, cwd=work, env=env)
     load_after = os.getloadavg()
 
     crashed = [x.name for x in rows.values() if "Traceback (most recent call last)" in x.extra.get("stderr", "")]
@@ -412,6 +413,8 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
     L.append("|---|---:|---:|---:|---:|---:|---:|")
     order = ["parse", "guard", "j1", "jN", "cold", "warm", "one_warm", "flake8", "torchfix", "j1_sample"]
     for k in order:
+        if k not in r:
+            continue
         x = r[k]
         if x.skipped:
             L.append(f"| {x.name} | {x.files} | — | — | — | — | skipped: {x.skipped} |")
@@ -467,6 +470,8 @@ def write_results(output, args, rows, files, lines, trees, jobs, every, sample, 
         L.append("- flake8 runs its default checkers too (they run whatever `--select` says; only the report is "
                  "filtered), with its default job count.")
     for k in order:
+        if k not in r:
+            continue
         x = r[k]
         if not x.skipped and (x.returncode not in (0, 1) or "Traceback (most" in x.extra.get("stderr", "")):
             tail = x.extra.get("stderr", "").strip().splitlines()[-3:]

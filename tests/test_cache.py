@@ -105,7 +105,7 @@ def test_corrupt_entries_are_relinted_with_a_warning(project, tmp_path, damage, 
     cold = Cache.open(tmp_path / "c", settings, pytest.fail)
     parallel.lint_files(files, settings, jobs=1, cache=cold)
     entries = _entries(cold)
-    assert len(entries) == 2 * len(files)  # each file's analysis, and its declarations
+    assert len(entries) == 2 * len(files) + 1  # each file's analysis, its declarations, the whole project's
     for e in entries:
         e.write_bytes(damage(e.read_bytes()))
     warnings = []
@@ -124,7 +124,7 @@ def test_cli_corrupt_cache_warns_on_stderr(project, tmp_path, capsys):
     clean_out = capsys.readouterr()
     assert rc == 1 and "warning" not in clean_out.err
     for e in (tmp_path / "c").rglob("*"):
-        if e.is_file() and len(e.name) == 38:  # an entry: <ab>/<38 hex digits>
+        if e.is_file() and (len(e.name) == 38 or e.name.endswith("p")):  # a file's entry, the project's
             e.write_bytes(b"\x00not a cache entry")
     assert cli.main(args) == 1
     out = capsys.readouterr()

@@ -11,6 +11,7 @@ file is linted by ``engine.lint_source`` from its bytes and nothing else.
 from __future__ import annotations
 
 import gc
+import hashlib
 import multiprocessing
 import os
 import sys
@@ -149,8 +150,19 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         by_abs[os.path.normpath(os.path.abspath(p))] = p
     files = sorted(by_abs.values())
     index = ProjectIndex(root, files)
+    # the whole project unchanged since a run that stored its results (every file's bytes, the settings,
+    # xlalint's code): that run's per-file results, without a walk or a round
+    state = _project_state(files, index, settings) if cache is not None and honor_noqa and not parse else None
+    if state is not None:
+        hit = cache.load(state, count=False)
+        if hit and isinstance(hit[0].get("results"), dict) and set(hit[0]["results"]) <= set(files):
+            cache.hits += len(files)  # every file's result came from the cache
+            return engine.decide(hit[0]["results"], asked, root, index)
+    whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
-        files = connected_files(index, asked, lambda p: _read_text(p, settings))
+        connected = connected_files(index, asked, lambda p: _read_text(p, settings))
+        whole = len(connected) == len(files)
+        files = connected
         index = ProjectIndex(root, files)
     results: dict = {}
     _SOURCES.clear()
@@ -164,8 +176,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         if d is not None:
             _DECLS[p] = d
     # the facts: every module's declarations, each replaced by its walked summary once walked
-    summaries = {d["summary"]["module"]: d["summary"] for d in _DECLS.values()}
-    facts = Facts(index, dict(summaries))
+    facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in _DECLS.values()})
     levels = dependency_levels(index, _DECLS) if len(files) > 1 else {}
     pending = files
     for n in range(MAX_ROUNDS):
@@ -175,13 +186,14 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         # whatever the number of jobs, so -j N gives what -j 1 gives
         for wave in _waves(pending, levels):
             _run_round(wave, index, facts, settings, jobs, cache, results)
+            changes = {}
             for p in wave:
                 r = results[p]
                 if "summary" in r:
-                    summaries[r["summary"]["module"]] = r["summary"]
+                    changes[r["summary"]["module"]] = r["summary"]
                 else:
-                    summaries.pop(index.module_of(p)[0], None)
-            facts = Facts(index, dict(summaries))
+                    changes[index.module_of(p)[0]] = None
+            facts.update(changes)
         pending = [p for p in files if "reads" in results[p] and results[p]["reads"]
                    and not facts.agrees(results[p]["summary"]["module"], results[p]["reads"])]
         if not pending:
@@ -192,7 +204,20 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     # in file order, whatever order the walks ran in: the paths messages name do not depend on the schedule
     results = {p: results[p] for p in files if p in results}
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
+    if state is not None and whole:
+        cache.store(state, [{"results": results}])  # the whole project was walked: reusable as it is
     return engine.decide(results, asked, root, index)
+
+
+def _project_state(files: list, index, settings) -> Optional[str]:
+    """A cache key for the whole project as it is: every file's path, module and contents key (or why
+    it cannot be read). None when a file cannot be read at all."""
+    h = hashlib.blake2b(digest_size=20)
+    for p in files:
+        data, err = _read(p, settings)
+        part = _cache_key(data, p, index, settings) if err is None else f"error:{err}"
+        h.update(f"{p}\0{part}\n".encode("utf-8", "surrogatepass"))
+    return h.hexdigest() + "p"
 
 
 def _waves(paths: list, levels: dict) -> list:
@@ -301,7 +326,10 @@ def _store(results: dict, cache: Optional[Cache], path: str, key: Optional[str],
         cache.store(key, variants[:MAX_VARIANTS])
 
 
-MAX_VARIANTS = 4  # results of one file's contents under different facts about its neighbours
+# results of one file's contents under different facts about its neighbours: one per round it can be
+# walked in, so that a warm run replays every round of the cold one from the cache (with 4, the modules
+# walked in all 5 rounds of torch's project pass lost their first result and were walked again)
+MAX_VARIANTS = MAX_ROUNDS
 
 
 def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> tuple:

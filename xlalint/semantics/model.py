@@ -49,6 +49,10 @@ class SemanticModel(TensorInference):
         self.facts = facts  # a project.FactsView, or None when the file is analysed alone
         self.steps: Optional[Steps] = None
         self.imports: dict[str, str] = {}
+        # what other modules can import from this one: its module-level imports (not those of its
+        # functions), and the modules it star-imports (project.Facts._member resolves through both)
+        self.module_imports: dict[str, str] = {}
+        self.star_modules: list[str] = []
         self.imports_torch = False
         self.imports_xla = False
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
@@ -296,13 +300,17 @@ class SemanticModel(TensorInference):
             if full is None:
                 continue
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.imports[alias.asname.name.value] = full
-                self._bind_name(alias.asname.name.value, K.NOT_TENSOR)
+                local, target = alias.asname.name.value, full
             else:
-                head = full.split(".")[0]
-                self.imports[head] = head
-                self._bind_name(head, K.NOT_TENSOR)
+                local = target = full.split(".")[0]
+            self.imports[local] = target
+            if self._at_module_level():
+                self.module_imports[local] = target
+            self._bind_name(local, K.NOT_TENSOR)
             self._note_import(full)
+
+    def _at_module_level(self) -> bool:
+        return self.func is self.top and self.class_key is None
 
     def _import_from(self, node: cst.ImportFrom) -> None:
         self._emit("ImportFrom", node)
@@ -312,6 +320,8 @@ class SemanticModel(TensorInference):
         if mod:
             self._note_import(mod)
         if isinstance(node.names, cst.ImportStar):
+            if mod and self._at_module_level() and mod not in self.star_modules:
+                self.star_modules.append(mod)
             if mod and self.facts is not None and self.facts.knows(mod):
                 for nm in self.facts.star_names(mod):  # `from utils import *` of a project module
                     self.imports.setdefault(nm, f"{mod}.{nm}")
@@ -324,6 +334,8 @@ class SemanticModel(TensorInference):
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else nm
             if mod:
                 self.imports[local] = f"{mod}.{nm}"
+                if self._at_module_level():
+                    self.module_imports[local] = f"{mod}.{nm}"
             self._bind_name(local, K.NOT_TENSOR)
 
     def _absolute(self, dots: int, mod: Optional[str]) -> Optional[str]:
@@ -774,8 +786,8 @@ class SemanticModel(TensorInference):
             data = r.export(ctx_id, lambda c: cand_ids.get(id(c)))
             if data:
                 rules[r.code] = data
-        summary = {"module": mod, "imports": dict(self.imports), "funcs": funcs, "top_calls": top_calls,
-                   "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
+        summary = {"module": mod, "imports": dict(self.module_imports), "stars": list(self.star_modules),
+                   "funcs": funcs, "top_calls": top_calls, "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@")}  # hooks defined elsewhere
         return {"summary": summary, "cands": cands, "rules": rules}
 

@@ -135,9 +135,37 @@ class Facts:
         self.index = index
         self.summaries = summaries  # module -> summary (as written by the walker)
         self._resolved: dict = {}
-        self._sites: Optional[dict] = None
+        self._sites: Optional[dict] = None  # callee gkey -> {caller module: [its sites]}
+        self._site_targets: dict = {}  # caller module -> the callees its sites went to
         self._subclasses: Optional[dict] = None
         self._answers: dict = {}  # the answer to each question, as a FactsView records it
+
+    def update(self, changes: dict) -> None:
+        """Replace some modules' summaries (module -> summary, None: gone), keeping every solved answer
+        that cannot have changed. Names, methods, subclasses and where each call site goes depend only
+        on a module's shape (its functions, classes and their bases, imports and star imports), which a
+        walk rarely changes from the declarations: when no shape changed, only the answers about
+        returns, attributes and sites are asked again, and only the changed modules' sites are
+        re-resolved. (Rebuilding everything after each level of a round was most of a warm run.)"""
+        same_shape = all(_shape(self.summaries.get(m)) == _shape(s) for m, s in changes.items())
+        for m, s in changes.items():
+            if s is None:
+                self.summaries.pop(m, None)
+            else:
+                self.summaries[m] = s
+        if not same_shape:
+            self.__init__(self.index, self.summaries)
+            return
+        if self._sites is not None:
+            for m in changes:
+                for t in self._site_targets.pop(m, ()):
+                    self._sites[t].pop(m, None)
+                if m in self.summaries:
+                    self._add_sites(m)
+        ret_ok = lambda k: k.partition(":")[0] not in changes  # noqa: E731
+        self._answers = {k: v for k, v in self._answers.items()
+                         if isinstance(k, tuple)  # (importer, "r|name"): name resolution
+                         or k.startswith(("m|", "star|")) or (k.startswith("ret|") and ret_ok(k[4:]))}
 
     # ---------------------------------------------------------------- name resolution
     def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
@@ -171,8 +199,7 @@ class Facts:
             return self.resolve(target + ("." + tail if tail else ""), mod, depth + 1)
         if f"{mod}.{head}" in self.index.by_module or f"{mod}.{head}" in self.index.prefixes:
             return self.resolve(f"{mod}.{rest}", "", depth + 1)
-        # `from .core import *`, before the walk binds those names (a walked summary has them in its
-        # imports): the same names the walk will bind, the star module's public functions and classes
+        # `from .core import *`: the names the walk binds, the star module's public functions and classes
         for star in s.get("stars", ()):
             r = self.resolve(star, mod, depth + 1)
             t = self.summaries.get(r[1]) if r is not None and r[0] == "module" else None
@@ -247,15 +274,20 @@ class Facts:
     def sites(self, gkey: str) -> list:
         """What callers in other modules pass: [(positional kinds, keyword kinds, via an attribute)]."""
         if self._sites is None:
-            out: dict = {}
-            for mod, s in self.summaries.items():
-                for callee, sites in s["sites"].items():
-                    own = callee.startswith(f"@{mod}:")  # a method's calls through self.: for its overrides
-                    for t in self.callee_targets(callee, mod, overrides=own):
-                        if not (own and t.startswith(f"{mod}:")):
-                            out.setdefault(t, []).extend(sites)
-            self._sites = out
-        return self._sites.get(gkey, [])
+            self._sites = {}
+            for mod in self.summaries:
+                self._add_sites(mod)
+        return [x for sites in self._sites.get(gkey, {}).values() for x in sites]
+
+    def _add_sites(self, mod: str) -> None:
+        targets = set()
+        for callee, sites in self.summaries[mod]["sites"].items():
+            own = callee.startswith(f"@{mod}:")  # a method's calls through self.: for its overrides
+            for t in self.callee_targets(callee, mod, overrides=own):
+                if not (own and t.startswith(f"{mod}:")):
+                    self._sites.setdefault(t, {}).setdefault(mod, []).extend(sites)
+                    targets.add(t)
+        self._site_targets[mod] = targets
 
     def callee_targets(self, callee: str, mod: str, overrides: bool = True) -> list:
         """The project functions a recorded callee may run (a method call also runs the overrides)."""
@@ -342,6 +374,16 @@ class Facts:
         return True
 
 
+def _shape(s: Optional[dict]):
+    """What name resolution reads of a module's summary (Facts.update)."""
+    if s is None:
+        return None
+    # a function nested in another ("f.<locals>.g") cannot be named from another module: the walk
+    # records them, the declarations do not
+    return ({k for k in s["funcs"] if ".<locals>." not in k}, sorted((c, tuple(rec[2])) for c, rec in s["classes"].items()),
+            s["imports"], tuple(s.get("stars", ())))
+
+
 def _seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
     if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind) or K.instances_class(kind):
@@ -359,7 +401,7 @@ class FactsView:
 
     def answer(self, key: str):
         memo = self.facts._answers
-        k = (self.module, key) if key[0] == "r" else key  # only name resolution depends on the importer
+        k = (self.module, key) if key.startswith("r|") else key  # only name resolution depends on the importer
         if k not in memo:
             memo[k] = self._answer(key)
         return memo[k]
