@@ -125,6 +125,12 @@ def test_an_unchanged_project_is_served_whole_from_the_cache(tmp_path, monkeypat
     monkeypatch.setattr(parallel, "_analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))
     monkeypatch.setattr(parallel, "_declarations", lambda *a, **k: pytest.fail("declarations read on a warm run"))
     assert lint() == cold and walked == []
+    # one file of it, spelled from inside the project: the same entry (paths are stored under the root)
+    monkeypatch.chdir(root)
+    cache = Cache.open(cache_dir, _settings(), pytest.fail)
+    one = parallel.lint_files(["reporting.py"], _settings(), jobs=1, cache=cache)
+    assert {(f.line, f.code) for f in one} == {(line, code) for path, line, code in cold if path == "reporting.py"}
+    assert one and walked == []
     # an edit of the caller: the project changed, its modules are read and walked again
     monkeypatch.undo()
     monkeypatch.setattr(parallel, "_analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))

@@ -155,9 +155,11 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     state = _project_state(files, index, settings) if cache is not None and honor_noqa and not parse else None
     if state is not None:
         hit = cache.load(state, count=False)
-        if hit and isinstance(hit[0].get("results"), dict) and set(hit[0]["results"]) <= set(files):
+        spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
+        stored = hit[0].get("results") if hit else None
+        if isinstance(stored, dict) and set(stored) <= set(spelled):
             cache.hits += len(files)  # every file's result came from the cache
-            return engine.decide(hit[0]["results"], asked, root, index)
+            return engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
     whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
         connected = connected_files(index, asked, lambda p: _read_text(p, settings))
@@ -205,7 +207,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     results = {p: results[p] for p in files if p in results}
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
     if state is not None and whole:
-        cache.store(state, [{"results": results}])  # the whole project was walked: reusable as it is
+        cache.store(state, [{"results": {_rel(p, root): r for p, r in results.items()}}])  # reusable as it is
     return engine.decide(results, asked, root, index)
 
 
@@ -213,11 +215,15 @@ def _project_state(files: list, index, settings) -> Optional[str]:
     """A cache key for the whole project as it is: every file's path, module and contents key (or why
     it cannot be read). None when a file cannot be read at all."""
     h = hashlib.blake2b(digest_size=20)
-    for p in files:
+    for rel, p in sorted((_rel(p, index.root), p) for p in files):
         data, err = _read(p, settings)
-        part = _cache_key(data, p, index, settings) if err is None else f"error:{err}"
-        h.update(f"{p}\0{part}\n".encode("utf-8", "surrogatepass"))
+        part = _cache_key(data, p, index, settings) if err is None else f"error:{err.code}:{err.message}"
+        h.update(f"{rel}\0{part}\n".encode("utf-8", "surrogatepass"))
     return h.hexdigest() + "p"
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(root))
 
 
 def _waves(paths: list, levels: dict) -> list:
