@@ -156,16 +156,28 @@ class Facts:
         if not same_shape:
             self.__init__(self.index, self.summaries)
             return
+        touched: set = set()  # the functions whose callers' sites changed
         if self._sites is not None:
             for m in changes:
-                for t in self._site_targets.pop(m, ()):
+                old = self._site_targets.pop(m, ())
+                touched.update(old)
+                for t in old:
                     self._sites[t].pop(m, None)
                 if m in self.summaries:
                     self._add_sites(m)
-        ret_ok = lambda k: k.partition(":")[0] not in changes  # noqa: E731
-        self._answers = {k: v for k, v in self._answers.items()
-                         if isinstance(k, tuple)  # (importer, "r|name"): name resolution
-                         or k.startswith(("m|", "star|")) or (k.startswith("ret|") and ret_ok(k[4:]))}
+                    touched.update(self._site_targets[m])
+
+        def still(k) -> bool:
+            if isinstance(k, tuple) or k.startswith(("m|", "star|")):
+                return True  # (importer, "r|name"): name resolution; methods; star names
+            op, _, arg = k.partition("|")
+            if op == "ret":
+                return arg.partition(":")[0] not in changes
+            if op in ("sites", "veto"):
+                return self._sites is not None and arg not in touched
+            return False  # a class's attributes may come from a changed base
+
+        self._answers = {k: v for k, v in self._answers.items() if still(k)}
 
     # ---------------------------------------------------------------- name resolution
     def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
