@@ -138,6 +138,31 @@ def test_an_unchanged_project_is_served_whole_from_the_cache(tmp_path, monkeypat
     train.write_text(train.read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)'))
     edited = lint()
     assert walked and edited != cold
+    # one entry per project, rewritten by each whole run: a cache does not grow with every edit
+    assert len([e for e in cache_dir.rglob("*p") if e.is_file()]) == 1
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
+def test_facts_updated_in_place_answer_as_facts_built_afresh(name, monkeypatch):
+    # the project pass updates its facts after each level (Facts.update keeps what cannot have changed);
+    # every answer it then holds must be what facts built from the same summaries would answer
+    from xlalint.semantics.project import Facts, FactsView
+
+    real = Facts.update
+    checked = []
+
+    def update(self, changes):
+        real(self, changes)
+        fresh = Facts(self.index, dict(self.summaries))
+        for k in list(self._answers):
+            module, key = k if isinstance(k, tuple) else ("", k)
+            assert FactsView(fresh, module).answer(key) == self._answers[k], (name, k)
+            checked.append(k)
+
+    monkeypatch.setattr(Facts, "update", update)
+    root = PROJECTS / name
+    parallel.lint_files(_files(root), _settings(), jobs=1, cache=None)
+    assert checked
 
 
 def test_the_path_is_named_in_the_message():

@@ -154,9 +154,9 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     # xlalint's code): that run's per-file results, without a walk or a round
     state = _project_state(files, index, settings) if cache is not None and honor_noqa and not parse else None
     if state is not None:
-        hit = cache.load(state, count=False)
+        hit = cache.load(_project_key(root), count=False)
         spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
-        stored = hit[0].get("results") if hit else None
+        stored = hit[0].get("results") if hit and hit[0].get("state") == state else None
         if isinstance(stored, dict) and set(stored) <= set(spelled):
             cache.hits += len(files)  # every file's result came from the cache
             return engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
@@ -206,20 +206,26 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     # in file order, whatever order the walks ran in: the paths messages name do not depend on the schedule
     results = {p: results[p] for p in files if p in results}
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
-    if state is not None and whole:
-        cache.store(state, [{"results": {_rel(p, root): r for p, r in results.items()}}])  # reusable as it is
+    if state is not None and whole:  # the project's last state only: the entry is rewritten, never added to
+        cache.store(_project_key(root), [{"state": state, "results": {_rel(p, root): r for p, r in results.items()}}])
     return engine.decide(results, asked, root, index)
 
 
-def _project_state(files: list, index, settings) -> Optional[str]:
-    """A cache key for the whole project as it is: every file's path, module and contents key (or why
-    it cannot be read). None when a file cannot be read at all."""
+def _project_key(root: str) -> str:
+    """The cache entry of a project's last whole run: one per project root (and, through the cache's
+    salt, per settings and xlalint version), so a run after each edit rewrites it instead of adding one."""
+    return hashlib.blake2b(os.path.abspath(root).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest() + "p"
+
+
+def _project_state(files: list, index, settings) -> str:
+    """The whole project as it is: every file's path under the root with its contents key (or why it
+    cannot be read), hashed."""
     h = hashlib.blake2b(digest_size=20)
     for rel, p in sorted((_rel(p, index.root), p) for p in files):
         data, err = _read(p, settings)
         part = _cache_key(data, p, index, settings) if err is None else f"error:{err.code}:{err.message}"
         h.update(f"{rel}\0{part}\n".encode("utf-8", "surrogatepass"))
-    return h.hexdigest() + "p"
+    return h.hexdigest()
 
 
 def _rel(path: str, root: str) -> str:

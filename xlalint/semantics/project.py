@@ -134,6 +134,10 @@ class Facts:
     def __init__(self, index: ProjectIndex, summaries: dict):
         self.index = index
         self.summaries = summaries  # module -> summary (as written by the walker)
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop every solved answer."""
         self._resolved: dict = {}
         self._sites: Optional[dict] = None  # callee gkey -> {caller module: [its sites]}
         self._site_targets: dict = {}  # caller module -> the callees its sites went to
@@ -154,7 +158,7 @@ class Facts:
             else:
                 self.summaries[m] = s
         if not same_shape:
-            self.__init__(self.index, self.summaries)
+            self._forget()
             return
         touched: set = set()  # the functions whose callers' sites changed
         if self._sites is not None:
