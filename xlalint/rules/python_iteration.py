@@ -113,6 +113,8 @@ class PythonIterationOverTensor(Rule):
         "import torch\nfor x, y in loader:\n    per_sample = loss_fn(model(x), y)\n    worst = max(per_sample)\n    loss = per_sample.mean()\n    loss.backward()\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        total = 0\n        for v in x.sum(-1):\n            if v > 0:\n                total = total + v\n        return total\n",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    if 0 in y:\n        out = out * 2\n    loss = out.sum()\n    loss.backward()\n",
+        # transformers' Emu3: a helper that returns a tensor but moves its argument to the host
+        "import torch\nclass Mapping:\n    def convert(self, img):\n        return self.table[img.to('cpu')].to(img.device)\nmapping = Mapping()\nfor x in loader:\n    out = model(x)\n    toks = [mapping.convert(t).flatten() for t in out.argmax(-1)]\n    loss = out.sum()\n    loss.backward()\n",
         # a torch function that answers in Python (`torch.equal`: a bool) reads each element
         "import torch\nfor x in loader:\n    out = model(x)\n    same = [torch.equal(h, out[0]) for h in out]\n    loss = out.sum()\n    loss.backward()\n",
         "import torch\nfor x, y in loader:\n    out = model(x)\n    ranked = sorted(out.sum(-1))\n    flags = [v > 0 for v in out.sum(-1)]\n    loss = out.sum()\n    loss.backward()\n",
@@ -322,8 +324,10 @@ def _lazy_uses_only(m, target, comp) -> bool:
                     and f.attr.value in _SHAPE_METHODS:
                 stack.extend(a.value for a in n.args)
                 continue
-            if m.kind(n) in K.HOLDS_DEVICE_TENSOR and all(a.star == "" and element(a.value) for a in n.args):
-                continue  # a tensor op or a module call gives a lazy tensor (not `torch.equal`, `.tolist()`)
+            if ((m.kind(f) == K.MODULE or (m.qualname(f) or "").startswith("torch."))
+                    and m.kind(n) in K.HOLDS_DEVICE_TENSOR and all(a.star == "" and element(a.value) for a in n.args)):
+                continue  # a torch op or a module call that gives a tensor traces lazily (not `torch.equal`,
+                # nor a project helper that returns a tensor but may read its argument: `.to("cpu")`)
         if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in names \
                 and n.attr.value in _SHAPE_ATTRS:
             continue
