@@ -105,7 +105,8 @@ def test_corrupt_entries_are_relinted_with_a_warning(project, tmp_path, damage, 
     cold = Cache.open(tmp_path / "c", settings, pytest.fail)
     parallel.lint_files(files, settings, jobs=1, cache=cold)
     entries = _entries(cold)
-    assert len(entries) == 2 * len(files) + 1  # each file's analysis, its declarations, the whole project's
+    # each file's analysis and its declarations; the whole project's analyses and its decided findings
+    assert len(entries) == 2 * len(files) + 2
     for e in entries:
         e.write_bytes(damage(e.read_bytes()))
     warnings = []
@@ -124,7 +125,7 @@ def test_cli_corrupt_cache_warns_on_stderr(project, tmp_path, capsys):
     clean_out = capsys.readouterr()
     assert rc == 1 and "warning" not in clean_out.err
     for e in (tmp_path / "c").rglob("*"):
-        if e.is_file() and (len(e.name) == 38 or e.name.endswith("p")):  # a file's entry, the project's
+        if e.is_file() and (len(e.name) == 38 or e.name.endswith(("p", "pf"))):  # a file's entry, the project's
             e.write_bytes(b"\x00not a cache entry")
     assert cli.main(args) == 1
     out = capsys.readouterr()

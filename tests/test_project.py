@@ -15,6 +15,7 @@ import pytest
 from xlalint import engine, parallel
 from xlalint.cache import Cache
 from xlalint.config import build_settings
+from xlalint.findings import finding_row
 from tests.test_fixtures import expected_marks
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
@@ -140,6 +141,60 @@ def test_an_unchanged_project_is_served_whole_from_the_cache(tmp_path, monkeypat
     assert walked and edited != cold
     # one entry per project, rewritten by each whole run: a cache does not grow with every edit
     assert len([e for e in cache_dir.rglob("*p") if e.is_file()]) == 1
+
+
+def test_a_one_file_run_over_an_unchanged_project_decides_nothing(tmp_path, monkeypatch):
+    # pre-commit and editors lint one file of a project linted before: its findings, as the last run over
+    # the same project state decided them, are read back (deciding the whole call graph was most of a
+    # warm one-file run on torch); from another directory, or after any edit, they are decided again
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECTS / "seq2seq_returns", root)
+    cache_dir = tmp_path / "cache"
+    monkeypatch.chdir(root)
+
+    def lint(paths):
+        return parallel.lint_files(paths, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
+
+    whole = lint(_files(Path(".")))
+    mine = [f for f in whole if Path(f.path).name == "reporting.py"]
+    assert mine and any("called from" in f.message for f in mine)  # a message that names another file
+    real_decide = engine.decide
+    monkeypatch.setattr(engine, "decide", lambda *a, **k: pytest.fail("decided again on an unchanged project"))
+    assert lint(["reporting.py"]) == mine
+    assert lint(["./reporting.py", "train.py"]) == sorted(
+        [f.__class__("./reporting.py", *finding_row(f)) for f in mine] + [f for f in whole if f.path == "train.py"])
+    # from elsewhere the messages name other paths: decided again, as a run without a cache decides
+    monkeypatch.setattr(engine, "decide", real_decide)
+    monkeypatch.chdir(tmp_path)
+    fresh = parallel.lint_files(["proj/reporting.py"], _settings(), jobs=1, cache=None)
+    assert lint(["proj/reporting.py"]) == fresh and fresh != mine
+    assert any("proj/train.py" in f.message for f in fresh)
+    # an edit anywhere in the project: decided again
+    monkeypatch.chdir(root)
+    train = root / "train.py"
+    train.write_text(train.read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)'))
+    decided = []
+    monkeypatch.setattr(engine, "decide", lambda *a, **k: decided.append(1) or real_decide(*a, **k))
+    assert lint(["reporting.py"]) == parallel.lint_files(["reporting.py"], _settings(), jobs=1, cache=None)
+    assert decided
+
+
+def test_a_buffer_that_differs_from_the_disk_is_what_is_linted(tmp_path):
+    # a host that passes the text of a file (an editor's buffer, stdin) over a project whose files on
+    # disk are all cached: the buffer is the project's state, never the file it stands for
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECTS / "seq2seq_returns", root)
+    cache_dir = tmp_path / "cache"
+    files = _files(root)
+    parallel.lint_files(files, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
+    train = str(root / "train.py")
+    text = Path(train).read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)')
+    assert text != Path(train).read_text()
+    on_disk = parallel.lint_project(str(root), [train], _settings(), files=files)
+    with_cache = parallel.lint_project(str(root), [train], _settings(), files=files, sources={train: text},
+                                       cache=Cache.open(cache_dir, _settings(), pytest.fail))
+    without = parallel.lint_project(str(root), [train], _settings(), files=files, sources={train: text})
+    assert with_cache == without != on_disk
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -103,21 +105,13 @@ class Settings:
         return False
 
     def _excluded_here(self, path: str) -> bool:
-        name = os.path.basename(path.rstrip("/\\")) or path
-        rel = None
-        for pattern in self.exclude + self.extend_exclude:
-            pat = pattern.rstrip("/")
-            if pat.startswith("./"):
-                pat = pat[2:]
-            if "/" not in pat:
-                if fnmatch.fnmatchcase(name, pat):
-                    return True
-                continue
-            if rel is None:
-                rel = _relative(path, self.root)
-            if fnmatch.fnmatchcase(rel, pat) or rel.startswith(pat.rstrip("*").rstrip("/") + "/"):
-                return True
-        return False
+        names, rels = _exclude_matchers(tuple(self.exclude) + tuple(self.extend_exclude))
+        if names is not None and names.match(os.path.basename(path.rstrip("/\\")) or path):
+            return True
+        if rels is None:
+            return False
+        rel = _relative(path, self.root)
+        return bool(rels[0].match(rel)) or rel.startswith(rels[1])
 
     @property
     def limits(self) -> guard.Limits:
@@ -126,6 +120,27 @@ class Settings:
 
     def fingerprint(self) -> str:
         return repr((sorted(self.enabled), self.per_file_ignores, self.max_file_size, self.limits))
+
+
+@lru_cache(maxsize=64)
+def _exclude_matchers(patterns: tuple):
+    """The exclude globs compiled, once per set of patterns (the walk asks for every entry it finds):
+    (a regex of the bare globs, matched against a name, or None; (a regex of the globs with a slash,
+    matched against the path relative to the root, and the prefixes that exclude what is under them)
+    or None)."""
+    names, rels, prefixes = [], [], []
+    for pattern in patterns:
+        pat = pattern.rstrip("/")
+        if pat.startswith("./"):
+            pat = pat[2:]
+        if "/" not in pat:
+            names.append(fnmatch.translate(pat))
+        else:
+            rels.append(fnmatch.translate(pat))
+            prefixes.append(pat.rstrip("*").rstrip("/") + "/")
+    name_re = re.compile("|".join(f"(?:{n})" for n in names)) if names else None
+    rel_re = (re.compile("|".join(f"(?:{r})" for r in rels)), tuple(prefixes)) if rels else None
+    return name_re, rel_re
 
 
 def _relative(path: str, root: Path) -> str:

@@ -501,14 +501,14 @@ def _walk_dir(root: str, settings, seen_dirs: set, warn) -> Iterator[str]:
     here = _settings_for(settings, root) if settings is not None else None
     gitignore = here is not None and getattr(here, "respect_gitignore", False)
     for entry in entries:
-        path = os.path.join(root, entry.name) if root not in (".",) else entry.name
-        if here is not None and here.is_excluded(path):
-            continue
         try:
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
         if not is_dir and not entry.name.endswith((".py", ".ipynb")):
+            continue  # before the excludes: most of a tree's files are not Python
+        path = os.path.join(root, entry.name) if root not in (".",) else entry.name
+        if here is not None and here.is_excluded(path):
             continue
         if gitignore:
             from xlalint.gitignore import is_ignored

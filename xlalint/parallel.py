@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Optional
 
 from xlalint import engine
 from xlalint.cache import Cache
-from xlalint.findings import Finding
+from xlalint.findings import Finding, finding_row
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -150,16 +150,24 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         by_abs[os.path.normpath(os.path.abspath(p))] = p
     files = sorted(by_abs.values())
     index = ProjectIndex(root, files)
+    _SOURCES.clear()
+    _SOURCES.update(sources or {})  # before anything reads a file: the project's state is the buffers'
     # the whole project unchanged since a run that stored its results (every file's bytes, the settings,
     # xlalint's code): that run's per-file results, without a walk or a round
     state = _project_state(files, index, settings) if cache is not None and honor_noqa and not parse else None
     if state is not None:
+        found = _stored_findings(cache, root, state, asked)  # the asked files decided by an earlier run
+        if found is not None:
+            cache.hits += len(files)
+            return found
         hit = cache.load(_project_key(root), count=False)
         spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
         stored = hit[0].get("results") if hit and hit[0].get("state") == state else None
         if isinstance(stored, dict) and set(stored) <= set(spelled):
             cache.hits += len(files)  # every file's result came from the cache
-            return engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
+            found = engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
+            _store_findings(cache, root, state, asked, found, fresh=False)
+            return found
     whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
         connected = connected_files(index, asked, lambda p: _read_text(p, settings))
@@ -167,8 +175,6 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         files = connected
         index = ProjectIndex(root, files)
     results: dict = {}
-    _SOURCES.clear()
-    _SOURCES.update(sources or {})
     _PARSE.clear()
     _PARSE.update(parse or {})
     # every module's names first (CPython's parser): the first walks resolve names across modules
@@ -206,15 +212,53 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     # in file order, whatever order the walks ran in: the paths messages name do not depend on the schedule
     results = {p: results[p] for p in files if p in results}
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
+    found = engine.decide(results, asked, root, index)
     if state is not None and whole:  # the project's last state only: the entry is rewritten, never added to
         cache.store(_project_key(root), [{"state": state, "results": {_rel(p, root): r for p, r in results.items()}}])
-    return engine.decide(results, asked, root, index)
+        _store_findings(cache, root, state, asked, found, fresh=True)
+    return found
 
 
 def _project_key(root: str) -> str:
     """The cache entry of a project's last whole run: one per project root (and, through the cache's
     salt, per settings and xlalint version), so a run after each edit rewrites it instead of adding one."""
     return hashlib.blake2b(os.path.abspath(root).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest() + "p"
+
+
+def _stored_findings(cache: Cache, root: str, state: str, asked: list) -> Optional[list]:
+    """The findings of the ``asked`` files as a run over this same project state decided them, or None.
+    Deciding (the whole program's call graph, for how often each candidate runs) is most of a warm run
+    on a large project; a one-file run (pre-commit, an editor) over an unchanged project needs none of
+    it. The messages name paths as seen from the working directory, so the entry is per directory too."""
+    hit = cache.load(_project_key(root) + "f", count=False)
+    entry = hit[0] if hit else None
+    if not entry or entry.get("state") != state or entry.get("cwd") != os.getcwd():
+        return None
+    stored = entry.get("found")
+    rels = [_rel(p, root) for p in asked]
+    if not isinstance(stored, dict) or not all(r in stored for r in rels):
+        return None
+    try:
+        return sorted(Finding(p, *row) for p, r in zip(asked, rels) for row in stored[r])
+    except TypeError:  # an entry of another shape: decide again (and rewrite it)
+        return None
+
+
+def _store_findings(cache: Cache, root: str, state: str, asked: list, found: list, fresh: bool) -> None:
+    """Keep the findings just decided for the asked files (``_stored_findings``), with those of other
+    files decided over the same state unless ``fresh`` (a whole run rewrites the entry)."""
+    rows: dict = {}
+    if not fresh:
+        hit = cache.load(_project_key(root) + "f", count=False)
+        entry = hit[0] if hit else None
+        if entry and entry.get("state") == state and entry.get("cwd") == os.getcwd() and isinstance(entry.get("found"), dict):
+            rows = entry["found"]
+    by_path: dict = {p: [] for p in asked}
+    for f in found:
+        by_path.setdefault(f.path, []).append(finding_row(f))
+    for p, fs in by_path.items():
+        rows[_rel(p, root)] = fs
+    cache.store(_project_key(root) + "f", [{"state": state, "cwd": os.getcwd(), "found": rows}])
 
 
 def _project_state(files: list, index, settings) -> str:
