@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import marshal
 import multiprocessing
 import os
 import sys
@@ -162,7 +163,9 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
             return found
         hit = cache.load(_project_key(root), count=False)
         spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
-        stored = hit[0].get("results") if hit and hit[0].get("state") == state else None
+        # the results are decoded only for the same state (on torch they are 25 MB, 150 MB decoded)
+        stored = _unmarshal(hit[0].get("packed")) if hit and hit[0].get("state") == state else None
+        hit = None
         if isinstance(stored, dict) and set(stored) <= set(spelled):
             cache.hits += len(files)  # every file's result came from the cache
             found = engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
@@ -214,7 +217,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
     found = engine.decide(results, asked, root, index)
     if state is not None and whole:  # the project's last state only: the entry is rewritten, never added to
-        cache.store(_project_key(root), [{"state": state, "results": {_rel(p, root): r for p, r in results.items()}}])
+        cache.store(_project_key(root), [{"state": state, "packed": marshal.dumps({_rel(p, root): r for p, r in results.items()})}])
         _store_findings(cache, root, state, asked, found, fresh=True)
     return found
 
@@ -369,8 +372,10 @@ def _cached(path: str, index, facts, settings, cache: Optional[Cache]):
     variants = cache.load(_cache_key(data, path, index, settings))
     module = index.module_of(path)[0]
     for v in variants or ():
-        if not v.get("reads") or facts.agrees(module, v["reads"]):
-            return v
+        if "packed" in v and (not v.get("reads") or facts.agrees(module, v["reads"])):
+            result = _unpack(v)
+            if result is not None:
+                return result
     return None
 
 
@@ -378,8 +383,33 @@ def _store(results: dict, cache: Optional[Cache], path: str, key: Optional[str],
     results[path] = result
     if cache is not None and key is not None:
         old = cache.load(key, count=False) or []
-        variants = [result] + [v for v in old if v.get("reads") != result.get("reads")]
+        variants = [_pack(result)] + [v for v in old if "packed" in v and v.get("reads") != result.get("reads")]
         cache.store(key, variants[:MAX_VARIANTS])
+
+
+def _pack(result: dict) -> dict:
+    """A stored variant: the facts it read, and the rest of it marshalled apart, so that a warm run
+    that asks which variant agrees with the facts decodes only the reads (the summaries are most of an
+    entry: replaying torch's rounds decoded every variant of every module, a quarter of the run)."""
+    return {"reads": result.get("reads"), "packed": marshal.dumps({k: v for k, v in result.items() if k != "reads"})}
+
+
+def _unmarshal(blob):
+    """What ``marshal.dumps`` made ``blob`` from, if it was a dict; else None."""
+    try:
+        value = marshal.loads(blob)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _unpack(variant: dict) -> Optional[dict]:
+    result = _unmarshal(variant["packed"])
+    if result is None:
+        return None
+    if variant.get("reads") is not None:
+        result["reads"] = variant["reads"]
+    return result
 
 
 # results of one file's contents under different facts about its neighbours: one per round it can be

@@ -143,6 +143,10 @@ class Facts:
         self._site_targets: dict = {}  # caller module -> the callees its sites went to
         self._subclasses: Optional[dict] = None
         self._answers: dict = {}  # the answer to each question, as a FactsView records it
+        # the answers update() may drop, by what they depend on (so it never scans all of them)
+        self._by_module: dict = {}  # module -> the "ret|" answers about its functions
+        self._by_callee: dict = {}  # callee gkey -> its "sites|" and "veto|" answers
+        self._by_class: set = set()  # the "clsm|" and "clsa|" answers (a class's base may have changed)
 
     def update(self, changes: dict) -> None:
         """Replace some modules' summaries (module -> summary, None: gone), keeping every solved answer
@@ -171,17 +175,30 @@ class Facts:
                     self._add_sites(m)
                     touched.update(self._site_targets[m])
 
-        def still(k) -> bool:
-            if isinstance(k, tuple) or k.startswith(("m|", "star|")):
-                return True  # (importer, "r|name"): name resolution; methods; star names
-            op, _, arg = k.partition("|")
-            if op == "ret":
-                return arg.partition(":")[0] not in changes
-            if op in ("sites", "veto"):
-                return self._sites is not None and arg not in touched
-            return False  # a class's attributes may come from a changed base
+        # kept: name resolution ((importer, "r|name")), methods ("m|"), star names ("star|"); dropped:
+        # the returns of the changed modules' functions, the sites of the functions whose callers
+        # changed, and every class answer (a class's attributes may come from a changed base)
+        drop = [k for m in changes for k in self._by_module.pop(m, ())]
+        if self._sites is None:
+            drop.extend(k for ks in self._by_callee.values() for k in ks)
+            self._by_callee.clear()
+        else:
+            drop.extend(k for t in touched for k in self._by_callee.pop(t, ()))
+        drop.extend(self._by_class)
+        self._by_class = set()
+        for k in drop:
+            self._answers.pop(k, None)
 
-        self._answers = {k: v for k, v in self._answers.items() if still(k)}
+    def _remember(self, k, key: str, value) -> None:
+        """Record a view's answer (``k``: its memo key, ``key``: the question) where update() finds it."""
+        self._answers[k] = value
+        op, _, arg = key.partition("|")
+        if op == "ret":
+            self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
+        elif op in ("sites", "veto"):
+            self._by_callee.setdefault(arg, set()).add(k)
+        elif op in ("clsm", "clsa"):
+            self._by_class.add(k)
 
     # ---------------------------------------------------------------- name resolution
     def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
@@ -419,7 +436,7 @@ class FactsView:
         memo = self.facts._answers
         k = (self.module, key) if key.startswith("r|") else key  # only name resolution depends on the importer
         if k not in memo:
-            memo[k] = self._answer(key)
+            self.facts._remember(k, key, self._answer(key))
         return memo[k]
 
     def _answer(self, key: str):
