@@ -97,6 +97,30 @@ def _on_big_stack(fn, *args):
     return result[0]
 
 
+_VALIDATE = cst.CSTNode.__post_init__
+_PARSE_LOCK = threading.Lock()
+
+
+def _unchecked(self) -> None:
+    pass
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module``, without libcst checking each node its parser builds: every node's
+    constructor validates it (``CSTNode.__post_init__``: ``self._validate()``, a fifth of the parse),
+    and the parser's nodes are valid by construction (libcst's own comment there says validation at
+    parse time could go). The check is skipped only while this parse runs, and only while the
+    constructor is libcst's own, doing nothing else; CPython has compiled the text first anyway."""
+    if cst.CSTNode.__post_init__ is not _VALIDATE or _VALIDATE.__code__.co_names != ("_validate",):
+        return cst.parse_module(text)
+    with _PARSE_LOCK:
+        cst.CSTNode.__post_init__ = _unchecked
+        try:
+            return cst.parse_module(text)
+        finally:
+            cst.CSTNode.__post_init__ = _VALIDATE
+
+
 def _line_col_of_offset(data: bytes, offset: int) -> tuple[int, int]:
     before = data[:offset]
     line = before.count(b"\n") + 1
@@ -244,7 +268,7 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
              parse=None, call_lines: Optional[dict] = None) -> dict:
     """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
-        tree = (parse or cst.parse_module)(text)
+        tree = (parse or parse_module)(text)
     except cst.ParserSyntaxError as e:
         msg = e.message.splitlines()[0] if e.message else "invalid syntax"
         line, col = e.raw_line, e.raw_column + 1

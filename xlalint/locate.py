@@ -118,7 +118,7 @@ class Locator:
             self._defs = def_keys(tree)
             self._lines = _NEWLINE.split(self._text)
         where = self._defs.get(key)
-        if where is None or not isinstance(fdef, cst.FunctionDef):
+        if where is None or type(fdef) is not cst.FunctionDef:
             return None
         lineno, col = where
         src = self._lines

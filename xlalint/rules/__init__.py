@@ -61,15 +61,15 @@ class Rule:
         code = " ".join(self.model.module.code_for_node(node).split())
         if len(code) <= limit:
             return code
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             args = "()" if not node.args else "(...)"
             func = " ".join(self.model.module.code_for_node(node.func).split())
             if len(func) + len(args) <= limit:
                 return func + args
-            if isinstance(node.func, cst.Attribute):
+            if type(node.func) is cst.Attribute:
                 tail = f".{node.func.attr.value}{args}"
                 return self.text(node.func.value, max(limit - len(tail), 8)) + tail
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             tail = f".{node.attr.value}"
             return self.text(node.value, max(limit - len(tail), 8)) + tail
         return code[: limit - 1].rstrip() + "…"

@@ -106,7 +106,7 @@ class CpuFallbackOp(Rule):
     def on_Assign(self, node: cst.Assign) -> None:
         """``self.emb = nn.EmbeddingBag(...)``: calling it later runs the fallback function."""
         v = node.value
-        if not isinstance(v, cst.Call):
+        if type(v) is not cst.Call:
             return
         fn = RT.FALLBACK_MODULES.get(self.model.qualname(v.func) or "")
         if fn is None:
@@ -118,9 +118,9 @@ class CpuFallbackOp(Rule):
 
     def _module_key(self, e):
         f = self.model.step_context().func
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             return ("name", e.value)
-        if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+        if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
             while f is not None and f.class_key is None:
                 f = f.parent
             if f is not None:
@@ -130,7 +130,7 @@ class CpuFallbackOp(Rule):
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
-        if self._modules and isinstance(func, (cst.Name, cst.Attribute)):
+        if self._modules and type(func) in (cst.Name, cst.Attribute):
             hit = self._modules.get(self._module_key(func))
             if hit is not None:
                 fn, cls = hit
@@ -155,7 +155,7 @@ class CpuFallbackOp(Rule):
                     return
             self._check(node, q, short, variants, method=False, shown=dotted_name(func) or q)
             return
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             meth = func.attr.value
             variants = FB.FALLBACK_METHODS.get(meth)
             if variants is None or m.kind(func.value) not in K.DEVICE_TENSORS:
@@ -203,9 +203,9 @@ def _arg(call: cst.Call, short: str, param: str, method: bool):
                 node = args[pos]
     if node is None:
         return RT.CALL_DEFAULTS.get(short, {}).get(param, _MISSING)
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         try:
             return int(node.value, 0)
         except ValueError:

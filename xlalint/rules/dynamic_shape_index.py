@@ -140,12 +140,12 @@ class DynamicShapeIndex(Rule):
     # --------------------------------------------------------------- indexing
     def on_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            if isinstance(t.target, cst.Subscript):
+            if type(t.target) is cst.Subscript:
                 self._stores.add(id(t.target))
             self._note_names(t.target)
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Subscript):
+        if type(node.target) is cst.Subscript:
             self._stores.add(id(node.target))
         self._note_names(node.target)
 
@@ -159,12 +159,12 @@ class DynamicShapeIndex(Rule):
         self._note_names(node.target)
 
     def _note_names(self, target) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self._assigned.add((id(self.model.func), target.value))
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for el in target.elements:
                 self._note_names(el.value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._note_names(target.value)
 
     def on_Subscript(self, node: cst.Subscript) -> None:
@@ -172,7 +172,7 @@ class DynamicShapeIndex(Rule):
         mask = None
         for el in node.slice:
             s = el.slice
-            if isinstance(s, cst.Index) and s.star is None and m.is_bool_tensor(s.value):
+            if type(s) is cst.Index and s.star is None and m.is_bool_tensor(s.value):
                 mask = s.value
                 break
         if mask is None:
@@ -197,7 +197,7 @@ class DynamicShapeIndex(Rule):
             return
         for el in node.slice:
             s = el.slice
-            if not isinstance(s, cst.Slice):
+            if type(s) is not cst.Slice:
                 continue
             for bound in (s.lower, s.upper, s.step):
                 if bound is not None and m.kind(bound) in K.DEVICE_TENSORS and not self._assumed_param(bound):
@@ -213,7 +213,7 @@ class DynamicShapeIndex(Rule):
         m = self.model
         sizes = [a for i, a in enumerate(args) if positions is None or i in positions]
         for a in list(sizes):
-            if isinstance(a, (cst.Tuple, cst.List)):
+            if type(a) in (cst.Tuple, cst.List):
                 sizes += [el.value for el in a.elements]
         for a in sizes:
             if m.kind(a) in K.DEVICE_TENSORS and not self._assumed_param(a):
@@ -226,11 +226,11 @@ class DynamicShapeIndex(Rule):
 
     def _assumed_param(self, bound) -> bool:
         """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often."""
-        if not isinstance(bound, cst.Name):
+        if type(bound) is not cst.Name:
             return False
         f = self.model.func
         name = bound.value
-        if f is None or not isinstance(f.node, cst.FunctionDef) or (id(f), name) in self._assigned or name in f.seeds:
+        if f is None or type(f.node) is not cst.FunctionDef or (id(f), name) in self._assigned or name in f.seeds:
             return False
         params = f.node.params
         for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
@@ -264,7 +264,7 @@ class DynamicShapeIndex(Rule):
                 if reps is not None and m.is_tensor(reps) and keyword_arg(node, "output_size") is None:
                     self._flag(node, f"`{self.text(node)}` repeats by a tensor: a data-dependent length", "aten::repeat_interleave.Tensor", FIX_REPEAT)
             return
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         meth = func.attr.value
         recv = func.value
@@ -290,16 +290,16 @@ class DynamicShapeIndex(Rule):
     def _note_consumers(self, node: cst.Call) -> None:
         """Remember masked subscripts that are reduced or fed to a loss: the fix differs."""
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in T.MASK_REDUCTION_METHODS and isinstance(func.value, cst.Subscript):
+        if type(func) is cst.Attribute and func.attr.value in T.MASK_REDUCTION_METHODS and type(func.value) is cst.Subscript:
             self._reduced.add(id(func.value))
         name = ""
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             name = func.attr.value
-        elif isinstance(func, cst.Name):
+        elif type(func) is cst.Name:
             name = func.value
         if name and name.lower().endswith(T.LOSS_NAME_SUFFIXES):
             for a in node.args:
-                if isinstance(a.value, cst.Subscript):
+                if type(a.value) is cst.Subscript:
                     self._loss_args.add(id(a.value))
 
     def _flag_function(self, node: cst.Call, fn: str) -> None:

@@ -111,7 +111,7 @@ class HostRead(Rule):
         self._accumulated: dict = {}  # id(call) -> the `total += call` statement
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Call):
+        if type(node.operator) is cst.AddAssign and type(node.value) is cst.Call:
             self._accumulated[id(node.value)] = node
 
     def on_Call(self, node: cst.Call) -> None:
@@ -125,7 +125,7 @@ class HostRead(Rule):
             self._flag(node, f"`{t}` hands {what} to {who}, which reads it to the host {{when}}",
                        fix=SINK_FIX)
             return
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             meth = func.attr.value
             trigger = T.HOST_READ_TRIGGER_METHODS.get(meth)
             if trigger is not None and not node.args and (name_words(last_name(func.value) or "") or [""])[-1] in trigger[0]:
@@ -173,7 +173,7 @@ class HostRead(Rule):
             return
         if q in ("torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
             args = positional_args(node)
-            if args and isinstance(args[0], (cst.List, cst.Tuple)):
+            if args and type(args[0]) in (cst.List, cst.Tuple):
                 if any(m.kind(el.value) in K.DEVICE_TENSORS for el in args[0].elements):
                     self._flag(
                         node,
@@ -193,7 +193,7 @@ def _sink(m, node: cst.Call):
     q = m.qualname(func)
     if q is not None:
         entry = T.SINK_FUNCTIONS.get(q)
-    elif isinstance(func, cst.Attribute):
+    elif type(func) is cst.Attribute:
         meth = func.attr.value
         entry = T.SINK_METHODS.get(meth) or T.SINK_METHODS_BY_RECEIVER.get((meth, (last_name(func.value) or "").lower()))
         if entry is not None:

@@ -106,7 +106,7 @@ class MissingStepBarrier(Rule):
 
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
         for d in node.decorators:
-            dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
             if (self.model.qualname(dec) or dotted_name(dec)) in _SYNCING_WRAPPERS:
                 self._compiled.add(node.name.value)
 
@@ -137,20 +137,20 @@ class MissingStepBarrier(Rule):
                 if n:
                     self._compiled.add(n.split(".")[-1])
             return None
-        if isinstance(func, cst.Name) and func.value in self._compiled:
+        if type(func) is cst.Name and func.value in self._compiled:
             return "barrier"
         if q in T.STEP_FUNCTIONS:
             if q.endswith("optimizer_step"):
                 b = keyword_arg(node, "barrier")
-                return "barrier" if isinstance(b, cst.Name) and b.value == "True" else None
+                return "barrier" if type(b) is cst.Name and b.value == "True" else None
             return "barrier" if T.STEP_FUNCTIONS[q] else None
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             meth = func.attr.value
             if meth in ("sync", "mark_step") and (dotted_name(func.value) or "") in ("torch_xla", "xm", "xla_model"):
                 return "barrier"
             if meth == "optimizer_step":
                 b = keyword_arg(node, "barrier")
-                return "barrier" if isinstance(b, cst.Name) and b.value == "True" else None
+                return "barrier" if type(b) is cst.Name and b.value == "True" else None
         callee = m._callee_key(func)
         if callee is not None:
             return callee

@@ -113,32 +113,32 @@ class PerStepFormat(Rule):
     def _tensor_in(self, node):
         """The first tensor the formatting reads, to name it in the headline."""
         m = self.model
-        if isinstance(node, cst.FormattedString):
-            items = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
-        elif isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.FormattedString:
+            items = [p.expression for p in node.parts if type(p) is cst.FormattedStringExpression]
+        elif type(node) is cst.BinaryOperation:
             right = node.right
-            items = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
-        elif isinstance(node, cst.Call):
+            items = [e.value for e in right.elements] if type(right) is cst.Tuple else [right]
+        elif type(node) is cst.Call:
             items = []
             for a in node.args:
                 v = a.value
-                items.extend(p.expression for p in v.parts if isinstance(p, cst.FormattedStringExpression)) if isinstance(v, cst.FormattedString) else items.append(v)
+                items.extend(p.expression for p in v.parts if type(p) is cst.FormattedStringExpression) if type(v) is cst.FormattedString else items.append(v)
         else:
             return None
         return next((v for v in items if m.holds_tensor(v)), None)
 
     def on_FormattedString(self, node: cst.FormattedString) -> None:
         m = self.model
-        exprs = [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        exprs = [p.expression for p in node.parts if type(p) is cst.FormattedStringExpression]
         for e in exprs:  # f"{meter}" runs the meter's __format__ / __str__ here
             m.note_formatting(e, T.FORMAT_DUNDERS)
         if any(m.holds_tensor(e) for e in exprs):
             self._flag(node, "this f-string")
 
     def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+        if type(node.operator) is cst.Modulo and type(node.left) in (cst.SimpleString, cst.ConcatenatedString):
             right = node.right
-            items = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            items = [e.value for e in right.elements] if type(right) is cst.Tuple else [right]
             for v in items:
                 self.model.note_formatting(v)
             if any(self.model.holds_tensor(v) for v in items):
@@ -149,7 +149,7 @@ class PerStepFormat(Rule):
         func = node.func
         args = [a.value for a in node.args if not a.star]
         q = m.qualname(func)
-        if isinstance(func, cst.Name) and q is None:
+        if type(func) is cst.Name and q is None:
             name = func.value
             if name == "print" and m.is_builtin(func, "print"):
                 self._formats(args)
@@ -167,11 +167,11 @@ class PerStepFormat(Rule):
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{q.rsplit('.', 1)[-1]}(...)`")
             return
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         meth = func.attr.value
         recv = func.value
-        if meth == "format" and isinstance(recv, (cst.SimpleString, cst.ConcatenatedString)):
+        if meth == "format" and type(recv) in (cst.SimpleString, cst.ConcatenatedString):
             self._formats(args, T.FORMAT_DUNDERS)
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, "`str.format`")
@@ -200,10 +200,10 @@ class PerStepFormat(Rule):
 
 def _own_attributes(node) -> bool:
     """``self.__dict__`` or ``vars(self)``."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "__dict__":
-        return isinstance(node.value, cst.Name) and node.value.value == "self"
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "vars":
-        return len(node.args) == 1 and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "self"
+    if type(node) is cst.Attribute and node.attr.value == "__dict__":
+        return type(node.value) is cst.Name and node.value.value == "self"
+    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "vars":
+        return len(node.args) == 1 and type(node.args[0].value) is cst.Name and node.args[0].value.value == "self"
     return False
 
 
@@ -212,6 +212,6 @@ def _is_logger(m, recv) -> bool:
     if q is not None:
         return q == "logging" or q.startswith("logging.") or q.endswith(("logger", "log"))
     name = (last_name(recv) or "").lower()
-    if isinstance(recv, cst.Call):
+    if type(recv) is cst.Call:
         return (m.qualname(recv.func) or "") in ("logging.getLogger",)
     return name in ("logger", "log", "logging", "_logger", "_log", "lgr") or name.endswith("_logger")

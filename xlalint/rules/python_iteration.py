@@ -132,9 +132,9 @@ class PythonIterationOverTensor(Rule):
     def on_Assign(self, node: cst.Assign) -> None:
         names = self._maybe_containers.setdefault(self.model.step_context().func.key, set())
         m = self.model
-        from_module = isinstance(node.value, cst.Call) and not _is_loss(m, node.value.func) and (
+        from_module = type(node.value) is cst.Call and not _is_loss(m, node.value.func) and (
             m.kind(node.value.func) == K.MODULE
-            or (isinstance(node.value.func, cst.Attribute) and isinstance(node.value.func.value, cst.Name)
+            or (type(node.value.func) is cst.Attribute and type(node.value.func.value) is cst.Name
                 and node.value.func.value.value == "self")
         )
         used = None
@@ -142,7 +142,7 @@ class PythonIterationOverTensor(Rule):
             for tn in target_names(t.target):
                 if from_module:
                     names.add(tn.value)  # a module's output: often a list or tuple of tensors
-                elif isinstance(t.target, cst.Name) and tn.value in names:
+                elif type(t.target) is cst.Name and tn.value in names:
                     if used is None:
                         used = names_in(node.value)
                     if tn.value not in used:  # `y = tuple(f(i) for i in y)` reads the old value first
@@ -155,18 +155,18 @@ class PythonIterationOverTensor(Rule):
         self.backbone(x)``, often a list of feature maps). Iterating a tuple or list is free."""
         if self.model.kind(e) not in K.DEVICE_TENSORS:
             return False
-        if isinstance(e, cst.Name) and e.value in self._maybe_containers.get(self.model.step_context().func.key, ()):
+        if type(e) is cst.Name and e.value in self._maybe_containers.get(self.model.step_context().func.key, ()):
             return False
         return True
 
     def on_For(self, node: cst.For) -> None:
         it, target = node.iter, node.target
-        if (isinstance(it, cst.Call) and len(it.args) == 1 and isinstance(it.func, cst.Name)
+        if (type(it) is cst.Call and len(it.args) == 1 and type(it.func) is cst.Name
                 and it.func.value in _ELEMENTWISE_WRAPPERS and self.model.is_builtin(it.func, it.func.value)):
             # `for i, v in enumerate(t)`, `for v in reversed(t)`: the same walk over the elements
             it = it.args[0].value
             if node.iter.func.value == "enumerate":
-                if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                if not (type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2):
                     return
                 target = target.elements[1].value
         if self._tensor(it) and not _used_as_container(target, node.body) and _reads_element(target, node.body):
@@ -185,7 +185,7 @@ class PythonIterationOverTensor(Rule):
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
-        if not isinstance(func, cst.Name) or func.value not in RT.COMPARING_BUILTINS:
+        if type(func) is not cst.Name or func.value not in RT.COMPARING_BUILTINS:
             return
         args = positional_args(node)
         if len(args) != 1 or len(node.args) - len([a for a in node.args if a.keyword is not None]) != 1:
@@ -197,9 +197,9 @@ class PythonIterationOverTensor(Rule):
 
     def on_Comparison(self, node: cst.Comparison) -> None:
         for ct in node.comparisons:
-            if isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            if type(node.left) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
                 return  # `"loss" in outputs`: a dict or a model output, never a tensor
-            if isinstance(ct.operator, (cst.In, cst.NotIn)) and self._tensor(ct.comparator):
+            if type(ct.operator) in (cst.In, cst.NotIn) and self._tensor(ct.comparator):
                 self._flag(node, "`x in tensor` tests membership with a host read", FIX_IN)
                 return
 
@@ -243,19 +243,19 @@ def _reads_element(target, body) -> bool:
     while stack:
         n = stack.pop()
         test = None
-        if isinstance(n, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+        if type(n) in (cst.If, cst.While, cst.IfExp, cst.Assert):
             test = n.test
-        elif isinstance(n, cst.Call):
+        elif type(n) is cst.Call:
             f = n.func
-            if isinstance(f, cst.Name) and f.value in _HOST_CALLS:
+            if type(f) is cst.Name and f.value in _HOST_CALLS:
                 test = n
-            elif isinstance(f, cst.Attribute) and f.attr.value in _HOST_METHODS:
+            elif type(f) is cst.Attribute and f.attr.value in _HOST_METHODS:
                 test = f.value
-        elif isinstance(n, cst.FormattedStringExpression):
+        elif type(n) is cst.FormattedStringExpression:
             test = n.expression
-        elif isinstance(n, cst.Subscript):
-            test = cst.Tuple([cst.Element(el.slice.value) for el in n.slice if isinstance(el.slice, cst.Index)]) if any(
-                isinstance(el.slice, cst.Index) for el in n.slice) else None
+        elif type(n) is cst.Subscript:
+            test = cst.Tuple([cst.Element(el.slice.value) for el in n.slice if type(el.slice) is cst.Index]) if any(
+                type(el.slice) is cst.Index for el in n.slice) else None
         if test is not None and names_in(test) & names:
             return True
         stack.extend(child_nodes(n))
@@ -271,14 +271,14 @@ def _used_as_container(target, scope) -> bool:
     stack = [scope]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Attribute) and n.attr.value in _CONTAINER_METHODS and isinstance(n.value, cst.Name) and n.value.value in names:
+        if type(n) is cst.Attribute and n.attr.value in _CONTAINER_METHODS and type(n.value) is cst.Name and n.value.value in names:
             return True
-        if (isinstance(n, (cst.Arg, cst.StarredDictElement)) and (not isinstance(n, cst.Arg) or n.star == "**")
-                and isinstance(n.value, cst.Name) and n.value.value in names):
+        if (type(n) in (cst.Arg, cst.StarredDictElement) and (type(n) is not cst.Arg or n.star == "**")
+                and type(n.value) is cst.Name and n.value.value in names):
             return True  # `f(**inputs)`, `{**inputs}`: a mapping, never a tensor's element
-        if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value in names:
+        if type(n) is cst.Subscript and type(n.value) is cst.Name and n.value.value in names:
             for el in n.slice:
-                if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString, cst.ConcatenatedString)):
+                if type(el.slice) is cst.Index and type(el.slice.value) in (cst.SimpleString, cst.ConcatenatedString):
                     return True
         stack.extend(child_nodes(n))
     return False
@@ -298,29 +298,29 @@ def _lazy_uses_only(m, target, comp) -> bool:
         return False
 
     def element(e) -> bool:  # `k`, `h[None, ...]`, `[main, k]`
-        while isinstance(e, cst.Subscript):
-            if any(not isinstance(el.slice, cst.Slice) and names_in(el.slice.value) & names for el in e.slice):
+        while type(e) is cst.Subscript:
+            if any(type(el.slice) is not cst.Slice and names_in(el.slice.value) & names for el in e.slice):
                 return False
             e = e.value
-        if isinstance(e, (cst.List, cst.Tuple)):
+        if type(e) in (cst.List, cst.Tuple):
             return all(element(el.value) for el in e.elements)
-        return isinstance(e, cst.Name) and e.value in names or not (names_in(e) & names)
+        return type(e) is cst.Name and e.value in names or not (names_in(e) & names)
 
     stack = [comp]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.CompFor):
+        if type(n) is cst.CompFor:
             stack.extend(x for x in (n.iter, *n.ifs, n.inner_for_in) if x is not None)
             continue  # its target binds the names, it does not read them
-        if isinstance(n, cst.Name) and n.value in names:
+        if type(n) is cst.Name and n.value in names:
             return False
-        if isinstance(n, cst.Call):
+        if type(n) is cst.Call:
             f = n.func
-            if isinstance(f, cst.Name) and f.value in ("len", "isinstance", "type", "id") and n.args \
+            if type(f) is cst.Name and f.value in ("len", "isinstance", "type", "id") and n.args \
                     and element(n.args[0].value):
                 stack.extend(a.value for a in n.args[1:])
                 continue  # a shape, a type check: no value needed
-            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value in names \
+            if type(f) is cst.Attribute and type(f.value) is cst.Name and f.value.value in names \
                     and f.attr.value in _SHAPE_METHODS:
                 stack.extend(a.value for a in n.args)
                 continue
@@ -328,7 +328,7 @@ def _lazy_uses_only(m, target, comp) -> bool:
                     and m.kind(n) in K.HOLDS_DEVICE_TENSOR and all(a.star == "" and element(a.value) for a in n.args)):
                 continue  # a torch op or a module call that gives a tensor traces lazily (not `torch.equal`,
                 # nor a project helper that returns a tensor but may read its argument: `.to("cpu")`)
-        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in names \
+        if type(n) is cst.Attribute and type(n.value) is cst.Name and n.value.value in names \
                 and n.attr.value in _SHAPE_ATTRS:
             continue
         stack.extend(child_nodes(n))
@@ -340,9 +340,9 @@ def _plain_tensor(ann) -> bool:
     if ann is None:
         return False
     a = ann.annotation
-    if isinstance(a, cst.Subscript) and dotted_name(a.value) in ("Optional", "typing.Optional") and len(a.slice) == 1:
+    if type(a) is cst.Subscript and dotted_name(a.value) in ("Optional", "typing.Optional") and len(a.slice) == 1:
         idx = a.slice[0].slice
-        a = idx.value if isinstance(idx, cst.Index) else None
+        a = idx.value if type(idx) is cst.Index else None
     name = dotted_name(a) if a is not None else None
     return bool(name) and name.rsplit(".", 1)[-1].endswith("Tensor")
 

@@ -147,11 +147,11 @@ class StepVaryingPythonInt(Rule):
         sv = self._values()
         for el in node.slice:
             s = el.slice
-            if isinstance(s, cst.Index):
+            if type(s) is cst.Index:
                 v = sv.varying(s.value)
                 if v is not None and not v.data:
                     return self._flag(node, v, "an index", FIX_INDEX)
-            elif isinstance(s, cst.Slice):
+            elif type(s) is cst.Slice:
                 for part in (s.lower, s.upper, s.step):
                     v = sv.varying(part) if part is not None else None
                     if v is not None:
@@ -170,7 +170,7 @@ class StepVaryingPythonInt(Rule):
                 if v is not None:
                     self._flag(node, v, "a size", FIX_SHAPE)
             return
-        if isinstance(func, cst.Attribute) and func.attr.value in RT.SHAPE_METHODS:
+        if type(func) is cst.Attribute and func.attr.value in RT.SHAPE_METHODS:
             if m.kind(func.value) not in K.DEVICE_TENSORS:
                 return
             v = self._varying_arg(node, positional_args(node))
@@ -200,7 +200,7 @@ class StepVaryingPythonInt(Rule):
     def _varying_arg(self, node, args):
         sv = self._values()
         for a in args:
-            items = [e.value for e in a.elements] if isinstance(a, (cst.Tuple, cst.List)) else [a]
+            items = [e.value for e in a.elements] if type(a) in (cst.Tuple, cst.List) else [a]
             for it in items:
                 v = sv.varying(it)
                 if v is not None:
@@ -257,7 +257,7 @@ class StepVaryingPythonInt(Rule):
             calls.append([ctx_id(ctx), *row[1:]])
         params = {}
         for f in m.funcs.values():
-            if isinstance(f.node, cst.FunctionDef):
+            if type(f.node) is cst.FunctionDef:
                 ps = f.node.params
                 params[f.key] = [[p.name.value for p in (*ps.posonly_params, *ps.params)], f.class_key is not None]
         return {"uses": uses, "calls": calls, "params": params}

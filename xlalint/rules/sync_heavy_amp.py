@@ -101,7 +101,7 @@ class SyncHeavyAmp(Rule):
     def on_Call(self, node: cst.Call) -> None:
         func = node.func
         m = self.model
-        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+        if type(func) is cst.Attribute and func.attr.value == "step":
             # the model knows the scaler: made here, held in an attribute, or passed in from a caller
             if m.kind(func.value) == K.SCALER:
                 self.report(node, f"`{self.text(func.value)}.step(...)` of a `GradScaler` reads `found_inf` on the host "
@@ -110,7 +110,7 @@ class SyncHeavyAmp(Rule):
             return
         if last_name(func) in RT.NONFINITE_CHECK_FUNCTIONS:
             flag = keyword_arg(node, "error_if_nonfinite")
-            if isinstance(flag, cst.Name) and flag.value == "True":
+            if type(flag) is cst.Name and flag.value == "True":
                 fn = last_name(func)
                 self.report(
                     node,

@@ -88,14 +88,14 @@ class TensorCondition(Rule):
         self._truth(node.test, "a comprehension's `if`")
 
     def on_UnaryOperation(self, node: cst.UnaryOperation) -> None:
-        if isinstance(node.operator, cst.Not) and id(node) not in self._done:
+        if type(node.operator) is cst.Not and id(node) not in self._done:
             self._truth(node, "`not`")
 
     def on_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         # outside a test, `a or b` still truth-tests `a`
         if id(node) not in self._done:
             self._done.add(id(node))
-            op = "`and`" if isinstance(node.operator, cst.And) else "`or`"
+            op = "`and`" if type(node.operator) is cst.And else "`or`"
             self._truth(node.left, op)
 
     def _truth(self, e, by: str) -> None:
@@ -106,11 +106,11 @@ class TensorCondition(Rule):
 
     def _first_tensor_operand(self, e):
         self._done.add(id(e))
-        if isinstance(e, cst.BooleanOperation):
+        if type(e) is cst.BooleanOperation:
             left = self._first_tensor_operand(e.left)
             right = self._first_tensor_operand(e.right)
             return left if left is not None else right
-        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        if type(e) is cst.UnaryOperation and type(e.operator) is cst.Not:
             return self._first_tensor_operand(e.expression)
         m = self.model
         k = m.kind(e)
@@ -121,8 +121,8 @@ class TensorCondition(Rule):
 
 def _unambiguous(m, e) -> bool:
     """``x.any()`` / ``torch.isnan(x)`` with an unknown ``x``: only tensors answer these."""
-    if isinstance(e, cst.Call):
-        if isinstance(e.func, cst.Attribute) and e.func.attr.value in ("any", "all") and not e.args:
+    if type(e) is cst.Call:
+        if type(e.func) is cst.Attribute and e.func.attr.value in ("any", "all") and not e.args:
             rk = m.kind(e.func.value)
             return rk is K.UNKNOWN and m.imports_torch and m.qualname(e.func.value) is None
         q = m.qualname(e.func) or ""

@@ -97,7 +97,7 @@ class TrainEvalAlternation(Rule):
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+        if type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
             return
         is_eval = _mode(node)
         if is_eval is None or not _is_model(m, func.value):
@@ -223,7 +223,7 @@ def _mode(node: cst.Call) -> Optional[bool]:
     if not node.args:
         return False
     val = args[0] if args else (kw[0].value if kw and kw[0].keyword.value == "mode" else None)
-    if isinstance(val, cst.Name) and val.value in ("True", "False"):
+    if type(val) is cst.Name and val.value in ("True", "False"):
         return val.value == "False"
     return None
 
@@ -235,7 +235,7 @@ def _is_model(m, recv) -> bool:
     if k in K.ANY_TENSOR or m.qualname(recv) is not None:
         return False
     name = last_name(recv)
-    if not name or isinstance(recv, cst.Call):
+    if not name or type(recv) is cst.Call:
         return False
     if name == "self":
         cls = m._current_class()

@@ -141,16 +141,16 @@ class UnbucketedVariableLength(Rule):
     def on_Assign(self, node: cst.Assign) -> None:
         m = self.model
         for t in node.targets:
-            if isinstance(t.target, cst.Name):
+            if type(t.target) is cst.Name:
                 self._rebound.add((id(m.func), t.target.value))
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name:
             return
         name = node.targets[0].target.value
         key = (id(m.func), name)
         v = node.value
-        if isinstance(v, cst.Integer):
+        if type(v) is cst.Integer:
             self._int_names[key] = int(v.value, 0) if v.value.isdigit() else None
-        if isinstance(v, cst.Call):
+        if type(v) is cst.Call:
             self._assigned_calls[id(v)] = name
             self._aliases[key] = names_in(v)
             n = _dataset_length(m, v)
@@ -159,7 +159,7 @@ class UnbucketedVariableLength(Rule):
             if _is_batch_max(m, v) or self._max_of_lengths(v):
                 self.report(v, "", when="custom")
                 self._max_lens.append((m.candidates[-1], m.func, name))
-        elif isinstance(v, (cst.ListComp, cst.GeneratorExp)) and _is_len_call(v.elt):
+        elif type(v) in (cst.ListComp, cst.GeneratorExp) and _is_len_call(v.elt):
             self._length_lists.add(key)  # lengths = [len(x) for x in batch]
 
     def _max_of_lengths(self, call: cst.Call) -> bool:
@@ -167,7 +167,7 @@ class UnbucketedVariableLength(Rule):
         m = self.model
         args = positional_args(call)
         return (
-            m.is_builtin(call.func, "max") and len(args) == 1 and isinstance(args[0], cst.Name)
+            m.is_builtin(call.func, "max") and len(args) == 1 and type(args[0]) is cst.Name
             and (id(m.func), args[0].value) in self._length_lists
         )
 
@@ -177,7 +177,7 @@ class UnbucketedVariableLength(Rule):
             return
         left, right = node.left, node.comparisons[0].comparator
         for a, b in ((left, right), (right, left)):
-            if isinstance(a, cst.Name) and isinstance(b, cst.Name):
+            if type(a) is cst.Name and type(b) is cst.Name:
                 self._bucketed.add((id(self.model.func), a.value))
 
     def on_Name(self, node: cst.Name) -> None:
@@ -185,7 +185,7 @@ class UnbucketedVariableLength(Rule):
             self._bucket_funcs.add(id(self.model.func))
 
     def on_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)):
+        if type(node.operator) in (cst.FloorDivide, cst.Modulo):
             for n in names_in(node):
                 self._bucketed.add((id(self.model.func), n))
 
@@ -201,7 +201,7 @@ class UnbucketedVariableLength(Rule):
                 for n in names_in(a.value):
                     self._bucketed.add((id(m.func), n))
         cf = keyword_arg(node, "collate_fn")
-        if isinstance(cf, cst.Call) and (last_name(cf.func) == "partial") and positional_args(cf):
+        if type(cf) is cst.Call and (last_name(cf.func) == "partial") and positional_args(cf):
             cf = positional_args(cf)[0]  # collate_fn=functools.partial(collate, tokenizer=tok)
         if cf is not None and last_name(cf):
             self._collate_names.add(last_name(cf))
@@ -227,8 +227,8 @@ class UnbucketedVariableLength(Rule):
         self._note_padding_site(node, q)
         padding = keyword_arg(node, "padding")
         tokenizes = _is_tokenizer(func) or (  # tokenizer(...) or tokenizer.pad(...)
-            isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value))
-        if isinstance(padding, cst.Name) and padding.value not in ("True", "False", "None") and tokenizes \
+            type(func) is cst.Attribute and func.attr.value == "pad" and _is_tokenizer(func.value))
+        if type(padding) is cst.Name and padding.value not in ("True", "False", "None") and tokenizes \
                 and _absent(keyword_arg(node, "pad_to_multiple_of")):
             self._padding_from_param(node, padding.value)
             return
@@ -240,7 +240,7 @@ class UnbucketedVariableLength(Rule):
                 if site is not None:  # reported at the tokenizer call it reaches, when that is found
                     self._site_cands.append((m.candidates[-1], site))
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None \
+        if type(func) is cst.Attribute and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None \
                 and not any(a.star == "**" for a in node.args):  # tokenizer.pad(*args, **kwargs): the caller decides
             if _absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
                 self.report(node, "", when="custom")
@@ -255,7 +255,7 @@ class UnbucketedVariableLength(Rule):
         in ``finalize``, the others' in ``resolve_project``)."""
         m = self.model
         f = m.func
-        if f is None or not isinstance(f.node, cst.FunctionDef) or (id(f), name) in self._rebound:
+        if f is None or type(f.node) is not cst.FunctionDef or (id(f), name) in self._rebound:
             return
         params = list(f.node.params.posonly_params) + list(f.node.params.params) + list(f.node.params.kwonly_params)
         for p in params:
@@ -277,7 +277,7 @@ class UnbucketedVariableLength(Rule):
         the function will pad to the longest text."""
         m = self.model
         target = node.func
-        if q == "functools.partial" or (isinstance(node.func, cst.Name) and node.func.value == "partial" and q in ("", "partial")):
+        if q == "functools.partial" or (type(node.func) is cst.Name and node.func.value == "partial" and q in ("", "partial")):
             args = positional_args(node)
             if not args:
                 return
@@ -293,7 +293,7 @@ class UnbucketedVariableLength(Rule):
     def _note_loader(self, node: cst.Call) -> None:
         m = self.model
         drop = keyword_arg(node, "drop_last")
-        if drop is not None and not (isinstance(drop, cst.Name) and drop.value == "False"):
+        if drop is not None and not (type(drop) is cst.Name and drop.value == "False"):
             return  # True, or decided by a variable
         if keyword_arg(node, "batch_sampler") is not None:
             return
@@ -301,14 +301,14 @@ class UnbucketedVariableLength(Rule):
         bs = keyword_arg(node, "batch_size")
         if bs is None and len(args) > 1:
             bs = args[1]
-        if isinstance(bs, cst.Name) and bs.value == "None":
+        if type(bs) is cst.Name and bs.value == "None":
             return
         batch = 1 if bs is None else self._int_of(bs)
         ds = keyword_arg(node, "dataset") or (args[0] if args else None)
         n = None
-        if isinstance(ds, cst.Name):
+        if type(ds) is cst.Name:
             n = self._dataset_len.get((id(m.func), ds.value), self._dataset_len.get((id(m.top), ds.value)))
-        elif isinstance(ds, cst.Call):
+        elif type(ds) is cst.Call:
             n = _dataset_length(m, ds)
         if n is not None and batch is not None and n % batch == 0:
             return
@@ -316,9 +316,9 @@ class UnbucketedVariableLength(Rule):
         self._loaders.append((m.candidates[-1], m.func, node, n, batch))
 
     def _int_of(self, node) -> Optional[int]:
-        if isinstance(node, cst.Integer) and node.value.isdigit():
+        if type(node) is cst.Integer and node.value.isdigit():
             return int(node.value)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             m = self.model
             return self._int_names.get((id(m.func), node.value), self._int_names.get((id(m.top), node.value)))
         return None
@@ -501,7 +501,7 @@ class UnbucketedVariableLength(Rule):
                     names.add(alias)
                     changed = True
         for loop in m.loops:
-            if loop.func is not func or not isinstance(loop.node, cst.For):
+            if loop.func is not func or type(loop.node) is not cst.For:
                 continue
             it = loop.node.iter
             if (names & names_in(it) or (node is not None and _contains(it, node))) and self._trains(loop):
@@ -545,7 +545,7 @@ def _tokenizer_headline(func: str, call: cst.Call, how: str, by_default: bool = 
     ``by_default``: the value is the default of the function's ``padding`` parameter."""
     given = keyword_arg(call, "padding")
     via = ""
-    if isinstance(given, cst.Name) and given.value != "True":
+    if type(given) is cst.Name and given.value != "True":
         via = (f" (the default of the `{given.value}` parameter)" if by_default
                else f" (the `{given.value}` parameter, as a caller or `functools.partial` passes it)")
     value = '"longest"' if how == "longest" else "True"
@@ -560,13 +560,13 @@ def _tokenizer_headline(func: str, call: cst.Call, how: str, by_default: bool = 
 def _absent(node) -> bool:
     """No rounding: missing, ``None``, or ``8 if use_fp16 else None`` (None on TPUs, which have no fp16:
     the Hugging Face examples' idiom)."""
-    if isinstance(node, cst.IfExp):
+    if type(node) is cst.IfExp:
         return _absent(node.body) or _absent(node.orelse)
-    return node is None or (isinstance(node, cst.Name) and node.value == "None")
+    return node is None or (type(node) is cst.Name and node.value == "None")
 
 
 def _pads_to_longest(node) -> bool:
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value == "True"
     if string_value(node) == "longest":
         return True
@@ -591,20 +591,20 @@ def _is_batch_max(m, call: cst.Call) -> bool:
     if len(args) != 1:
         return False
     a = args[0]
-    if isinstance(a, (cst.GeneratorExp, cst.ListComp)):
+    if type(a) in (cst.GeneratorExp, cst.ListComp):
         return _is_len_call(a.elt)
-    if isinstance(a, cst.Call) and isinstance(a.func, cst.Name) and a.func.value == "map":
+    if type(a) is cst.Call and type(a.func) is cst.Name and a.func.value == "map":
         margs = positional_args(a)
-        return bool(margs) and isinstance(margs[0], cst.Name) and margs[0].value == "len"
+        return bool(margs) and type(margs[0]) is cst.Name and margs[0].value == "len"
     return False
 
 
 def _is_len_call(e) -> bool:
     """``len(x)``, ``x.size(0)``, ``x.shape[0]``."""
-    return isinstance(e, cst.Call) and (
-        (isinstance(e.func, cst.Name) and e.func.value == "len")
-        or (isinstance(e.func, cst.Attribute) and e.func.attr.value == "size")
-    ) or (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Attribute) and e.value.attr.value == "shape")
+    return type(e) is cst.Call and (
+        (type(e.func) is cst.Name and e.func.value == "len")
+        or (type(e.func) is cst.Attribute and e.func.attr.value == "size")
+    ) or (type(e) is cst.Subscript and type(e.value) is cst.Attribute and e.value.attr.value == "shape")
 
 
 def _dataset_length(m, call: cst.Call) -> Optional[int]:
@@ -612,20 +612,20 @@ def _dataset_length(m, call: cst.Call) -> Optional[int]:
     if last_name(call.func) != "TensorDataset":
         return None
     args = positional_args(call)
-    if not args or not isinstance(args[0], cst.Call):
+    if not args or type(args[0]) is not cst.Call:
         return None
     q = m.qualname(args[0].func) or ""
     if not q.startswith("torch."):
         return None
     inner = positional_args(args[0])
     if q.endswith("randint"):
-        inner = [a for a in inner if isinstance(a, (cst.Tuple, cst.List))]
+        inner = [a for a in inner if type(a) in (cst.Tuple, cst.List)]
     if not inner:
         return None
     first = inner[0]
-    if isinstance(first, (cst.Tuple, cst.List)) and first.elements:
+    if type(first) in (cst.Tuple, cst.List) and first.elements:
         first = first.elements[0].value
-    if isinstance(first, cst.Integer) and first.value.isdigit():
+    if type(first) is cst.Integer and first.value.isdigit():
         return int(first.value)
     return None
 
@@ -636,15 +636,15 @@ def _add_keyword(call: cst.Call, name: str, value, applicability: str, title: st
     args = list(call.args)
     new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-    if args and isinstance(args[-1].comma, cst.Comma):
+    if args and type(args[-1].comma) is cst.Comma:
         # a trailing comma: the new argument takes it over; the old last one gets its neighbour's comma
         last = args[-1]
-        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(
-            whitespace_after=call.whitespace_before_args if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)
+        between = args[-2].comma if len(args) > 1 and type(args[-2].comma) is cst.Comma else cst.Comma(
+            whitespace_after=call.whitespace_before_args if type(call.whitespace_before_args) is cst.ParenthesizedWhitespace
             else cst.SimpleWhitespace(" "))
         args[-1] = last.with_changes(comma=between)
         new = new.with_changes(comma=last.comma)
-    elif args and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+    elif args and type(call.whitespace_before_args) is cst.ParenthesizedWhitespace:
         # one argument per line, no trailing comma: the same line break before the new one, and the
         # closing parenthesis stays where it was
         last = args[-1]
@@ -663,11 +663,11 @@ def _max_length_padding(call: cst.Call):
     """``padding="longest"`` / ``padding=True`` -> ``padding="max_length"`` when ``max_length=`` is given
     (safe: the same tokens, more padding that the attention mask hides). None when there is no max_length."""
     value = keyword_arg(call, "padding")
-    if keyword_arg(call, "max_length") is None or not isinstance(value, (cst.SimpleString, cst.Name)) or (
-            isinstance(value, cst.Name) and value.value != "True"):
+    if keyword_arg(call, "max_length") is None or type(value) not in (cst.SimpleString, cst.Name) or (
+            type(value) is cst.Name and value.value != "True"):
         return None  # `padding=padding`: the caller decides, not this line
     quote = '"'
-    if isinstance(value, cst.SimpleString) and value.value[-1:] == "'":
+    if type(value) is cst.SimpleString and value.value[-1:] == "'":
         quote = "'"
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",

@@ -30,7 +30,7 @@ from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
     _ends_block, _period_of, _runs_once, xla_polarity,
 )
 from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
-    _code, child_fields, child_nodes, dotted_name, names_in, target_names, keyword_arg, last_name, name_words, positional_args, string_value,
+    NODE_TYPES, _code, child_fields, child_nodes, dotted_name, names_in, target_names, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference, element_key
 from xlalint.semantics.project import _seed_kind
@@ -116,7 +116,7 @@ class SemanticModel(TensorInference):
     def type_tested(self, expr) -> bool:
         """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code
         expects both tensors and other values there, so an unknown kind stays unknown."""
-        return isinstance(expr, cst.Name) and expr.value in self._type_tested
+        return type(expr) is cst.Name and expr.value in self._type_tested
 
     def report(self, rule, node, message: str, fix: str = "", when: str = "step") -> None:
         self.candidates.append(
@@ -148,7 +148,7 @@ class SemanticModel(TensorInference):
     def is_builtin(self, func, name: str) -> bool:
         """``func`` is the builtin ``name``: not shadowed by an import or a def in this file."""
         return (
-            isinstance(func, cst.Name)
+            type(func) is cst.Name
             and func.value == name
             and name not in self.imports
             and self._lookup_func(name) is None
@@ -158,7 +158,7 @@ class SemanticModel(TensorInference):
     def run(self) -> None:
         # module-level functions, so that a call to a helper defined further down still resolves
         self.toplevel_defs = {
-            s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef)
+            s.name.value for s in self.module.body if type(s) is cst.FunctionDef
         }
         for i, stmt in enumerate(self.module.body):
             self.top_index = i
@@ -257,11 +257,11 @@ class SemanticModel(TensorInference):
     def walk_children(self, node) -> None:
         for fname in child_fields(type(node)):
             v = getattr(node, fname)
-            if isinstance(v, cst.CSTNode):
+            if type(v) in NODE_TYPES:
                 self.walk(v)
             elif type(v) in (tuple, list):
                 for c in v:
-                    if isinstance(c, cst.CSTNode):
+                    if type(c) in NODE_TYPES:
                         self.walk(c)
 
     def walk_seq(self, nodes) -> None:
@@ -275,7 +275,7 @@ class SemanticModel(TensorInference):
             return
         depth = len(self.guards)
         self._block_syncs.append([])
-        if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        if type(block) in (cst.IndentedBlock, cst.SimpleStatementSuite):
             for s in block.body:
                 self.walk(s)
         else:
@@ -299,7 +299,7 @@ class SemanticModel(TensorInference):
             full = dotted_name(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local, target = alias.asname.name.value, full
             else:
                 local = target = full.split(".")[0]
@@ -319,7 +319,7 @@ class SemanticModel(TensorInference):
             mod = self._absolute(len(node.relative), mod)
         if mod:
             self._note_import(mod)
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             if mod and self._at_module_level() and mod not in self.star_modules:
                 self.star_modules.append(mod)
             if mod and self.facts is not None and self.facts.knows(mod):
@@ -331,7 +331,7 @@ class SemanticModel(TensorInference):
             nm = dotted_name(alias.name)
             if nm is None:
                 continue
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else nm
+            local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else nm
             if mod:
                 self.imports[local] = f"{mod}.{nm}"
                 if self._at_module_level():
@@ -416,7 +416,7 @@ class SemanticModel(TensorInference):
             self.func.local_funcs[name] = key
             self._bind_name(name, K.NOT_TENSOR)
         info.root = self._is_root_function(node, info)
-        info.no_grad = any(self.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+        info.no_grad = any(self.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator)
                            in H.NO_GRAD_CALLS for d in node.decorators)
         saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth)
         self.func = info
@@ -493,7 +493,7 @@ class SemanticModel(TensorInference):
                         outer=self.loop_stack[-1] if self.loop_stack else None)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
-        if isinstance(node.target, cst.Name) and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
+        if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
                 and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
             self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
         self._host_batch_if_moved(node)
@@ -529,12 +529,12 @@ class SemanticModel(TensorInference):
         stack = [head]
         while stack and len(names) < 32:
             n = stack.pop()
-            if isinstance(n, cst.Name):
+            if type(n) is cst.Name:
                 names.append(n.value)
-            elif isinstance(n, cst.Attribute):
+            elif type(n) is cst.Attribute:
                 names.append(n.attr.value)
                 stack.append(n.value)
-            elif isinstance(n, cst.CSTNode):
+            elif type(n) in NODE_TYPES:
                 stack.extend(child_nodes(n))
         f = self.func
         no_grad = self.no_grad_depth > 0
@@ -571,7 +571,7 @@ class SemanticModel(TensorInference):
         self.guards.pop()
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
-            if isinstance(node.orelse, cst.If):
+            if type(node.orelse) is cst.If:
                 self._if(node.orelse)
             else:
                 self.walk_block(node.orelse.body)
@@ -585,14 +585,14 @@ class SemanticModel(TensorInference):
         """The block ends the program or raises: it runs at most once, like an error path."""
         body = getattr(block, "body", ())
         last = body[-1] if body else None
-        if not isinstance(last, cst.SimpleStatementLine) or not last.body:
+        if type(last) is not cst.SimpleStatementLine or not last.body:
             return False
         small = last.body[-1]
-        if isinstance(small, cst.Raise):
+        if type(small) is cst.Raise:
             return True
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        if type(small) is cst.Expr and type(small.value) is cst.Call:
             func = small.value.func
-            q = self.qualname(func) or (func.value if isinstance(func, cst.Name) and func.value not in self.imports else None)
+            q = self.qualname(func) or (func.value if type(func) is cst.Name and func.value not in self.imports else None)
             return q in T.EXIT_FUNCTIONS
         return False
 
@@ -621,7 +621,7 @@ class SemanticModel(TensorInference):
             self.walk(item.item)
             if item.asname is not None:
                 self._bind_target(item.asname.name, None, K.UNKNOWN)
-            if isinstance(item.item, cst.Call) and self.qualname(item.item.func) in H.NO_GRAD_CALLS:
+            if type(item.item) is cst.Call and self.qualname(item.item.func) in H.NO_GRAD_CALLS:
                 no_grad = True
         self.stmt = prev
         self.no_grad_depth += no_grad
@@ -662,7 +662,7 @@ class SemanticModel(TensorInference):
                 self._emit("CompIf", cond)
                 self.walk(cond.test)
             comp = comp.inner_for_in
-        if isinstance(node, cst.DictComp):
+        if type(node) is cst.DictComp:
             self.walk(node.key)
             self.walk(node.value)
         else:
@@ -685,7 +685,7 @@ class SemanticModel(TensorInference):
             self.walk(a.value)
         if closure:
             self.closure_depth -= 1
-        if q is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CONTAINER_PUTS:
+        if q is None and type(node.func) is cst.Attribute and node.func.attr.value in _CONTAINER_PUTS:
             for a in node.args:
                 if a.star != "*":
                     self._holds(node.func.value, self.kind(a.value))
@@ -696,15 +696,15 @@ class SemanticModel(TensorInference):
         """``self.register_buffer("queue_ptr", torch.zeros(1))``: the module's attribute is a tensor, on
         the module's device."""
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("register_buffer", "register_parameter")
-                and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        if not (type(func) is cst.Attribute and func.attr.value in ("register_buffer", "register_parameter")
+                and type(func.value) is cst.Name and func.value.value == "self"):
             return
         args = positional_args(node)
         name = string_value(args[0]) if args else None
         cls = self._current_class()
         if name is None or len(args) < 2 or cls is None or cls not in self.classes:
             return
-        if self.kind(args[1]) in K.ANY_TENSOR or isinstance(args[1], cst.Call) and (
+        if self.kind(args[1]) in K.ANY_TENSOR or type(args[1]) is cst.Call and (
                 self.qualname(args[1].func) or "").startswith(("torch.", "nn.")):
             attrs = self.classes[cls]["attrs"]
             attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
@@ -812,7 +812,7 @@ class SemanticModel(TensorInference):
         lines = {line}
         if c.stmt is not None:
             sl, _, el, _ = locator.span(c.stmt, c.top_index, self._within(c))
-            if isinstance(c.stmt, (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)):
+            if type(c.stmt) in (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef):
                 el = end_line  # a compound statement: its header, not its whole body
             lines |= {sl, el}
         return lines
@@ -829,14 +829,14 @@ class SemanticModel(TensorInference):
             barrier = T.STEP_FUNCTIONS[q]
             if q.endswith("optimizer_step"):
                 b = keyword_arg(node, "barrier")
-                barrier = isinstance(b, cst.Name) and b.value == "True"
+                barrier = type(b) is cst.Name and b.value == "True"
                 trains = True
-        elif isinstance(func, cst.Attribute):
+        elif type(func) is cst.Attribute:
             meth = func.attr.value
             recv = last_name(func.value) or ""
             if meth in T.STEP_METHODS_ANY_RECEIVER:
                 step = trains = True
-                if isinstance(func.value, cst.Name) and self.kind(func.value) is K.UNKNOWN and not node.args:
+                if type(func.value) is cst.Name and self.kind(func.value) is K.UNKNOWN and not node.args:
                     # `loss = model.get_loss(x); loss.backward()`: what is backpropagated is a device tensor
                     self._bind_name(func.value.value, K.TENSOR)
             elif meth == "step" and any(h in recv.lower() for h in T.STEP_RECEIVER_HINTS) and (
@@ -896,7 +896,7 @@ class SemanticModel(TensorInference):
                 self.loop_stack[-1].runs_model = True
             else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
                 self.func.runs_model = True
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         meth = func.attr.value
         if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE:
@@ -914,9 +914,9 @@ class SemanticModel(TensorInference):
             if event is not None and H.is_per_step_event(string_value(event) or dotted_name(event)):
                 fn = args[-1] if args and args[-1] is not event else keyword_arg(node, "callback")
         if fn is not None:
-            if isinstance(fn, cst.Call) and last_name(fn.func) == "partial" and fn.args:
+            if type(fn) is cst.Call and last_name(fn.func) == "partial" and fn.args:
                 fn = fn.args[0].value  # functools.partial(log_hook, name=...)
-            key = self._callee_key(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
+            key = self._callee_key(fn) if type(fn) in (cst.Name, cst.Attribute) else None
             if key is not None:
                 self.hook_keys.add(key)
 
@@ -925,7 +925,7 @@ class SemanticModel(TensorInference):
         that runs the model (not a loss or metric, not a constructor, not a model fed CPU tensors)."""
         if any(self.kind(a.value) in (K.CPU_TENSOR, K.CPU_TENSORS) for a in node.args):
             return False  # a model fed host tensors runs on the host
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name == "self":
                 cls = self._current_class()
@@ -941,7 +941,7 @@ class SemanticModel(TensorInference):
             if found and k is not K.UNKNOWN:
                 return k == K.MODULE
             return bool(words) and words[-1] in T.MODEL_NAME_WORDS and bool(node.args)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             last = func.attr.value
             if set(name_words(last)) & H.NOT_MODEL_WORDS or not last[:1].islower():
                 return False
@@ -957,7 +957,7 @@ class SemanticModel(TensorInference):
             # a submodule of a model: decoder.embedding(x), self.model.encoder(src)
             return (rk == K.MODULE or model_named) and bool(node.args) and \
                 last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES)
-        if isinstance(func, cst.Subscript):
+        if type(func) is cst.Subscript:
             return self.kind(func) == K.MODULE
         return False
 
@@ -974,7 +974,7 @@ class SemanticModel(TensorInference):
                 pos.append(k)
             else:
                 kw[a.keyword.value] = k
-        via_self = isinstance(func, cst.Attribute)
+        via_self = type(func) is cst.Attribute
         self.call_sites.setdefault(callee, []).append((self.func.key, pos, kw, via_self))
 
     # ------------------------------------------------------------------ parameters from call sites
@@ -999,7 +999,7 @@ class SemanticModel(TensorInference):
         """Kinds for ``f``'s unknown parameters from what its callers pass: in this file and in other
         modules (or only ``sites``)."""
         node = f.node
-        if not isinstance(node, cst.FunctionDef):
+        if type(node) is not cst.FunctionDef:
             return {}
         params = list(node.params.posonly_params) + list(node.params.params)
         names = [p.name.value for p in params]
@@ -1014,7 +1014,7 @@ class SemanticModel(TensorInference):
                     sites.append((None, [], {name: K.NOT_TENSOR}, False))
         if not sites:
             return {}
-        star_kw = node.params.star_kwarg.name.value if isinstance(node.params.star_kwarg, cst.Param) else None
+        star_kw = node.params.star_kwarg.name.value if type(node.params.star_kwarg) is cst.Param else None
         named = set(names) | {p.name.value for p in node.params.kwonly_params}
         seen: dict = {}
         extra: list = []  # what callers pass into **kwargs
@@ -1206,7 +1206,7 @@ class SemanticModel(TensorInference):
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
         name of a function of another project module (``@pkg.losses.masked_ce``,
         ``@pkg.core:Trainer.step`` for a method of an object of a known class), or None."""
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             f = self._lookup_func(func.value)
             if f is None and func.value in getattr(self, "toplevel_defs", ()):
                 found, _ = self._env_lookup(func.value)
@@ -1216,14 +1216,14 @@ class SemanticModel(TensorInference):
             c = self.classes.get(func.value)
             if c is not None and not c["module"] and f"{func.value}.__init__" in self.funcs:
                 return f"{func.value}.__init__"  # ProgressMeter(n, [top1, top5]): its __init__ runs here
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self._current_class()
             if cls is not None:
                 held = self.classes.get(cls, {}).get("func_attrs", {}).get(func.attr.value)
                 if held is not None and f"{cls}.{func.attr.value}" not in self.funcs:
                     return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
                 return f"{cls}.{func.attr.value}"
-        if isinstance(func, cst.Attribute):  # meter.update(loss) on an object of a class of this file
+        if type(func) is cst.Attribute:  # meter.update(loss) on an object of a class of this file
             mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
             if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
                 return f"{cls}.{func.attr.value}"
@@ -1239,7 +1239,7 @@ class SemanticModel(TensorInference):
                 if cls_key is not None:
                     return f"@{cls_key}.__init__"
             return "@" + q
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             cls_key = K.instance_class(self.kind(func.value))
             if cls_key is not None:
                 return f"@{cls_key}.{func.attr.value}"
@@ -1248,7 +1248,7 @@ class SemanticModel(TensorInference):
     def _dispatched_hook(self, func) -> Optional[str]:
         """``cb.on_step_end(self)`` on an object of unknown class: the project's callback methods of that
         name (hot_loops.DISPATCHED_HOOKS)."""
-        if isinstance(func, cst.Attribute) and func.attr.value in H.DISPATCHED_HOOKS and self.kind(func.value) is K.UNKNOWN:
+        if type(func) is cst.Attribute and func.attr.value in H.DISPATCHED_HOOKS and self.kind(func.value) is K.UNKNOWN:
             return H.DISPATCH_PREFIX + func.attr.value
         return None
 
@@ -1271,7 +1271,7 @@ class SemanticModel(TensorInference):
 
     def _is_root_function(self, node: cst.FunctionDef, info: FuncInfo) -> bool:
         for d in node.decorators:
-            dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
             q = self.qualname(dec) or dotted_name(dec)
             if q in T.COMPILE_WRAPPERS:
                 return True
@@ -1286,9 +1286,9 @@ class SemanticModel(TensorInference):
                 return True  # a per-step hook of a Lightning / Hugging Face base class
         for d in node.decorators:  # @trainer.on(Events.ITERATION_COMPLETED)
             dec = d.decorator
-            if isinstance(dec, cst.Call) and last_name(dec.func) in H.EVENT_REGISTRATIONS and dec.args:
+            if type(dec) is cst.Call and last_name(dec.func) in H.EVENT_REGISTRATIONS and dec.args:
                 ev = dec.args[0].value
-                ev = ev.func if isinstance(ev, cst.Call) else ev  # Events.ITERATION_COMPLETED(every=10)
+                ev = ev.func if type(ev) is cst.Call else ev  # Events.ITERATION_COMPLETED(every=10)
                 if H.is_per_step_event(string_value(ev) or dotted_name(ev)):
                     return True
         return False
@@ -1318,15 +1318,15 @@ class SemanticModel(TensorInference):
         if iter_expr is not None:
             self._bind_iteration(target, iter_expr)
             return
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self._bind_name(target.value, kind)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             elts = target.elements
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elts):
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts):
                 for e, v in zip(elts, value.elements):
                     self._bind_target(e.value, v.value, self.kind(v.value))
                 return
-            if isinstance(value, cst.Call) and last_name(value.func) == "prepare":
+            if type(value) is cst.Call and last_name(value.func) == "prepare":
                 args = positional_args(value)
                 if len(args) == len(elts):
                     for e, a in zip(elts, args):
@@ -1339,19 +1339,19 @@ class SemanticModel(TensorInference):
             if kind == K.ITEMS:
                 ek = K.TENSOR
             for e in elts:
-                if isinstance(e, cst.StarredElement):
+                if type(e) is cst.StarredElement:
                     self._bind_target(e.value, None, K.TENSORS if ek == K.TENSOR else K.UNKNOWN)
                 else:
                     self._bind_target(e.value, None, ek)
-        elif isinstance(target, cst.Attribute):
-            if isinstance(target.value, cst.Name) and target.value.value == "self":
+        elif type(target) is cst.Attribute:
+            if type(target.value) is cst.Name and target.value.value == "self":
                 cls = self._current_class()
                 if cls is not None and cls in self.classes:
                     attrs = self.classes[cls]["attrs"]
                     name = target.attr.value
-                    if isinstance(value, cst.Name) and value.value == "None":
+                    if type(value) is cst.Name and value.value == "None":
                         return  # `self.loss = None` until the first step sets it: no kind of its own
-                    if isinstance(value, cst.Name):
+                    if type(value) is cst.Name:
                         f = self._lookup_func(value.value)
                         if f is not None or value.value in getattr(self, "toplevel_defs", ()):
                             self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
@@ -1361,9 +1361,9 @@ class SemanticModel(TensorInference):
                     order = self._func_order.setdefault(self.func.key, len(self._func_order))
                     entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
                     attrs[name] = _attribute_kind(entries)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None, K.UNKNOWN)
-        elif isinstance(target, cst.Subscript):
+        elif type(target) is cst.Subscript:
             key = element_key(target)
             if key is not None:  # `images[0] = images[0].cuda()`: this element's own kind
                 self._element_prefixes.add(key[: key.index("[") + 1])
@@ -1375,10 +1375,10 @@ class SemanticModel(TensorInference):
         a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
         if kind not in K.HOLDS_DEVICE_TENSOR:
             return
-        if isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name) and container.value.value == "self":
+        if type(container) is cst.Attribute and type(container.value) is cst.Name and container.value.value == "self":
             self._bind_target(container, None, K.TENSORS)  # self.history.append(loss)
             return
-        if not isinstance(container, cst.Name):
+        if type(container) is not cst.Name:
             return
         found, k = self._env_lookup(container.value)
         if found and k == K.NOT_TENSOR and container.value not in self.imports:
@@ -1393,7 +1393,7 @@ class SemanticModel(TensorInference):
         if not names or not _moves_to_device(node.body, names):
             return
         it = node.iter
-        while isinstance(it, cst.Call) and positional_args(it) and (
+        while type(it) is cst.Call and positional_args(it) and (
                 dotted_name(it.func) in ("enumerate", "iter") or dotted_name(it.func) in T.TRANSPARENT_ITERATION_WRAPPERS):
             it = positional_args(it)[0]
         if self.kind(it) == K.LOADER:
@@ -1403,18 +1403,18 @@ class SemanticModel(TensorInference):
 
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
-        if isinstance(iter_expr, cst.Call):
+        if type(iter_expr) is cst.Call:
             fname = dotted_name(iter_expr.func)
             args = positional_args(iter_expr)
             if fname in ("enumerate",) and args:
-                if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
                     self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
                     counter = target.elements[0].value
-                    if isinstance(counter, cst.Name) and self._iterates_loader(args[0]):
+                    if type(counter) is cst.Name and self._iterates_loader(args[0]):
                         self.func.step_counters.add(counter.value)
                     self._bind_iteration(target.elements[1].value, args[0])
                     return
-            if fname == "zip" and args and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(args):
+            if fname == "zip" and args and type(target) in (cst.Tuple, cst.List) and len(target.elements) == len(args):
                 for e, a in zip(target.elements, args):
                     self._bind_iteration(e.value, a)
                 return
@@ -1431,13 +1431,13 @@ class SemanticModel(TensorInference):
                     self._bind_target(target, None, K.NOT_TENSOR)
                     return
         k = self.kind(iter_expr)
-        if k is K.UNKNOWN and isinstance(target, cst.Name) and (
+        if k is K.UNKNOWN and type(target) is cst.Name and (
             target.value in ("batch", "mb", "micro_batch", "minibatch") or target.value.endswith("_batch")
         ):
             self._bind_target(target, None, K.TENSORS)
             return
         if k == K.ITEMS:
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
                 self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
                 self._bind_target(target.elements[1].value, None, K.TENSOR)
                 return
@@ -1469,7 +1469,7 @@ class SemanticModel(TensorInference):
                     k = K.NOT_TENSOR if pname == "ctx" else K.UNKNOWN
                 elif _config_like_param(pname):
                     k = K.UNKNOWN
-                elif p.default is None or (isinstance(p.default, cst.Name) and p.default.value == "None"):
+                elif p.default is None or (type(p.default) is cst.Name and p.default.value == "None"):
                     k = K.TENSOR
                 else:
                     k = K.NOT_TENSOR
@@ -1485,13 +1485,11 @@ class SemanticModel(TensorInference):
                     self._guessed_params.setdefault(info.key, set()).add(pname)
                 elif words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] == "criterion"):
                     k = K.MODULE
-                elif p.default is not None and isinstance(
-                    p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
-                ):
+                elif p.default is not None and type(p.default) in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString):
                     k = K.NOT_TENSOR
             self._bind_name(pname, k)
         for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if type(star) is cst.Param:
                 self._bind_name(star.name.value, K.UNKNOWN)
 
 
@@ -1502,11 +1500,11 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
     stack = [body]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index):
+        if type(n) is cst.Subscript and len(n.slice) == 1 and type(n.slice[0].slice) is cst.Index:
             idx = n.slice[0].slice.value
-            if isinstance(idx, cst.Name) and idx.value == name and dotted_name(n.value) == container:
+            if type(idx) is cst.Name and idx.value == name and dotted_name(n.value) == container:
                 return True
-        if isinstance(n, cst.CSTNode):
+        if type(n) in NODE_TYPES:
             stack.extend(child_nodes(n))
     return False
 
@@ -1536,11 +1534,11 @@ def _attribute_kind(entries):
 
 def _is_number_literal(value) -> bool:
     """A start value: a number, or an empty list / dict / tuple (filled later)."""
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+    if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
         value = value.expression
-    if isinstance(value, (cst.List, cst.Dict, cst.Tuple)):
+    if type(value) in (cst.List, cst.Dict, cst.Tuple):
         return not value.elements
-    return isinstance(value, (cst.Integer, cst.Float))
+    return type(value) in (cst.Integer, cst.Float)
 
 
 def _sets_up(q: Optional[str], func) -> bool:
@@ -1551,7 +1549,7 @@ def _sets_up(q: Optional[str], func) -> bool:
         if q.startswith(T.SETUP_FUNCTION_PREFIXES):
             last = q.rsplit(".", 1)[-1]
             return last[:1].isupper() and "." not in q[len("torch.optim."):]
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         hints = T.SETUP_METHODS.get(func.attr.value)
         recv = (last_name(func.value) or "").lower()
         return bool(hints) and any(h in recv for h in hints)
@@ -1561,7 +1559,7 @@ def _sets_up(q: Optional[str], func) -> bool:
 def _counts_positions(head) -> bool:
     """A ``for`` header that counts (``range(max_new_tokens)``, ``itertools.count()``): the shape of a
     decoding or rollout loop, unlike ``for item in data``."""
-    if not isinstance(head, cst.Call):
+    if type(head) is not cst.Call:
         return False
     fname = last_name(head.func)
     if fname in ("enumerate", "tqdm", "trange") and head.args:
@@ -1571,13 +1569,13 @@ def _counts_positions(head) -> bool:
 
 def _tensor_type_test(test) -> Optional[str]:
     """``isinstance(v, torch.Tensor)`` / ``torch.is_tensor(v)``: the name ``v``."""
-    if isinstance(test, cst.Call):
+    if type(test) is cst.Call:
         fname = dotted_name(test.func) or ""
         args = positional_args(test)
-        if fname == "isinstance" and len(args) == 2 and isinstance(args[0], cst.Name):
+        if fname == "isinstance" and len(args) == 2 and type(args[0]) is cst.Name:
             if "Tensor" in _code(args[1]):
                 return args[0].value
-        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and isinstance(args[0], cst.Name):
+        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
             return args[0].value
     return None
 
@@ -1587,13 +1585,13 @@ def _moves_to_device(body, names: set) -> bool:
     stack = [body]
     while stack:
         n = stack.pop()
-        if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in ("to", "cuda"):
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda"):
             root = n.func.value
-            while isinstance(root, (cst.Subscript, cst.Attribute)):
+            while type(root) in (cst.Subscript, cst.Attribute):
                 root = root.value
-            if isinstance(root, cst.Name) and root.value in names:
+            if type(root) is cst.Name and root.value in names:
                 return True
         stack.extend(child_nodes(n))
     return False

@@ -75,19 +75,19 @@ class StepValues:
         it, target = node.iter, node.target
         self._forget(target, key)
         self._bind_data(node, target, it, key)
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name):
+        if type(it) is cst.Call and type(it.func) is cst.Name:
             fn = it.func.value
-            if fn == "range" and isinstance(target, cst.Name) and _is_builtin(self.model, fn):
+            if fn == "range" and type(target) is cst.Name and _is_builtin(self.model, fn):
                 self._names[(key, target.value)] = Varying(node, target.value, "the loop counter")
-            elif fn == "enumerate" and _is_builtin(self.model, fn) and isinstance(target, (cst.Tuple, cst.List)):
+            elif fn == "enumerate" and _is_builtin(self.model, fn) and type(target) in (cst.Tuple, cst.List):
                 first = target.elements[0].value if target.elements else None
-                if isinstance(first, cst.Name):
+                if type(first) is cst.Name:
                     self._names[(key, first.value)] = Varying(node, first.value, "the loop counter")
                 # `for batch, i in enumerate(range(0, n, bptt))`: the range's item is a counter too
                 inner = it.args[0].value if it.args else None
                 second = target.elements[1].value if len(target.elements) == 2 else None
-                if (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "range"
-                        and _is_builtin(self.model, "range") and isinstance(second, cst.Name)):
+                if (type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "range"
+                        and _is_builtin(self.model, "range") and type(second) is cst.Name):
                     self._names[(key, second.value)] = Varying(node, second.value, "the loop counter")
 
     def on_function(self, node: cst.FunctionDef) -> None:
@@ -107,7 +107,7 @@ class StepValues:
 
     def on_assign(self, target, value) -> None:
         key = self._key()
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             name = target.value
             root = self._data_root(value)
             if root is not None:
@@ -135,11 +135,11 @@ class StepValues:
     def on_aug_assign(self, node: cst.AugAssign) -> None:
         """``global_step += 1`` inside a loop: a counter of that loop."""
         t = node.target
-        if not isinstance(t, cst.Name):
+        if type(t) is not cst.Name:
             return
         key = self._key()
         loops = self.model.step_context().loops
-        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) and isinstance(node.value, cst.Integer) and loops:
+        if type(node.operator) in (cst.AddAssign, cst.SubtractAssign) and type(node.value) is cst.Integer and loops:
             self._names[(key, t.value)] = Varying(loops[-1].node, t.value, "a counter incremented every iteration")
         elif self.varying(node.value) is None:
             self._names.pop((key, t.value), None)
@@ -147,13 +147,13 @@ class StepValues:
     # ------------------------------------------------------------------ the question
     def varying(self, e) -> Optional[Varying]:
         """The loop that makes ``e`` a different Python int on each of its iterations, or None."""
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             return self._names.get((self._key(), e.value))
-        if isinstance(e, cst.UnaryOperation):
+        if type(e) is cst.UnaryOperation:
             return self.varying(e.expression)
-        if isinstance(e, cst.BinaryOperation):
+        if type(e) is cst.BinaryOperation:
             left, right = self.varying(e.left), self.varying(e.right)
-            if isinstance(e.operator, cst.Modulo) and isinstance(e.right, cst.Integer) and left is not None:
+            if type(e.operator) is cst.Modulo and type(e.right) is cst.Integer and left is not None:
                 k = _int(e.right)
                 if k is not None and k <= BUCKET_LIMIT:
                     return None  # step % K: K values, K graphs, then the cache
@@ -166,11 +166,11 @@ class StepValues:
                     return None  # a tensor expression, not a Python int
             return Varying(v.loop, v.name, v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`",
                            v.param, v.data)
-        if (isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in _HOST_READ_METHODS
+        if (type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value in _HOST_READ_METHODS
                 and not e.args and self.model.kind(e.func.value) in K.DEVICE_TENSORS):
             # `(lengths - 1).tolist()`, `t.item()`: different data each step wherever this runs every step
             return Varying(None, _code(e), "read from a device tensor's values", data=True)
-        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and _is_builtin(self.model, e.func.value):
+        if type(e) is cst.Call and type(e.func) is cst.Name and _is_builtin(self.model, e.func.value):
             fn = e.func.value
             args = [a.value for a in e.args]
             if fn in _PASS_THROUGH and args:
@@ -182,21 +182,21 @@ class StepValues:
             if fn in _HOST_CONVERSIONS and len(args) == 1 and self.model.kind(args[0]) in K.DEVICE_TENSORS:
                 return Varying(None, _code(e), "read from a device tensor's values", data=True)
             if fn in _REDUCTIONS and len(args) == 1:
-                inner = self.varying(args[0]) if isinstance(args[0], cst.Name) else None
+                inner = self.varying(args[0]) if type(args[0]) is cst.Name else None
                 if inner is not None and inner.data:
                     return Varying(None, inner.name, inner.origin, data=True)
                 loop = self._lengths_of_data(args[0])
                 if loop is not None:
                     return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
             return None  # min(step, K), max(...), len(...): bounded or not derived
-        if isinstance(e, cst.Subscript) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index):
+        if type(e) is cst.Subscript and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
             idx = self.varying(e.slice[0].slice.value)
             if idx is None:
                 return None
             base = e.value
-            if isinstance(base, cst.Name) and self._int_lists.get((self._key(), base.value), BUCKET_LIMIT + 1) <= BUCKET_LIMIT:
+            if type(base) is cst.Name and self._int_lists.get((self._key(), base.value), BUCKET_LIMIT + 1) <= BUCKET_LIMIT:
                 return None  # a literal bucket list: as many graphs as it has items
-            if isinstance(base, (cst.List, cst.Tuple)):
+            if type(base) in (cst.List, cst.Tuple):
                 return None
             if self.model.kind(base) is not K.NOT_TENSOR and self.model.kind(base) is not K.UNKNOWN:
                 return None  # an element of a tensor or a batch: a tensor, not a Python int
@@ -208,10 +208,10 @@ class StepValues:
     # ------------------------------------------------------------------ lengths read from the batch
     def _bind_data(self, node, target, it, key) -> None:
         """``for batch in loader``, ``for i, (x, lens) in enumerate(loader)``: the per-iteration values."""
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and _is_builtin(self.model, it.func.value):
+        if type(it) is cst.Call and type(it.func) is cst.Name and _is_builtin(self.model, it.func.value):
             if it.func.value == "range":
                 return
-            if it.func.value == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            if it.func.value == "enumerate" and type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
                 target = target.elements[1].value
         for name in (n.value for n in target_names(target)):
             self._data[(key, name)] = node
@@ -220,18 +220,18 @@ class StepValues:
         """The loop whose per-iteration value ``e`` is read from (``batch["ids"]``, ``sample.tokens``), a
         list of lengths computed from one (``[len(s) for s in batch]``), or None."""
         key = self._key()
-        while isinstance(e, (cst.Subscript, cst.Attribute)):
+        while type(e) in (cst.Subscript, cst.Attribute):
             e = e.value
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             return self._data.get((key, e.value))
-        if isinstance(e, (cst.ListComp, cst.GeneratorExp)) and e.for_in.inner_for_in is None:
+        if type(e) in (cst.ListComp, cst.GeneratorExp) and e.for_in.inner_for_in is None:
             if _is_len_of_target(self.model, e.elt, e.for_in.target):
                 return self._data_root(e.for_in.iter)
         return None
 
     def _length_of_data(self, e):
         """``len(e)`` is a per-batch length: ``e`` is a Python value read from the loop's batch."""
-        if isinstance(e, cst.Name) and not any(lp.node is self._data.get((self._key(), e.value))
+        if type(e) is cst.Name and not any(lp.node is self._data.get((self._key(), e.value))
                                                for lp in self.model.step_context().loops):
             return None  # a bare name: only while its loop runs
         loop = self._data_root(e)
@@ -241,9 +241,9 @@ class StepValues:
 
     def _lengths_of_data(self, e):
         """``max(e)``: ``e`` is a Python list of per-batch lengths or a generator of them."""
-        if isinstance(e, (cst.ListComp, cst.GeneratorExp)):
+        if type(e) in (cst.ListComp, cst.GeneratorExp):
             return self._data_root(e)
-        if isinstance(e, cst.Name) and self.model.kind(e) not in _NOT_A_LENGTH:
+        if type(e) is cst.Name and self.model.kind(e) not in _NOT_A_LENGTH:
             return self._data_root(e)
         return None
 
@@ -263,9 +263,9 @@ class StepValues:
         return f.key
 
     def _forget(self, target, key) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self._names.pop((key, target.value), None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for el in target.elements:
                 self._forget(el.value, key)
 
@@ -275,8 +275,8 @@ def _is_builtin(model, name: str) -> bool:
 
 
 def _is_len_of_target(model, elt, target) -> bool:
-    return (isinstance(elt, cst.Call) and model.is_builtin(elt.func, "len") and len(elt.args) == 1
-            and isinstance(target, cst.Name) and isinstance(elt.args[0].value, cst.Name)
+    return (type(elt) is cst.Call and model.is_builtin(elt.func, "len") and len(elt.args) == 1
+            and type(target) is cst.Name and type(elt.args[0].value) is cst.Name
             and elt.args[0].value.value == target.value)
 
 
@@ -288,8 +288,8 @@ def _int(node) -> Optional[int]:
 
 
 def _literal_int_list(value) -> Optional[int]:
-    if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
-        isinstance(el.value, cst.Integer) for el in value.elements
+    if type(value) in (cst.List, cst.Tuple) and value.elements and all(
+        type(el.value) is cst.Integer for el in value.elements
     ):
         return len(value.elements)
     return None

@@ -334,27 +334,27 @@ def _runs_once(test, body, counters) -> bool:
     """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
     ``if step >= max_steps: ...; break``, ``if is_last_step:`` (a step counter is a name that counts
     steps, or the index of ``for i, batch in enumerate(loader)``)."""
-    if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and (
+    if type(test) is cst.BooleanOperation:
+        return type(test.operator) is cst.And and (
             _runs_once(test.left, body, counters) or _runs_once(test.right, body, counters)
         )
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         sides = (test.left, test.comparisons[0].comparator)
-        counts = any(isinstance(x, cst.Name) and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
         if not counts or any(_has_modulo(x) for x in sides):
             return False
-        if isinstance(op, cst.Equal):
+        if type(op) is cst.Equal:
             return True
-        return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan)) and _leaves(body)
-    if isinstance(test, (cst.Name, cst.Attribute)):
+        return type(op) in (cst.GreaterThanEqual, cst.GreaterThan) and _leaves(body)
+    if type(test) in (cst.Name, cst.Attribute):
         return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
     return False
 
 
 def _has_modulo(node) -> bool:
-    while isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Modulo) or _has_modulo(node.right):
+    while type(node) is cst.BinaryOperation:
+        if type(node.operator) is cst.Modulo or _has_modulo(node.right):
             return True
         node = node.left
     return False
@@ -363,7 +363,7 @@ def _has_modulo(node) -> bool:
 def _leaves(block) -> bool:
     """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
     for st in getattr(block, "body", ()):
-        if isinstance(st, cst.SimpleStatementLine) and any(isinstance(x, (cst.Break, cst.Return)) for x in st.body):
+        if type(st) is cst.SimpleStatementLine and any(type(x) in (cst.Break, cst.Return) for x in st.body):
             return True
     return False
 
@@ -373,22 +373,22 @@ def _ends_block(block) -> bool:
     if not body:
         return False
     last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine) and last.body:
-        return isinstance(last.body[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+    if type(last) is cst.SimpleStatementLine and last.body:
+        return type(last.body[-1]) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
     return False
 
 
 def _period_of(test) -> Optional[str]:
     """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         return _period_of(test.left) or _period_of(test.right)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
-        if isinstance(c.operator, cst.Equal):
+        if type(c.operator) is cst.Equal:
             for side in (test.left, c.comparator):
-                while isinstance(side, cst.BinaryOperation) and not isinstance(side.operator, cst.Modulo):
+                while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
                     side = side.left
-                if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
                     return _code(side.right)
     return None
 
@@ -397,40 +397,40 @@ def _period_of(test) -> Optional[str]:
 def xla_polarity(test) -> Optional[str]:
     """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite."""
     negate = False
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negate = not negate
         test = test.expression
     result = None
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         strs = [string_value(test.left), string_value(c.comparator)]
         s = next((x for x in strs if x is not None), None)
         other = test.left if strs[0] is None else c.comparator
         other_text = (dotted_name(other) or "").lower()
         if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
-            eq = isinstance(c.operator, cst.Equal)
-            ne = isinstance(c.operator, cst.NotEqual)
+            eq = type(c.operator) is cst.Equal
+            ne = type(c.operator) is cst.NotEqual
             s = s.lower()
             if s in ("xla", "tpu"):
                 result = "xla" if eq else "non-xla" if ne else None
             elif s in ("cpu", "cuda", "gpu", "mps"):
                 result = "non-xla" if eq else None
-    if result is None and isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if result is None and type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         sides = [dotted_name(test.left) or "", dotted_name(c.comparator) or ""]
         enum = next((x for x in sides if x.split(".")[-1] in ("TPU", "XLA")), None)
         if enum is not None and any(w in "".join(sides).lower() for w in ("distributed_type", "device", "accelerator", "backend")):
-            if isinstance(c.operator, cst.Equal):
+            if type(c.operator) is cst.Equal:
                 result = "xla"
-            elif isinstance(c.operator, cst.NotEqual):
+            elif type(c.operator) is cst.NotEqual:
                 result = "non-xla"
-    if isinstance(test, cst.Call):
+    if type(test) is cst.Call:
         n = (last_name(test.func) or "").lower()
         if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
             result = "xla"
         elif n == "is_available" and "cuda" in (dotted_name(test.func) or ""):
             result = "non-xla"
-    elif isinstance(test, (cst.Name, cst.Attribute)):
+    elif type(test) in (cst.Name, cst.Attribute):
         n = (last_name(test) or "").lower()
         if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu"):
             result = "xla"

@@ -37,7 +37,7 @@ class TensorInference:
         k = self.kind(expr)
         if k == K.BOOL_TENSOR:
             return True
-        if k == K.TENSOR and isinstance(expr, (cst.Name, cst.Attribute)):
+        if k == K.TENSOR and type(expr) in (cst.Name, cst.Attribute):
             name = (last_name(expr) or "").lower()
             return name.endswith(T.MASK_NAME_SUFFIXES) or name in T.MASK_NAMES
         return False
@@ -54,23 +54,23 @@ class TensorInference:
         return base + ("." + rest if rest else "")
 
     def _annotation_kind(self, ann):
-        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+        if type(ann) is cst.BinaryOperation and type(ann.operator) is cst.BitOr:
             return self._union_kind([ann.left, ann.right])  # int | None
         text = dotted_name(ann)
-        if isinstance(ann, cst.SimpleString):
+        if type(ann) is cst.SimpleString:
             text = string_value(ann)
-        if isinstance(ann, cst.Subscript):
+        if type(ann) is cst.Subscript:
             base = dotted_name(ann.value) or ""
             if base.split(".")[-1] == "Optional" and ann.slice:
                 inner = ann.slice[0].slice
-                if isinstance(inner, cst.Index):
+                if type(inner) is cst.Index:
                     return self._annotation_kind(inner.value)
             if base.split(".")[-1] == "Union" and ann.slice:
-                return self._union_kind([el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)])
+                return self._union_kind([el.slice.value for el in ann.slice if type(el.slice) is cst.Index])
             if base.split(".")[-1] in T.TENSOR_CONTAINER_ANNOTATIONS and ann.slice:
                 # tuple[Tensor, Tensor], list[Tensor], dict[str, Tensor]: a container of tensors
-                args = [el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)]
-                ks = [self._annotation_kind(a) for a in args if not isinstance(a, cst.Ellipsis)]
+                args = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
+                ks = [self._annotation_kind(a) for a in args if type(a) is not cst.Ellipsis]
                 ks = ks[1:] if base.split(".")[-1] in ("dict", "Dict", "Mapping") else ks
                 if ks and all(k in K.DEVICE_TENSORS for k in ks):
                     return K.TENSORS
@@ -90,7 +90,7 @@ class TensorInference:
         """``int | None``, ``Union[Tensor, None]``: the members' kind when they agree (None left out)."""
         ks = []
         for a in members:
-            if isinstance(a, cst.Name) and a.value == "None":
+            if type(a) is cst.Name and a.value == "None":
                 continue
             ks.append(self._annotation_kind(a))
         if ks and all(k == ks[0] for k in ks):
@@ -99,7 +99,7 @@ class TensorInference:
 
     # ------------------------------------------------------------------ tensor inference
     def _infer(self, e):
-        if isinstance(e, cst.Name):
+        if type(e) is cst.Name:
             found, k = self._env_lookup(e.value)
             if found:
                 return k
@@ -114,40 +114,40 @@ class TensorInference:
             if self._looks_like_loader(e):
                 return K.LOADER
             return K.UNKNOWN
-        if isinstance(e, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
-                          cst.ConcatenatedString, cst.FormattedString, cst.Lambda, cst.Ellipsis)):
+        if type(e) in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString,
+                          cst.ConcatenatedString, cst.FormattedString, cst.Lambda, cst.Ellipsis):
             return K.NOT_TENSOR
-        if isinstance(e, cst.Attribute):
+        if type(e) is cst.Attribute:
             return self._infer_attribute(e)
-        if isinstance(e, cst.Call):
+        if type(e) is cst.Call:
             return self._infer_call(e)
-        if isinstance(e, cst.Subscript):
+        if type(e) is cst.Subscript:
             return self._infer_subscript(e)
-        if isinstance(e, cst.BinaryOperation):
+        if type(e) is cst.BinaryOperation:
             left, right = self.kind(e.left), self.kind(e.right)
-            if isinstance(e.operator, cst.Modulo) and isinstance(e.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            if type(e.operator) is cst.Modulo and type(e.left) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
                 return K.NOT_TENSOR
-            if isinstance(e.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and (
+            if type(e.operator) in (cst.BitAnd, cst.BitOr, cst.BitXor) and (
                 left == K.BOOL_TENSOR or right == K.BOOL_TENSOR
             ):
                 return K.BOOL_TENSOR
-            if isinstance(e.operator, cst.Add) and (left in (K.TENSORS,) or right in (K.TENSORS,)):
+            if type(e.operator) is cst.Add and (left in (K.TENSORS,) or right in (K.TENSORS,)):
                 return K.UNKNOWN
             return K.arithmetic(left, right)
-        if isinstance(e, cst.UnaryOperation):
-            if isinstance(e.operator, cst.Not):
+        if type(e) is cst.UnaryOperation:
+            if type(e.operator) is cst.Not:
                 return K.NOT_TENSOR
             k = self.kind(e.expression)
-            if isinstance(e.operator, cst.BitInvert) and (k == K.BOOL_TENSOR or self.is_bool_tensor(e.expression)):
+            if type(e.operator) is cst.BitInvert and (k == K.BOOL_TENSOR or self.is_bool_tensor(e.expression)):
                 return K.BOOL_TENSOR
             return k if k in K.ANY_TENSOR or k == K.NOT_TENSOR else K.UNKNOWN
-        if isinstance(e, cst.Comparison):
+        if type(e) is cst.Comparison:
             ops = [c.operator for c in e.comparisons]
-            if any(isinstance(o, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for o in ops):
+            if any(type(o) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for o in ops):
                 return K.NOT_TENSOR
-            if any(isinstance(x, cst.Name) and x.value == "None" for x in [e.left] + [c.comparator for c in e.comparisons]):
+            if any(type(x) is cst.Name and x.value == "None" for x in [e.left] + [c.comparator for c in e.comparisons]):
                 return K.NOT_TENSOR  # `t == None` is False, a Python bool (Tensor.__eq__ of None)
-            if any(isinstance(x, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            if any(type(x) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
                    for x in [e.left] + [c.comparator for c in e.comparisons]):
                 return K.NOT_TENSOR  # `k != "meta"`: a tensor is never compared with a string; `k` is a key
             ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
@@ -158,12 +158,12 @@ class TensorInference:
             if all(k == K.NOT_TENSOR for k in ks):
                 return K.NOT_TENSOR
             return K.UNKNOWN
-        if isinstance(e, cst.BooleanOperation):
+        if type(e) is cst.BooleanOperation:
             a, b = self.kind(e.left), self.kind(e.right)
             return K.join(a, b)
-        if isinstance(e, cst.IfExp):
+        if type(e) is cst.IfExp:
             return K.join(self.kind(e.body), self.kind(e.orelse))
-        if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+        if type(e) in (cst.Tuple, cst.List, cst.Set):
             ks = [self.kind(el.value) for el in e.elements]
             if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
                 return K.TENSORS
@@ -174,31 +174,31 @@ class TensorInference:
             if all(k == K.NOT_TENSOR for k in ks):
                 return K.NOT_TENSOR
             return K.UNKNOWN
-        if isinstance(e, cst.Dict):
-            ks = [self.kind(el.value) for el in e.elements if isinstance(el, cst.DictElement)]
+        if type(e) is cst.Dict:
+            ks = [self.kind(el.value) for el in e.elements if type(el) is cst.DictElement]
             if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
                 return K.TENSORS
             if all(k == K.NOT_TENSOR for k in ks):
                 return K.NOT_TENSOR
             return K.UNKNOWN
-        if isinstance(e, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        if type(e) in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
             k = self.kind(e.elt)
             if k in K.HOLDS_DEVICE_TENSOR:
                 return K.TENSORS
             if k == K.NOT_TENSOR:
                 return K.NOT_TENSOR
             return K.UNKNOWN
-        if isinstance(e, cst.DictComp):
+        if type(e) is cst.DictComp:
             k = self.kind(e.value)
             return K.TENSORS if k in K.HOLDS_DEVICE_TENSOR else K.UNKNOWN
-        if isinstance(e, cst.NamedExpr):
+        if type(e) is cst.NamedExpr:
             return self.kind(e.value)
         return K.UNKNOWN
 
     def _infer_attribute(self, e: cst.Attribute):
         attr = e.attr.value
         base = e.value
-        if isinstance(base, cst.Name) and base.value == "self":
+        if type(base) is cst.Name and base.value == "self":
             cls = self._current_class()
             if cls is not None and cls in self.classes:
                 attrs = self.classes[cls]["attrs"]
@@ -256,7 +256,7 @@ class TensorInference:
             return K.element_of(bk)
         if bk == K.BOOL_TENSOR:
             return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
-        if bk in (K.TENSORS, K.CPU_TENSORS) and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Slice):
+        if bk in (K.TENSORS, K.CPU_TENSORS) and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Slice:
             return bk  # `parts[1:]` of a tuple from chunk()/split(), of a batch: still a container
         if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
@@ -273,7 +273,7 @@ class TensorInference:
         q = self.qualname(func)
         if q is not None:
             return self._infer_qualified_call(e, q)
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name == "self":  # self(idx) in a module's method (generate): runs forward
                 cls = self._current_class()
@@ -298,11 +298,11 @@ class TensorInference:
             if name in ("loss_fn", "lossfn", "loss_func", "loss_function", "criterion") and e.args:
                 return K.TENSOR
             return K.UNKNOWN
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             if self.kind(func) == K.MODULE:
                 return K.TENSOR  # self.proj(x)
             return self._infer_method_call(e, func)
-        if isinstance(func, cst.Call) or isinstance(func, cst.Subscript):
+        if type(func) is cst.Call or type(func) is cst.Subscript:
             fk = self.kind(func)
             return K.TENSOR if fk == K.MODULE else K.UNKNOWN
         return K.UNKNOWN
@@ -352,7 +352,7 @@ class TensorInference:
         """``GradScaler(...)``: a scaler on an XLA step when it is enabled (no ``enabled=`` or
         ``enabled=True``) and the file is XLA code or the scaler is made for the ``"xla"`` device."""
         enabled = keyword_arg(e, "enabled")
-        if enabled is not None and not (isinstance(enabled, cst.Name) and enabled.value == "True"):
+        if enabled is not None and not (type(enabled) is cst.Name and enabled.value == "True"):
             return K.UNKNOWN  # disabled, or enabled by an expression we cannot evaluate
         args = positional_args(e)
         device = args[0] if args else keyword_arg(e, "device")
@@ -482,7 +482,7 @@ class TensorInference:
                 return K.MODULE
             if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
                 return K.TENSORS
-            if isinstance(recv, (cst.Name, cst.Attribute, cst.Subscript)):
+            if type(recv) in (cst.Name, cst.Attribute, cst.Subscript):
                 return K.TENSOR
             return K.UNKNOWN
         if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
@@ -497,7 +497,7 @@ class TensorInference:
             return K.TENSOR
         if meth in ("from_pretrained",) and "Model" in (dotted_name(recv) or ""):
             return K.MODULE
-        if isinstance(recv, cst.Name) and recv.value == "self":
+        if type(recv) is cst.Name and recv.value == "self":
             cls = self._current_class()
             if cls is not None and f"{cls}.{meth}" in self.funcs:
                 return self.funcs[f"{cls}.{meth}"].return_kind
@@ -571,7 +571,7 @@ class TensorInference:
         target = keyword_arg(call, "device") or (args[0] if args else None)
         if target is None or self._is_cpu_device(target):
             return False
-        if isinstance(target, cst.Call):
+        if type(target) is cst.Call:
             n = (last_name(target.func) or "").lower()
             return n in ("xla_device", "device") or "device" in n
         n = (last_name(target) or "").lower()
@@ -581,7 +581,7 @@ class TensorInference:
         s = string_value(node)
         if s is not None:
             return s.split(":")[0] == "cpu"
-        if isinstance(node, cst.Call) and (self.qualname(node.func) == "torch.device"):
+        if type(node) is cst.Call and (self.qualname(node.func) == "torch.device"):
             args = positional_args(node)
             return bool(args) and (string_value(args[0]) or "").split(":")[0] == "cpu"
         return False
@@ -604,7 +604,7 @@ class TensorInference:
         if not n:
             return False
         low = n.lower()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return low in ("train_dataloader", "val_dataloader", "test_dataloader", "per_device_loader")
         return low in T.LOADER_NAMES or low.endswith(T.LOADER_NAME_SUFFIXES)
 
@@ -612,7 +612,7 @@ class TensorInference:
         return self.kind(node) in (K.LOADER, K.CPU_LOADER) or self._looks_like_loader(node)
 
     def _iterates_loader(self, it) -> bool:
-        if isinstance(it, cst.Call):
+        if type(it) is cst.Call:
             args = positional_args(it)
             if args and any(self._is_loader_value(a) for a in args[:2]):
                 return True  # enumerate(loader), tqdm(loader), log_every(loader, 10), zip(loader, ...)
@@ -633,10 +633,10 @@ _DTYPES = frozenset(
 
 def element_key(e) -> Optional[str]:
     """``images[0]`` / ``batch["input"]``: a key for one element of a named container, else None."""
-    if not (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name) and len(e.slice) == 1
-            and isinstance(e.slice[0].slice, cst.Index)):
+    if not (type(e) is cst.Subscript and type(e.value) is cst.Name and len(e.slice) == 1
+            and type(e.slice[0].slice) is cst.Index):
         return None
     idx = e.slice[0].slice.value
-    if isinstance(idx, (cst.Integer, cst.SimpleString)):
+    if type(idx) in (cst.Integer, cst.SimpleString):
         return f"{e.value.value}[{idx.value}]"
     return None
