@@ -103,13 +103,38 @@ def test_positions_within_a_function_match_the_whole_module(name):
     assert anchored >= 1  # the local way was taken, not only the whole-statement one
 
 
-def test_shared_keys_fall_back_to_the_statement():
-    # a property and its setter share the model's key: neither is positioned by its `def` line alone
+def test_functions_sharing_a_key_are_told_apart_by_their_rendering():
+    # a property and its setter share the model's key: each is positioned from the `def` whose lines are
+    # its rendering (torch's classes are full of them; the whole class was rendered instead)
     text = textwrap.dedent(SOURCES["methods_and_nesting"]).lstrip("\n")
     tree = cst.parse_module(text)
     model = SemanticModel(tree, [], module_name="m", is_package=False, facts=None)
     model.run()
     loc = Locator(tree, None, text)
-    f = model.funcs["Trainer.loss"]
-    assert loc._def_anchor(f.node, "Trainer.loss") is None
+    setter = model.funcs["Trainer.loss"].node
+    pos, delta, _, _ = loc._def_anchor(setter, "Trainer.loss")
+    assert text.splitlines()[pos[setter.name].start.line + delta - 1].strip() == "def loss(self, v):"
     assert loc._def_anchor(model.funcs["Trainer.step"].node, "Trainer.step") is not None
+
+
+def test_functions_sharing_a_key_that_render_alike_fall_back_to_the_statement():
+    text = textwrap.dedent("""
+        import torch
+
+        class Trainer:
+            if torch.__version__ > "2":
+                def read(self, t):
+                    return t.item()
+            else:
+                def read(self, t):
+                    return t.item()
+        """).lstrip("\n")
+    tree = cst.parse_module(text)
+    model = SemanticModel(tree, [], module_name="m", is_package=False, facts=None)
+    model.run()
+    loc = Locator(tree, None, text)
+    f = model.funcs["Trainer.read"].node
+    assert loc._def_anchor(f, "Trainer.read") is None  # either `def` fits: neither is trusted
+    ret = f.body.body[0].body[0]
+    wrapper_pos = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)[ret]
+    assert loc.span(ret, 1, (f, "Trainer.read"))[0] == wrapper_pos.start.line

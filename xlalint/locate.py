@@ -26,8 +26,8 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 def def_keys(tree: ast.Module) -> dict:
     """Every function of a CPython tree under the key the semantic model gives it (``f``, ``Cls.meth``,
-    ``f.<locals>.g``): key -> (line of its ``def``, its column), or None when two functions share the key
-    (a property and its setter, definitions under ``if``/``else``)."""
+    ``f.<locals>.g``): key -> [(line of its ``def``, its column), ...], more than one when functions share
+    the key (a property and its setter, ``@overload``s, definitions under ``if``/``else``)."""
     out: dict = {}
 
     def visit(stmts, func_key, class_key):
@@ -37,7 +37,7 @@ def def_keys(tree: ast.Module) -> dict:
                     key = f"{class_key}.{st.name}" if class_key else st.name
                 else:
                     key = f"{func_key}.<locals>.{st.name}"
-                out[key] = None if key in out else (st.lineno, st.col_offset)
+                out.setdefault(key, []).append((st.lineno, st.col_offset))
                 visit(st.body, key, class_key if func_key is None else None)
             elif isinstance(st, ast.ClassDef):
                 visit(st.body, func_key, f"{class_key}.{st.name}" if class_key else st.name)
@@ -117,29 +117,31 @@ class Locator:
                 return None
             self._defs = def_keys(tree)
             self._lines = _NEWLINE.split(self._text)
-        where = self._defs.get(key)
-        if where is None or type(fdef) is not cst.FunctionDef:
+        wheres = self._defs.get(key)
+        if not wheres or type(fdef) is not cst.FunctionDef:
             return None
-        lineno, col = where
         src = self._lines
-        indent = src[lineno - 1][:col] if lineno <= len(src) else "x"
-        if indent.strip(" \t\f"):
-            return None
         sub = self.module.with_changes(body=[fdef], header=[], footer=[])
         pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
         rendered = _NEWLINE.split(sub.code)
         name = pos.get(fdef.name)
         if name is None:
             return None
-        delta = lineno - name.start.line
-        # trust the mapping only if the rendering is the source, shifted by the def's indentation: its
-        # `def` line and its last line
         last = len(rendered) - 1 if rendered[-1] == "" else len(rendered)
-        for ln in (name.start.line, last):
-            s_ln = ln + delta
-            if not (1 <= s_ln <= len(src)) or src[s_ln - 1] not in (indent + rendered[ln - 1], rendered[ln - 1]):
-                return None
-        anchor = self._in_def[id(fdef)] = (pos, delta, indent, rendered)
+        fits = []
+        for lineno, col in wheres:
+            indent = src[lineno - 1][:col] if lineno <= len(src) else "x"
+            if indent.strip(" \t\f"):
+                continue
+            delta = lineno - name.start.line
+            # trust the mapping only if the rendering is the source, shifted by the def's indentation:
+            # its `def` line and its last line
+            if all(1 <= ln + delta <= len(src) and src[ln + delta - 1] in (indent + rendered[ln - 1], rendered[ln - 1])
+                   for ln in (name.start.line, last)):
+                fits.append((pos, delta, indent, rendered))
+        if len(fits) != 1:  # functions sharing a key that render alike: the statement's way decides
+            return None
+        anchor = self._in_def[id(fdef)] = fits[0]
         return anchor
 
     def _column(self, anchor, line: int, column: int) -> int | None:

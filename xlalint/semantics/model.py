@@ -735,7 +735,7 @@ class SemanticModel(TensorInference):
                 line = 0
                 site = self._site_refs.get(id(ctx))
                 if site is not None and site[0] is None:  # an implicit call (formatting): its node
-                    line = locator.span(site[1], site[2])[0]
+                    line = locator.span(site[1], site[2], self._func_within(ctx.func))[0]
                 elif site is not None:
                     lines = site_lines.get(site[0], ())
                     line = lines[site[1]] if site[1] < len(lines) else 0
@@ -804,7 +804,9 @@ class SemanticModel(TensorInference):
 
     def _within(self, c):
         """The function that holds candidate ``c`` (its def node, its key), for the locator."""
-        f = c.ctx.func
+        return self._func_within(c.ctx.func)
+
+    def _func_within(self, f):
         return (f.node, f.key) if f is not self.top and f.node is not None else None
 
     def _noqa_lines(self, locator, c, line: int, end_line: int) -> set:
