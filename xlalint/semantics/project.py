@@ -731,15 +731,41 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
             return f"{module}.{name}"
         return name
 
+    def blocks(s) -> list:
+        """The statement lists of a compound statement (empty for a simple one)."""
+        out = [getattr(s, f, None) for f in ("body", "orelse", "finalbody")]
+        out += [h.body for h in getattr(s, "handlers", ())] + [c.body for c in getattr(s, "cases", ())]
+        return [b for b in out if isinstance(b, list)]
+
+    def local(stmts, cls: Optional[str]) -> None:
+        """Classes defined inside functions, keyed as the walk keys them (``Local``, or ``Cls.Local`` in a
+        method of ``Cls``): the walked summary has them, and a summary whose names differ from its
+        declarations' makes the facts resolve every name again (Facts.update)."""
+        for s in stmts:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local(s.body, None)  # inside a function nested in a function, or in a local class
+            elif isinstance(s, ast.ClassDef):
+                key = f"{cls}.{s.name}" if cls else s.name
+                classes[key] = [False, {}, [b for b in (qualify(dotted(x)) for x in s.bases) if b]]
+                local(s.body, key)
+            else:
+                for b in blocks(s):
+                    local(b, cls)
+
     def body(stmts, prefix: str, in_class: bool) -> None:
         for s in stmts:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 key = prefix + s.name
                 funcs[key] = [s.name, prefix[:-1] if in_class else None, False, False, False, False, False, None, []]
+                local(s.body, prefix[:-1] if in_class else None)
             elif isinstance(s, ast.ClassDef):
                 key = prefix + s.name
                 classes[key] = [False, {}, [b for b in (qualify(dotted(x)) for x in s.bases) if b]]
                 body(s.body, key + ".", True)
+            elif isinstance(s, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)) or (
+                    isinstance(s, (ast.If, ast.Try)) and prefix):
+                for b in blocks(s):  # a def under `for`/`with` at module level, under `if` in a class
+                    body(b, prefix, in_class)
             elif isinstance(s, ast.Import) and not prefix:
                 for a in s.names:
                     if a.asname:
