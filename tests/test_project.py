@@ -480,3 +480,25 @@ def test_declarations_name_what_the_walk_names(name):
     declared = engine.declare(data, "m.py", "pkg.m", False)
     walked = engine.analyse_module(data, "m.py", module="pkg.m", is_package=False, checked=True)
     assert _shape(declared["summary"]) == _shape(walked["summary"])
+
+
+def test_the_declarations_find_every_call_cpython_sees():
+    """``_ast_calls`` is ``ast.walk`` without its generators: on real code of every shape (the
+    standard library's own modules: comprehensions, f-strings, decorators, `global`, `match`, dicts
+    with `**`), it finds exactly the calls ``ast.walk`` finds."""
+    import ast
+    import inspect
+    import json.decoder
+    import string
+    import typing
+
+    from xlalint.semantics.project import _ast_calls
+
+    sources = [inspect.getsource(m) for m in (ast, json.decoder, string, typing)]
+    sources.append("global g\nmatch p:\n    case Point(x=f(1)): pass\nd = {**h(2), 'k': [i(j) for j in k()]}\n"
+                   "@deco(3)\ndef fn(a=dflt()):\n    nonlocal_ = f'{fmt(a)!r:>{width()}}'\n")
+    for src in sources:
+        tree = ast.parse(src)
+        want = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.Call))
+        got = sorted((n.lineno, n.col_offset) for n in _ast_calls(tree))
+        assert want and got == want

@@ -165,7 +165,7 @@ def analyse_module(
     facts=None,
     honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
-    call_lines: Optional[dict] = None,
+    decl: Optional[dict] = None,
     notebook: Optional[bool] = None,
     parse=None,
     limits: Optional[guard.Limits] = None,
@@ -175,7 +175,8 @@ def analyse_module(
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
 
     ``facts``: the project's facts about the other modules (``project.Facts``), or None alone;
-    ``call_lines``: the lines of this module's calls (``project.declarations``), for messages.
+    ``decl``: this module's declarations (``project.declarations``): the lines of its calls, for messages,
+    and where its functions start, for positions (computed here when missing in a project).
     ``notebook``: the contents are a Jupyter notebook's JSON (default: a ``.ipynb`` path); its code cells
     are analysed as one program and the result carries ``"cells"``, which ``decide`` uses to report
     lines by cell (xlalint/notebook.py). ``parse``: a replacement for ``libcst.parse_module`` that
@@ -217,7 +218,7 @@ def analyse_module(
     if problem is not None:
         return _file_result([_file_finding(problem.code, path, problem.message, problem.line, problem.column)], codes)
     view = facts.view(module) if facts is not None else None
-    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, call_lines)
+    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, decl)
 
 
 def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) -> Optional[dict]:
@@ -265,7 +266,7 @@ def _row(f: Finding) -> list:
 
 
 def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view,
-             parse=None, call_lines: Optional[dict] = None) -> dict:
+             parse=None, decl: Optional[dict] = None) -> dict:
     """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
         tree = (parse or parse_module)(text)
@@ -292,13 +293,14 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
     except RecursionError:
         return {"file": [_row(_file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
     noqa = _noqa_map(text.splitlines()) if honor_noqa else None
-    if call_lines is None and view is not None:
+    if decl is None and view is not None:
         from xlalint.semantics.project import declarations
 
         decl = declarations(text, module, is_package)
-        call_lines = decl["calls"] if decl else {}
-    result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text), noqa, call_lines)
+    decl = decl or {}
+    result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text, decl.get("defs")), noqa, decl.get("calls"))
     result["reads"] = dict(view.reads) if view is not None else {}
+    model.release()
     return result
 
 

@@ -52,11 +52,12 @@ def def_keys(tree: ast.Module) -> dict:
 
 
 class Locator:
-    def __init__(self, module: cst.Module, cache: dict | None = None, text: str | None = None):
+    def __init__(self, module: cst.Module, cache: dict | None = None, text: str | None = None,
+                 defs: dict | None = None):
         self.module = module
         self._text = text  # the source the module was parsed from: positions within a function need it
         self._lines: list[str] | None = None
-        self._defs: dict | None = None  # def_keys of the text
+        self._defs: dict | None = defs  # def_keys of the text (the project's declarations have them)
         self._in_def: dict = {}  # id(def node) -> (its positions, line delta, indent, rendered lines) or None
         self._offsets: list[int] | None = None  # lines before each top-level statement, as far as needed
         self._positions: dict[int, dict] = {}
@@ -116,6 +117,7 @@ class Locator:
                 self._defs = {}
                 return None
             self._defs = def_keys(tree)
+        if self._lines is None:
             self._lines = _NEWLINE.split(self._text)
         wheres = self._defs.get(key)
         if not wheres or type(fdef) is not cst.FunctionDef:

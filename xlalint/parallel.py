@@ -431,7 +431,7 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     try:
         result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
                                        honor_noqa=honor_noqa, limits=_limits(settings),
-                                       call_lines=decl["calls"] if decl else None, parse=_PARSE.get(path),
+                                       decl=decl, parse=_PARSE.get(path),
                                        checked=bool(decl and decl.get("checked")))
     finally:
         if gc_was_on:

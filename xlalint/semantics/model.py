@@ -70,6 +70,9 @@ class SemanticModel(TensorInference):
                 if attr.startswith("on_"):
                     self._dispatch.setdefault(attr[3:], []).append(getattr(rule, attr))
         self._kind_cache: dict[int, object] = {}
+        # while the rules hear of a call: [its func node, what it runs (_callee_key) or _UNSET], asked by
+        # the model and by several rules of the same node, in the same state of the walk
+        self._callee_memo: Optional[list] = None
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
@@ -669,7 +672,11 @@ class SemanticModel(TensorInference):
             self.walk(node.elt)
 
     def _call(self, node: cst.Call) -> None:
-        self._emit("Call", node)
+        self._callee_memo = [node.func, _UNSET]
+        try:
+            self._emit("Call", node)
+        finally:
+            self._callee_memo = None
         q = self.qualname(node.func)
         self.walk(node.func)
         closure = q in T.STEP_CLOSURE_FUNCTIONS or (
@@ -790,6 +797,18 @@ class SemanticModel(TensorInference):
                    "funcs": funcs, "top_calls": top_calls, "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@")}  # hooks defined elsewhere
         return {"summary": summary, "cands": cands, "rules": rules}
+
+    def release(self) -> None:
+        """Break the model's reference cycles once its walk is exported (functions and the contexts of
+        their calls, loops and their outer loops, rules and the model): the syntax tree they hold is then
+        freed by reference counting at once. Left to the cyclic collector, the whole tree (millions of
+        nodes on a large module) is traversed again to find it, after every walk: about a tenth of a
+        walk's cost. The model is unusable afterwards."""
+        for f in [*self.funcs.values(), self.top]:
+            f.__dict__.clear()
+        for x in [*self.loops, *self.candidates, *self.rules]:
+            x.__dict__.clear()
+        self.__dict__.clear()
 
     def _fix_parts(self, locator, c) -> list:
         """The message's parts a rule attached (``rules.set_parts``): the cost, and an automatic fix as
@@ -1208,6 +1227,14 @@ class SemanticModel(TensorInference):
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
         name of a function of another project module (``@pkg.losses.masked_ce``,
         ``@pkg.core:Trainer.step`` for a method of an object of a known class), or None."""
+        memo = self._callee_memo
+        if memo is not None and memo[0] is func:
+            if memo[1] is _UNSET:
+                memo[1] = self._resolve_callee(func)
+            return memo[1]
+        return self._resolve_callee(func)
+
+    def _resolve_callee(self, func) -> Optional[str]:
         if type(func) is cst.Name:
             f = self._lookup_func(func.value)
             if f is None and func.value in getattr(self, "toplevel_defs", ()):
@@ -1513,6 +1540,7 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
 
 # list/dict methods that put their arguments into the container
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+_UNSET = object()  # SemanticModel._callee_memo: not resolved yet
 
 
 def _attribute_kind(entries):
