@@ -496,7 +496,7 @@ def test_the_declarations_find_every_call_cpython_sees():
 
     sources = [inspect.getsource(m) for m in (ast, json.decoder, string, typing)]
     sources.append("global g\nmatch p:\n    case Point(x=f(1)): pass\nd = {**h(2), 'k': [i(j) for j in k()]}\n"
-                   "@deco(3)\ndef fn(a=dflt()):\n    nonlocal_ = f'{fmt(a)!r:>{width()}}'\n")
+                   "@deco(3)\ndef fn(a=dflt()):\n    text = f'{fmt(a)!r:>{width()}}'\n")
     for src in sources:
         tree = ast.parse(src)
         want = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.Call))

@@ -21,7 +21,14 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statement_blocks(st) -> list:
+    """The statement lists of a CPython compound statement, in order (none for a simple one): ``body``,
+    ``orelse``, ``finalbody`` and those of its ``except`` handlers and ``match`` cases."""
+    out = [getattr(st, f, None) for f in ("body", "orelse", "finalbody")]
+    out += [h.body for h in getattr(st, "handlers", ())] + [c.body for c in getattr(st, "cases", ())]
+    return [b for b in out if isinstance(b, list)]
 
 
 def def_keys(tree: ast.Module) -> dict:
@@ -42,10 +49,8 @@ def def_keys(tree: ast.Module) -> dict:
             elif isinstance(st, ast.ClassDef):
                 visit(st.body, func_key, f"{class_key}.{st.name}" if class_key else st.name)
             else:
-                for field in _BLOCK_FIELDS:
-                    sub = getattr(st, field, None)
-                    if isinstance(sub, list):
-                        visit(sub, func_key, class_key)
+                for sub in statement_blocks(st):
+                    visit(sub, func_key, class_key)
 
     visit(tree.body, None, None)
     return out
