@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,27 @@ def test_changed_file_misses(project, tmp_path):
     out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
     assert c.misses == 1
     assert not [f for f in out if f.path.endswith("a.py")]
+
+
+def test_a_file_rewritten_with_its_old_timestamp_is_read_again(project, tmp_path, monkeypatch):
+    # the project's state is remembered per file by its stat, in one process (flake8 asks for every file
+    # in turn): a rewrite of the same size that puts the old modification time back (`cp -p`, a tool
+    # restoring timestamps) still changes the inode's change time, so the file is read again
+    monkeypatch.setattr(parallel, "RACY_NS", 0)  # every stat trusted at once (by default: after 3 s)
+    settings = build_settings(None)
+    a = project / "a.py"
+    old = (1_600_000_000, 1_600_000_000)
+    os.utime(a, old)
+    first = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    assert [f.code for f in first if f.path.endswith("a.py")] == ["XLA001"]
+    assert any(k[0] == str(a) for k in parallel._STATE_PARTS)  # remembered
+    time.sleep(0.05)  # past the kernel's timestamp tick
+    quiet = SLOW.replace("print(loss.item())", "pass".ljust(len("print(loss.item())")))
+    assert len(quiet) == len(SLOW)
+    a.write_text(quiet)
+    os.utime(a, old)
+    again = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    assert not [f for f in again if f.path.endswith("a.py")]
 
 
 @pytest.mark.parametrize("damage", [

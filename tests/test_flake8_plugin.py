@@ -4,9 +4,11 @@ flake8, and honour ``[tool.xlalint]`` per-file-ignores but not its selection."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 FLAKE8 = str(BIN / "flake8")
 XLALINT = str(BIN / "xlalint")
+PROJECTS = ROOT / "tests" / "fixtures" / "projects"
 FIXTURES = sorted(os.path.relpath(p, ROOT) for p in glob.glob(str(ROOT / "tests" / "fixtures" / "*.py")))
 # machine-readable flake8 output: one finding per line, the message last (it may contain colons)
 FORMAT = "--format=%(path)s\t%(row)d\t%(col)d\t%(code)s\t%(text)s"
@@ -109,6 +112,21 @@ def test_noqa_is_handled_by_flake8(tmp_path):
     assert sorted(r[0] for r in rows) == sorted(files)
 
 
+def test_a_project_in_flake8_is_the_project_in_xlalint_and_noqa_stays_flake8s(tmp_path):
+    # a finding in a helper module that only its caller makes per-step (callbacks.py:24, called from
+    # the trainer's step loop in another module), suppressed by a `# noqa` flake8 must see through
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECTS / "trainer_callbacks", root)
+    cb = root / "callbacks.py"
+    cb.write_text(cb.read_text().replace("loss = trainer.loss.item()  # expect: XLA001",
+                                         "loss = trainer.loss.item()  # noqa: XLA001"))
+    rows, _ = flake8("--select", "XLA", ".", cwd=root)
+    assert rows == cli(".", cwd=root)
+    assert "callbacks.py" not in {r[0] for r in rows} and len(rows) == 2
+    rows, _ = flake8("--select", "XLA", "--disable-noqa", ".", cwd=root)
+    assert ("callbacks.py", 24, "XLA001") in {(r[0], r[1], r[3]) for r in rows}
+
+
 def test_a_syntax_error_is_flake8s_e999_not_a_plugin_crash(tmp_path):
     (tmp_path / "broken.py").write_text("import torch\nfor x in loader\n    x.item()\n")
     rows, proc = flake8("--isolated", "--select", "XLA,E999", "broken.py", cwd=tmp_path)
@@ -178,3 +196,28 @@ def test_config_is_resolved_once_per_process(checker_cls, monkeypatch):
         found = list(checker_cls(None, name, lines).run())
         assert [(f[0], f[2].split()[0]) for f in found] == [(11, "XLA001")]
     assert len(calls) == 1
+
+
+def test_a_tree_is_decided_once_not_once_per_file(checker_cls, monkeypatch, tmp_path):
+    # flake8 hands the plugin one file at a time, and each file's findings depend on the whole project:
+    # the first file decides every file of the project and the cache keeps them; the others read theirs
+    # back (deciding the whole call graph per file, flake8 over torch's 2,131 files never finished)
+    from xlalint import engine, parallel
+    from xlalint.config import all_codes, build_settings, find_config
+
+    root = tmp_path / "proj"
+    shutil.copytree(PROJECTS / "trainer_callbacks", root)
+    monkeypatch.chdir(root)
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py"))
+    real = engine.decide
+    decided = []
+    monkeypatch.setattr(engine, "decide", lambda *a, **k: decided.append(a[1]) or real(*a, **k))
+    rows = []
+    for name in files:
+        lines = Path(name).read_text().splitlines(keepends=True)
+        rows += [(name, r[0], r[1] + 1, r[2].split()[0]) for r in checker_cls(None, name, lines).run()]
+    assert len(decided) == 1 and len(decided[0]) == len(files)
+    # what the CLI reports with every rule on (flake8 does the selecting)
+    settings = dataclasses.replace(build_settings(find_config(".")), enabled=frozenset(all_codes()))
+    expected = [(f.path, f.line, f.column, f.code) for f in parallel.lint_files(files, settings, jobs=1, cache=None)]
+    assert sorted(rows) == sorted(expected) and len(rows) == 3

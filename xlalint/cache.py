@@ -22,6 +22,7 @@ cache never makes a run fail.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import marshal
 import os
@@ -46,8 +47,11 @@ FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, 
 _FINDING_CODE = ("engine.py", "guard.py", "locate.py", "findings.py", "notebook.py", "semantics", "rules")
 
 
+@functools.lru_cache(maxsize=None)
 def _code_fingerprint() -> str:
-    """A hash of the code that makes findings: a rule edited in place (an editable install) invalidates."""
+    """A hash of the code that makes findings: a rule edited in place (an editable install) invalidates.
+    Once per process: the code that runs is the code imported, whatever the files say later (a host
+    that opens the cache once per file, flake8, then reads them once)."""
     h = hashlib.blake2b(digest_size=16)
     pkg = Path(xlalint.__file__).parent
     for top in _FINDING_CODE:

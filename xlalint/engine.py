@@ -150,9 +150,9 @@ def lint_source(
     applies its own (flake8). ``notebook`` and ``parse``: see ``analyse_module``.
     """
     name = os.path.splitext(os.path.basename(path))[0] or "__main__"
-    result = analyse_module(data, path, enabled, module=name, honor_noqa=honor_noqa, max_tokens=max_tokens,
+    result = analyse_module(data, path, enabled, module=name, max_tokens=max_tokens,
                             notebook=notebook, parse=parse, limits=limits)
-    return decide({path: result}, [path], root=os.path.dirname(os.path.abspath(path)))
+    return decide({path: result}, [path], root=os.path.dirname(os.path.abspath(path)), honor_noqa=honor_noqa)
 
 
 def analyse_module(
@@ -163,7 +163,6 @@ def analyse_module(
     module: str = "__main__",
     is_package: bool = False,
     facts=None,
-    honor_noqa: bool = True,
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS,
     decl: Optional[dict] = None,
     notebook: Optional[bool] = None,
@@ -187,7 +186,7 @@ def analyse_module(
 
         if notebook or not nb.is_program(data):
             return nb.analyse_notebook(data, path, enabled, module=module, is_package=is_package, facts=facts,
-                                       honor_noqa=honor_noqa, max_tokens=max_tokens, limits=limits)
+                                       max_tokens=max_tokens, limits=limits)
     codes = frozenset(enabled) if enabled is not None else frozenset(r.code for r in all_rules())
     if isinstance(data, str):
         raw = data.encode("utf-8", "surrogatepass")
@@ -218,7 +217,7 @@ def analyse_module(
     if problem is not None:
         return _file_result([_file_finding(problem.code, path, problem.message, problem.line, problem.column)], codes)
     view = facts.view(module) if facts is not None else None
-    return _on_big_stack(_analyse, text, path, codes, honor_noqa, module, is_package, view, parse, decl)
+    return _on_big_stack(_analyse, text, path, codes, module, is_package, view, parse, decl)
 
 
 def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) -> Optional[dict]:
@@ -265,7 +264,7 @@ def _row(f: Finding) -> list:
     return list(finding_row(f))
 
 
-def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: str, is_package: bool, view,
+def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bool, view,
              parse=None, decl: Optional[dict] = None) -> dict:
     """Parse once, walk once with every enabled rule, export what the project needs."""
     try:
@@ -292,7 +291,7 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
             r.finalize()
     except RecursionError:
         return {"file": [_row(_file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
-    noqa = _noqa_map(text.splitlines()) if honor_noqa else None
+    noqa = _noqa_map(text.splitlines())  # marks what `# noqa` suppresses: decide() drops it, or not (flake8)
     if decl is None and view is not None:
         from xlalint.semantics.project import declarations
 
@@ -304,10 +303,11 @@ def _analyse(text: str, path: str, codes: frozenset, honor_noqa: bool, module: s
     return result
 
 
-def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[Finding]:
+def decide(results: dict, asked: Iterable[str], root: str, index=None, honor_noqa: bool = True) -> list[Finding]:
     """The findings of the ``asked`` files, from every module's analysis (``results``: path -> what
     ``analyse_module`` gave), decided over the whole program's call graph: how often each candidate
-    runs, and through which path."""
+    runs, and through which path. ``honor_noqa=False`` keeps what ``# noqa`` comments suppress, for a
+    host that applies its own (flake8)."""
     from xlalint.semantics import hot_loops
     from xlalint.semantics.project import Facts, Program, ProjectIndex
     from xlalint.semantics.steps import Frequency
@@ -342,6 +342,8 @@ def decide(results: dict, asked: Iterable[str], root: str, index=None) -> list[F
         mod = r["summary"]["module"]
         seen = {}
         for c in cands[mod]:
+            if c.quiet and honor_noqa:
+                continue
             if c.when in ("step", "step-any"):
                 fr = steps.frequency(c.ctx)
                 if not fr.per_step or (c.when == "step" and fr.after_sync):
@@ -377,11 +379,11 @@ class _Found:
     """A candidate in the project view: where it is, what it says, and the context that decides it."""
 
     __slots__ = ("code", "line", "col", "end_line", "end_col", "message", "fix", "when", "ctx", "frequency",
-                 "cost", "edit", "edits", "applicability", "fix_title")
+                 "cost", "edit", "edits", "applicability", "fix_title", "quiet")
 
     def __init__(self, row: list, ctx):
         (self.code, self.line, self.col, self.end_line, self.end_col, self.message, self.fix, self.when,
-         _ctx_i, self.frequency, self.cost, self.edits, self.applicability, self.fix_title) = row
+         _ctx_i, self.frequency, self.cost, self.edits, self.applicability, self.fix_title, self.quiet) = row
         self.ctx = ctx
         self.edit = None  # set_parts() in a project-wide decision: no tree here, so no edit
 

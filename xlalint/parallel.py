@@ -16,6 +16,7 @@ import marshal
 import multiprocessing
 import os
 import sys
+import time
 from typing import Callable, Iterable, Optional
 
 from xlalint import engine
@@ -122,17 +123,21 @@ def lint_files(
 def project_files(root: str, asked: list, settings) -> list:
     """The modules of the project at ``root``: its Python files (as discovery finds them, so excludes
     apply) and the files asked for."""
-    top = [root]
-    if os.path.basename(root) in ("site-packages", "dist-packages"):
-        # installed packages: each asked file's own top-level package, not everything installed beside it
-        top = sorted({os.path.join(root, os.path.relpath(os.path.abspath(p), root).split(os.sep)[0]) for p in asked})
-        top = [t for t in top if os.path.isdir(t)]
-    files = list(engine.iter_python_files(top, settings))
+    files = list(engine.iter_python_files(project_tops(root, asked), settings))
     norm = {os.path.normpath(os.path.abspath(f)) for f in files}
     for p in asked:
         if os.path.normpath(os.path.abspath(p)) not in norm:
             files.append(p)
     return files
+
+
+def project_tops(root: str, asked: list) -> list:
+    """Where the project's files are discovered: its root, or for installed packages each asked file's
+    own top-level package, not everything installed beside it."""
+    if os.path.basename(root) not in ("site-packages", "dist-packages"):
+        return [root]
+    top = sorted({os.path.join(root, os.path.relpath(os.path.abspath(p), root).split(os.sep)[0]) for p in asked})
+    return [t for t in top if os.path.isdir(t)]
 
 
 def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Optional[Cache] = None,
@@ -155,9 +160,9 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     _SOURCES.update(sources or {})  # before anything reads a file: the project's state is the buffers'
     # the whole project unchanged since a run that stored its results (every file's bytes, the settings,
     # xlalint's code): that run's per-file results, without a walk or a round
-    state = _project_state(files, index, settings) if cache is not None and honor_noqa and not parse else None
+    state = _project_state(files, index, settings) if cache is not None and not parse else None
     if state is not None:
-        found = _stored_findings(cache, root, state, asked)  # the asked files decided by an earlier run
+        found = _stored_findings(cache, root, state, asked, honor_noqa)  # the asked files decided by an earlier run
         if found is not None:
             cache.hits += len(files)
             return found
@@ -168,9 +173,10 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
         hit = None
         if isinstance(stored, dict) and set(stored) <= set(spelled):
             cache.hits += len(files)  # every file's result came from the cache
-            found = engine.decide({spelled[r]: v for r, v in stored.items()}, asked, root, index)
-            _store_findings(cache, root, state, asked, found, fresh=False)
-            return found
+            decided = asked if honor_noqa else files  # see below
+            found = engine.decide({spelled[r]: v for r, v in stored.items()}, decided, root, index, honor_noqa)
+            _store_findings(cache, root, state, decided, found, honor_noqa, fresh=False)
+            return _of(found, asked)
     whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
         connected = connected_files(index, asked, lambda p: _read_text(p, settings))
@@ -209,17 +215,22 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
                    and not facts.agrees(results[p]["summary"]["module"], results[p]["reads"])]
         if not pending:
             break
-    if not honor_noqa:
-        for p in asked:
-            results[p] = _analyse_one(p, index, facts, settings, honor_noqa=False)[2]
     # in file order, whatever order the walks ran in: the paths messages name do not depend on the schedule
     results = {p: results[p] for p in files if p in results}
     gc.unfreeze()  # what the walks froze (_release_memory) is the collector's again once this run ends
-    found = engine.decide(results, asked, root, index)
+    # flake8 asks for every file of a project, one at a time, over one state: decide them all at once
+    decided = asked if honor_noqa or state is None or not whole else files
+    found = engine.decide(results, decided, root, index, honor_noqa)
     if state is not None and whole:  # the project's last state only: the entry is rewritten, never added to
         cache.store(_project_key(root), [{"state": state, "packed": marshal.dumps({_rel(p, root): r for p, r in results.items()})}])
-        _store_findings(cache, root, state, asked, found, fresh=True)
-    return found
+        _store_findings(cache, root, state, decided, found, honor_noqa, fresh=True)
+    return _of(found, asked)
+
+
+def _of(found: list, asked: list) -> list:
+    """The findings of the ``asked`` files among ``found``."""
+    want = set(asked)
+    return [f for f in found if f.path in want]
 
 
 def _project_key(root: str) -> str:
@@ -228,12 +239,13 @@ def _project_key(root: str) -> str:
     return hashlib.blake2b(os.path.abspath(root).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest() + "p"
 
 
-def _stored_findings(cache: Cache, root: str, state: str, asked: list) -> Optional[list]:
+def _stored_findings(cache: Cache, root: str, state: str, asked: list, honor_noqa: bool) -> Optional[list]:
     """The findings of the ``asked`` files as a run over this same project state decided them, or None.
     Deciding (the whole program's call graph, for how often each candidate runs) is most of a warm run
     on a large project; a one-file run (pre-commit, an editor) over an unchanged project needs none of
-    it. The messages name paths as seen from the working directory, so the entry is per directory too."""
-    hit = cache.load(_project_key(root) + "f", count=False)
+    it. The messages name paths as seen from the working directory, so the entry is per directory too;
+    what ``# noqa`` suppresses is kept for flake8 (``honor_noqa=False``), so that is another entry."""
+    hit = cache.load(_findings_key(root, honor_noqa), count=False)
     entry = hit[0] if hit else None
     if not entry or entry.get("state") != state or entry.get("cwd") != os.getcwd():
         return None
@@ -247,12 +259,13 @@ def _stored_findings(cache: Cache, root: str, state: str, asked: list) -> Option
         return None
 
 
-def _store_findings(cache: Cache, root: str, state: str, asked: list, found: list, fresh: bool) -> None:
+def _store_findings(cache: Cache, root: str, state: str, asked: list, found: list, honor_noqa: bool,
+                    fresh: bool) -> None:
     """Keep the findings just decided for the asked files (``_stored_findings``), with those of other
     files decided over the same state unless ``fresh`` (a whole run rewrites the entry)."""
     rows: dict = {}
     if not fresh:
-        hit = cache.load(_project_key(root) + "f", count=False)
+        hit = cache.load(_findings_key(root, honor_noqa), count=False)
         entry = hit[0] if hit else None
         if entry and entry.get("state") == state and entry.get("cwd") == os.getcwd() and isinstance(entry.get("found"), dict):
             rows = entry["found"]
@@ -261,7 +274,11 @@ def _store_findings(cache: Cache, root: str, state: str, asked: list, found: lis
         by_path.setdefault(f.path, []).append(finding_row(f))
     for p, fs in by_path.items():
         rows[_rel(p, root)] = fs
-    cache.store(_project_key(root) + "f", [{"state": state, "cwd": os.getcwd(), "found": rows}])
+    cache.store(_findings_key(root, honor_noqa), [{"state": state, "cwd": os.getcwd(), "found": rows}])
+
+
+def _findings_key(root: str, honor_noqa: bool) -> str:
+    return _project_key(root) + ("f" if honor_noqa else "n")
 
 
 def _project_state(files: list, index, settings) -> str:
@@ -269,14 +286,42 @@ def _project_state(files: list, index, settings) -> str:
     cannot be read), hashed."""
     h = hashlib.blake2b(digest_size=20)
     for rel, p in sorted((_rel(p, index.root), p) for p in files):
-        data, err = _read(p, settings)
-        part = _cache_key(data, p, index, settings) if err is None else f"error:{err.code}:{err.message}"
-        h.update(f"{rel}\0{part}\n".encode("utf-8", "surrogatepass"))
+        h.update(f"{rel}\0{_state_part(p, index, settings)}\n".encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
+def _state_part(path: str, index, settings) -> str:
+    """A file's part of the project state: its contents key, or why it cannot be read. Remembered for
+    this process by the file's stat, so that a host asking for every file of a large project in turn
+    (flake8) does not read and hash the whole project again each time; a file changed in the last
+    seconds is always read again (its timestamp cannot tell two quick edits apart: git's "racy" rule)."""
+    memo = None
+    if path not in _SOURCES:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RACY_NS:
+            memo = (os.path.abspath(path), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, index.root,
+                    index.module_of(path), settings.codes_for(path) if settings is not None else None, _max_size(settings))
+            part = _STATE_PARTS.get(memo)
+            if part is not None:
+                return part
+    data, err = _read(path, settings)
+    part = _cache_key(data, path, index, settings) if err is None else f"error:{err.code}:{err.message}"
+    if memo is not None:
+        _STATE_PARTS[memo] = part
+    return part
+
+
+RACY_NS = 3_000_000_000
+_STATE_PARTS: dict = {}  # see _state_part
+
+
 def _rel(path: str, root: str) -> str:
-    return os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    from xlalint.semantics.project import relative
+
+    return relative(path, os.path.abspath(root))
 
 
 def _waves(paths: list, levels: dict) -> list:
@@ -418,7 +463,7 @@ def _unpack(variant: dict) -> Optional[dict]:
 MAX_VARIANTS = MAX_ROUNDS
 
 
-def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> tuple:
+def _analyse_one(path: str, index, facts, settings) -> tuple:
     """(path, cache key or None, result) for one file: read once, parse once."""
     data, err = _read(path, settings)
     if err is not None:
@@ -430,7 +475,7 @@ def _analyse_one(path: str, index, facts, settings, honor_noqa: bool = True) -> 
     gc.disable()  # see _release_memory
     try:
         result = engine.analyse_module(data, path, codes, module=module, is_package=is_pkg, facts=facts,
-                                       honor_noqa=honor_noqa, limits=_limits(settings),
+                                       limits=_limits(settings),
                                        decl=decl, parse=_PARSE.get(path),
                                        checked=bool(decl and decl.get("checked")))
     finally:

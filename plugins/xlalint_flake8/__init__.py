@@ -94,9 +94,22 @@ def _lint(filename: str, source: str, codes, settings) -> list:
     from xlalint.cache import Cache
     from xlalint.semantics.project import find_root
 
-    cache = Cache.open(None, settings, lambda _msg: None)
-    return parallel.lint_project(find_root(filename), [filename], settings, cache=cache,
+    if _CACHE.get("settings") is not settings:  # once per process, as the files are discovered
+        _CACHE.update(settings=settings, cache=Cache.open(None, settings, lambda _msg: None))
+    cache = _CACHE["cache"]
+    root = find_root(filename)
+    # flake8 asks for each file of a tree in turn: the first one decides them all (and stores them in
+    # the cache), the others read theirs back; the project's files are discovered once per process
+    where = (root, tuple(parallel.project_tops(root, [filename])))
+    files = _FILES.get(where)
+    if files is None:
+        files = _FILES[where] = parallel.project_files(root, [filename], settings)
+    return parallel.lint_project(root, [filename], settings, cache=cache, files=files,
                                  sources={filename: source}, honor_noqa=False)
+
+
+_FILES: dict = {}  # (project root, where its files are) -> its files, for this process
+_CACHE: dict = {}  # the settings -> the cache they open, for this process
 
 
 RELEVANT_TEXT = tuple(k.decode("ascii") for k in engine.RELEVANT)

@@ -721,8 +721,10 @@ class SemanticModel(TensorInference):
         """(summary, candidates) as plain data: what other modules may ask about this one, and what
         the rules found here with the context that decides how often it runs.
 
-        ``noqa``: line -> suppressed codes (None: all), applied here; the positions of candidates and of
-        calls into other modules are the only ones computed."""
+        ``noqa``: line -> suppressed codes (None: all); a candidate a ``# noqa`` comment suppresses is
+        kept, marked (its row's last item), so that one walk serves a host that applies its own noqa
+        (flake8) as well as the CLI (``engine.decide``). The positions of candidates and of calls into
+        other modules are the only ones computed."""
         mod = self.module_name
         ctx_ids: dict = {}
         ctxs: list = []
@@ -781,13 +783,12 @@ class SemanticModel(TensorInference):
             if c.when == "custom" and c.frequency is None and not getattr(c.rule, "decides_in_project", False):
                 continue
             line, col, end_line, end_col = locator.span(c.node, c.top_index, self._within(c))
-            if noqa and _suppressed(noqa, self._noqa_lines(locator, c, line, end_line), c.rule.code):
-                continue
+            quiet = bool(noqa) and _suppressed(noqa, self._noqa_lines(locator, c, line, end_line), c.rule.code)
             fr = c.frequency
             cand_ids[id(c)] = len(cands)
             cands.append([c.rule.code, line, col, end_line, end_col, c.message, c.fix, c.when, ctx_id(c.ctx),
                           [fr.level, fr.period, fr.after_sync] if fr is not None and c.when == "custom" else None,
-                          *self._fix_parts(locator, c)])
+                          *self._fix_parts(locator, c), quiet])
         rules = {}
         for r in self.rules:
             data = r.export(ctx_id, lambda c: cand_ids.get(id(c)))

@@ -56,10 +56,25 @@ def marked_root(directory: str) -> Optional[str]:
         d = parent
 
 
+def relative(path: str, root: str) -> str:
+    """``os.path.relpath(os.path.abspath(path), root)``, remembered: a host that asks for every file of
+    a large project in turn (flake8) names every file of it on each call."""
+    key = (path, root, os.getcwd())
+    rel = _RELATIVE.get(key)
+    if rel is None:
+        if len(_RELATIVE) > 500_000:
+            _RELATIVE.clear()
+        rel = _RELATIVE[key] = os.path.relpath(os.path.abspath(path), root)
+    return rel
+
+
+_RELATIVE: dict = {}
+
+
 def module_name(path: str, root: str) -> tuple[str, bool]:
     """(dotted module name, is a package ``__init__``) of a file under ``root``; ``src/`` layouts
     drop the ``src`` part, as an installed package would."""
-    rel = os.path.relpath(os.path.abspath(path), root)
+    rel = relative(path, root)
     parts = rel.replace(os.sep, "/").split("/")
     if len(parts) > 1 and parts[0] == "src":
         parts = parts[1:]
