@@ -38,7 +38,7 @@ def _files(root: Path) -> list[str]:
 
 
 def _entries(cache: Cache) -> list[Path]:
-    return [p for p in cache.dir.rglob("*") if p.is_file() and not p.name.startswith(".tmp-")]
+    return [p for p in cache.dir.rglob("*") if p.is_file() and not p.name.startswith(".")]  # .tmp-*, .*.lock
 
 
 def test_roundtrip_and_key():
@@ -308,3 +308,39 @@ def test_a_full_disk_still_warns_once(project, tmp_path, monkeypatch):
     files = _files(project) * 2
     assert parallel.lint_files(files, settings, jobs=1, cache=c) == parallel.lint_files(files, settings, jobs=1, cache=None)
     assert len(warnings) == 1 and "No space left" in warnings[0] and "read-only" in warnings[0]
+
+
+def test_a_project_is_analysed_by_one_process_at_a_time(project, tmp_path, monkeypatch):
+    # flake8's jobs each start on a file of the same project: the second waits for the first's analysis
+    # and reads it back instead of analysing the project again (with N jobs, N times the memory)
+    import subprocess
+    import sys
+
+    cache_dir, signal = tmp_path / "c", tmp_path / "deciding"
+    child = subprocess.Popen([sys.executable, "-c", f"""
+import pathlib, time, sys
+from xlalint import engine, parallel
+from xlalint.cache import Cache
+from xlalint.config import build_settings
+real = engine.decide
+def slow(*a, **k):  # inside the analysis, before its results are stored
+    pathlib.Path({str(signal)!r}).write_text("1")
+    time.sleep(2)
+    return real(*a, **k)
+engine.decide = slow
+s = build_settings(None)
+parallel.lint_files({_files(project)!r}, s, jobs=1, cache=Cache.open({str(cache_dir)!r}, s, print))
+"""])
+    try:
+        deadline = time.time() + 60
+        while not signal.exists() and child.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        assert signal.exists(), "the other process never got to its analysis"
+        analysed = []
+        real = parallel._analyse_project
+        monkeypatch.setattr(parallel, "_analyse_project", lambda *a, **k: analysed.append(1) or real(*a, **k))
+        settings = build_settings(None)
+        out = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(cache_dir, settings, pytest.fail))
+    finally:
+        assert child.wait(timeout=60) == 0
+    assert analysed == [] and out == parallel.lint_files(_files(project), settings, jobs=1, cache=None)

@@ -21,6 +21,7 @@ cache never makes a run fail.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -186,6 +187,28 @@ class Cache:
             else:
                 self.hits += 1
         return value
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str):
+        """Hold an advisory lock ``name`` against other processes using this cache while doing work they
+        would otherwise repeat (flake8's jobs each starting on the same project). A no-op where there are
+        no such locks (no ``fcntl``) or the cache is read-only; released when the process dies."""
+        fh = None
+        if self.writable:
+            try:
+                import fcntl
+
+                fh = open(self.dir / f".{name}.lock", "ab")  # not an entry: entries live in subdirectories
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            except (ImportError, OSError):
+                if fh is not None:
+                    fh.close()
+                fh = None
+        try:
+            yield
+        finally:
+            if fh is not None:
+                fh.close()
 
     def store(self, key: str, value: list) -> None:
         if not self.writable:

@@ -147,7 +147,7 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     stands for the file on disk (an editor's buffer, flake8's lines); ``honor_noqa=False`` keeps what
     ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8); ``parse``: path
     -> a parse function for that file (the language server's incremental parse)."""
-    from xlalint.semantics.project import Facts, ProjectIndex, connected_files, dependency_levels
+    from xlalint.semantics.project import ProjectIndex
 
     files = files if files is not None else project_files(root, asked, settings)
     # one name per file: the asked paths as the user wrote them, the others as discovery gives them
@@ -161,22 +161,48 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     # the whole project unchanged since a run that stored its results (every file's bytes, the settings,
     # xlalint's code): that run's per-file results, without a walk or a round
     state = _project_state(files, index, settings) if cache is not None and not parse else None
-    if state is not None:
-        found = _stored_findings(cache, root, state, asked, honor_noqa)  # the asked files decided by an earlier run
+    if state is None:
+        return _analyse_project(root, asked, files, index, settings, jobs, cache, None, honor_noqa, parse)
+    found = _from_store(cache, root, state, asked, files, index, honor_noqa)
+    if found is not None:
+        return found
+    # one process analyses the project at a time: flake8's jobs each start with a file of the same
+    # project, and the ones that waited read back what the first one stored
+    with cache.exclusive(_project_key(root)):
+        found = _from_store(cache, root, state, asked, files, index, honor_noqa)
         if found is not None:
-            cache.hits += len(files)
             return found
-        hit = cache.load(_project_key(root), count=False)
-        spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
-        # the results are decoded only for the same state (on torch they are 25 MB, 150 MB decoded)
-        stored = _unmarshal(hit[0].get("packed")) if hit and hit[0].get("state") == state else None
-        hit = None
-        if isinstance(stored, dict) and set(stored) <= set(spelled):
-            cache.hits += len(files)  # every file's result came from the cache
-            decided = asked if honor_noqa else files  # see below
-            found = engine.decide({spelled[r]: v for r, v in stored.items()}, decided, root, index, honor_noqa)
-            _store_findings(cache, root, state, decided, found, honor_noqa, fresh=False)
-            return _of(found, asked)
+        return _analyse_project(root, asked, files, index, settings, jobs, cache, state, honor_noqa, parse)
+
+
+def _from_store(cache: Cache, root: str, state: str, asked: list, files: list, index, honor_noqa: bool):
+    """The findings of the ``asked`` files when the whole project is unchanged since a run that stored
+    its results (every file's bytes, the settings, xlalint's code): decided by that run, or decided
+    again from its per-file results, without a walk or a round. Else None."""
+    found = _stored_findings(cache, root, state, asked, honor_noqa)  # the asked files decided by an earlier run
+    if found is not None:
+        cache.hits += len(files)
+        return found
+    hit = cache.load(_project_key(root), count=False)
+    spelled = {_rel(p, root): p for p in files}  # stored by path under the root: `xlalint .` or `src/x.py`
+    # the results are decoded only for the same state (on torch they are 25 MB, 150 MB decoded)
+    stored = _unmarshal(hit[0].get("packed")) if hit and hit[0].get("state") == state else None
+    hit = None
+    if isinstance(stored, dict) and set(stored) <= set(spelled):
+        cache.hits += len(files)  # every file's result came from the cache
+        decided = asked if honor_noqa else files  # see _analyse_project
+        found = engine.decide({spelled[r]: v for r, v in stored.items()}, decided, root, index, honor_noqa)
+        _store_findings(cache, root, state, decided, found, honor_noqa, fresh=False)
+        return _of(found, asked)
+    return None
+
+
+def _analyse_project(root: str, asked: list, files: list, index, settings, jobs: int, cache: Optional[Cache],
+                     state: Optional[str], honor_noqa: bool, parse: Optional[dict]) -> list[Finding]:
+    """``lint_project`` when nothing stored answers: declare, walk in rounds until the facts agree,
+    decide, and store the project's results when ``state`` is known and the whole project was walked."""
+    from xlalint.semantics.project import Facts, ProjectIndex, connected_files, dependency_levels
+
     whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
         connected = connected_files(index, asked, lambda p: _read_text(p, settings))
