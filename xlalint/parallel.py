@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional
 from xlalint import engine
 from xlalint.cache import Cache
 from xlalint.findings import Finding, finding_row
+from xlalint.semantics.project import Facts, ProjectIndex, connected_files, dependency_levels, find_root, relative
 
 # Below this many files to parse, starting workers costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -107,8 +108,6 @@ def lint_files(
 ) -> list[Finding]:
     """Lint every path in ``paths`` (files, not directories) as part of its project: the modules
     around each file (under its project root) are summarised too, and only ``paths`` are reported."""
-    from xlalint.semantics.project import find_root
-
     jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
     _raise_recursion_limit()
     groups: dict = {}
@@ -147,8 +146,6 @@ def lint_project(root: str, asked: list, settings, *, jobs: int = 1, cache: Opti
     stands for the file on disk (an editor's buffer, flake8's lines); ``honor_noqa=False`` keeps what
     ``# noqa`` suppresses in the asked files, for a host that applies its own (flake8); ``parse``: path
     -> a parse function for that file (the language server's incremental parse)."""
-    from xlalint.semantics.project import ProjectIndex
-
     files = files if files is not None else project_files(root, asked, settings)
     # one name per file: the asked paths as the user wrote them, the others as discovery gives them
     by_abs = {os.path.normpath(os.path.abspath(p)): p for p in files}
@@ -201,8 +198,6 @@ def _analyse_project(root: str, asked: list, files: list, index, settings, jobs:
                      state: Optional[str], honor_noqa: bool, parse: Optional[dict]) -> list[Finding]:
     """``lint_project`` when nothing stored answers: declare, walk in rounds until the facts agree,
     decide, and store the project's results when ``state`` is known and the whole project was walked."""
-    from xlalint.semantics.project import Facts, ProjectIndex, connected_files, dependency_levels
-
     whole = True
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
         connected = connected_files(index, asked, lambda p: _read_text(p, settings))
@@ -345,8 +340,6 @@ _STATE_PARTS: dict = {}  # see _state_part
 
 
 def _rel(path: str, root: str) -> str:
-    from xlalint.semantics.project import relative
-
     return relative(path, os.path.abspath(root))
 
 
