@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xlalint.locate import Locator
+from xlalint.locate import Locator, render_with_positions
 from xlalint.semantics.model import SemanticModel
 from xlalint.semantics.syntax import child_nodes
 
@@ -101,6 +101,18 @@ def test_positions_within_a_function_match_the_whole_module(name):
         anchored += bool(loc._in_def.get(id(f.node)))
     assert checked > 20
     assert anchored >= 1  # the local way was taken, not only the whole-statement one
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_one_rendering_gives_what_the_metadata_wrapper_gives(name):
+    # the locator renders with libcst's position-tracking state itself (one pass, not the wrapper's three)
+    src = SOURCES[name]
+    text = textwrap.dedent(src).lstrip("\n") if "\t" not in src and "\r" not in src else src
+    tree = cst.parse_module(text)
+    pos, code = render_with_positions(tree)
+    truth = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert code == tree.code == text
+    assert len(truth) > 20 and dict(pos) == dict(truth)
 
 
 def test_functions_sharing_a_key_are_told_apart_by_their_rendering():

@@ -19,6 +19,7 @@ import re
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -54,6 +55,21 @@ def def_keys(tree: ast.Module) -> dict:
 
     visit(tree.body, None, None)
     return out
+
+
+def render_with_positions(sub: cst.Module) -> tuple:
+    """(PositionProvider's position of every node of ``sub``, the code of ``sub``), from one rendering.
+    ``MetadataWrapper.resolve(PositionProvider)`` gives the same positions, but also walks the whole tree
+    once more for the batched providers it has none of (on torch, as long as the rendering itself), and
+    the code would be a third pass."""
+    try:
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(default_indent=sub.default_indent, default_newline=sub.default_newline,
+                                              provider=provider)
+        sub._codegen(state)
+        return provider._computed, "".join(state.tokens)
+    except (AttributeError, TypeError):  # another libcst's internals: its public way
+        return MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider), sub.code
 
 
 class Locator:
@@ -102,8 +118,7 @@ class Locator:
             hit = cache.get(stmt) if cache is not None else None
             pos = hit[0] if hit is not None else None
             if pos is None:
-                sub = self.module.with_changes(body=[stmt], header=[], footer=[])
-                pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
+                pos = render_with_positions(self.module.with_changes(body=[stmt], header=[], footer=[]))[0]
                 if cache is not None:
                     cache[stmt] = (pos, hit[1] if hit else None)
             self._positions[index] = pos
@@ -128,9 +143,8 @@ class Locator:
         if not wheres or type(fdef) is not cst.FunctionDef:
             return None
         src = self._lines
-        sub = self.module.with_changes(body=[fdef], header=[], footer=[])
-        pos = MetadataWrapper(sub, unsafe_skip_copy=True).resolve(PositionProvider)
-        rendered = _NEWLINE.split(sub.code)
+        pos, code = render_with_positions(self.module.with_changes(body=[fdef], header=[], footer=[]))
+        rendered = _NEWLINE.split(code)
         name = pos.get(fdef.name)
         if name is None:
             return None
