@@ -84,3 +84,20 @@ def test_enabled_codes_filter_and_file_level_findings_always_kept():
     assert lint_source(LOOP + "    v = loss.item()\n", "t.py", {"XLA006"}) == []
     (f,) = lint_source("def f(:\n", "t.py", {"XLA001"})
     assert f.code == "XLA900"
+
+
+@pytest.mark.parametrize("literal", [
+    "''", '""', "'a'", '"a b"', "'''x'''", '"""y\nz"""', "''''''", "'''a''b'''", '"it\'s"', "'\"'",
+    "'\\n'", "'\\x41'", "r'\\d'", "u'x'", "'''\"'''", "'\u00e9'", "'a\\\nb'", "b'x'", "rb'x'",
+])
+def test_string_value_is_what_python_makes_of_the_literal(literal):
+    # the rules read string literals (`device="xla"`, `padding="longest"`) through string_value, which
+    # takes the text between the quotes when nothing needs Python's parser
+    import ast
+
+    import libcst as cst
+
+    from xlalint.semantics.syntax import string_value
+
+    want = ast.literal_eval(literal)
+    assert string_value(cst.parse_expression(literal)) == (want if isinstance(want, str) else None)

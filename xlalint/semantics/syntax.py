@@ -101,12 +101,21 @@ def last_name(node) -> Optional[str]:
 
 
 def string_value(node) -> Optional[str]:
-    if type(node) is cst.SimpleString:
-        try:
-            return node.evaluated_value if isinstance(node.evaluated_value, str) else None
-        except Exception:  # noqa: BLE001 - odd prefixes
-            return None
-    return None
+    """The value of a string literal (not a bytes one), else None."""
+    if type(node) is not cst.SimpleString:
+        return None
+    v = node.value
+    q = v[0]
+    if (q == "'" or q == '"') and "\\" not in v and "\r" not in v:
+        # no prefix, no escape, no newline to normalise: the text between the quotes (libcst's
+        # evaluated_value asks CPython's parser, once per literal the rules look at)
+        n = 3 if len(v) >= 6 and v[1] == q and v[2] == q else 1
+        return v[n:-n]
+    try:
+        value = node.evaluated_value
+    except Exception:  # noqa: BLE001 - odd prefixes
+        return None
+    return value if isinstance(value, str) else None
 
 
 def keyword_arg(call: cst.Call, name: str):

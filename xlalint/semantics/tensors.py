@@ -44,13 +44,15 @@ class TensorInference:
 
     def qualname(self, expr) -> Optional[str]:
         """Resolve a Name/Attribute through the file's imports: ``T.nonzero`` -> ``torch.nonzero``."""
-        dn = dotted_name(expr)
-        if dn is None:
+        head = expr
+        while type(head) is cst.Attribute:
+            head = head.value
+        if type(head) is not cst.Name:
             return None
-        head, _, rest = dn.partition(".")
-        base = self.imports.get(head)
+        base = self.imports.get(head.value)  # most names are not imported: no dotted name built for them
         if base is None:
             return None
+        rest = dotted_name(expr).partition(".")[2]
         return base + ("." + rest if rest else "")
 
     def _annotation_kind(self, ann):
