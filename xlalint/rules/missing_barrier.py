@@ -213,4 +213,5 @@ class MissingStepBarrier(Rule):
                 when="always",
             )
             m.top_index, m.stmt = saved
+        del syncs  # a recursive closure is a reference cycle: broken here, not left to the collector
 

@@ -96,6 +96,7 @@ class SemanticModel(TensorInference):
         self._site_counts: dict = {}
         # walk state
         self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None)
+        self._replaced: list = []  # functions whose key another definition took (release() breaks their cycles)
         self.func = self.top
         self.class_key: Optional[str] = None
         self.loop_stack: list[LoopInfo] = []
@@ -421,6 +422,9 @@ class SemanticModel(TensorInference):
         info = FuncInfo(key=key, name=name, class_key=self.class_key if self.func is self.top else None,
                         node=node, parent=self.func if self.func is not self.top else None,
                         top_index=self.top_index)
+        replaced = self.funcs.get(key)
+        if replaced is not None:  # defined again (in both arms of an `if`, walked again): release() needs it
+            self._replaced.append(replaced)
         self.funcs[key] = info
         if self.func is not self.top:
             self.func.local_funcs[name] = key
@@ -812,7 +816,7 @@ class SemanticModel(TensorInference):
         freed by reference counting at once. Left to the cyclic collector, the whole tree (millions of
         nodes on a large module) is traversed again to find it, after every walk: about a tenth of a
         walk's cost. The model is unusable afterwards."""
-        for f in [*self.funcs.values(), self.top]:
+        for f in [*self.funcs.values(), *self._replaced, self.top]:
             f.__dict__.clear()
         for x in [*self.loops, *self.candidates, *self.rules]:
             x.__dict__.clear()
