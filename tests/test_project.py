@@ -509,10 +509,11 @@ def test_freed_trees_are_given_back_after_a_big_file_and_every_quarter_megabyte(
     calls = []
     monkeypatch.setitem(parallel._TRIM, "fn", lambda pad: calls.append(pad))
     monkeypatch.setitem(parallel._TRIM, "walked", 0)
-    for _ in range(10):
-        parallel._release_memory(10_000)  # 100 kB of small files
+    small = parallel.TRIM_EVERY // 8  # under the big-file size
+    for _ in range(7):
+        parallel._release_memory(small)  # seven eighths of a quarter megabyte of small files
     assert calls == []
-    parallel._release_memory(parallel.TRIM_EVERY - 100_000)  # the quarter megabyte is reached
+    parallel._release_memory(small)  # the quarter megabyte is reached
     assert len(calls) == 1
     parallel._release_memory(10_000)
     assert len(calls) == 1
