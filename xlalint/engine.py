@@ -6,6 +6,7 @@ Every front end (CLI, flake8 plugin, pre-commit, --verify) goes through ``lint_s
 from __future__ import annotations
 
 import os
+import queue
 import re
 import stat
 import sys
@@ -71,30 +72,72 @@ WALK_RECURSION_LIMIT = 200_000
 
 def _on_big_stack(fn, *args):
     """Run ``fn(*args)`` on a thread with a big stack: libcst's native parser and the model's walk
-    recurse per nesting level, and a deep-but-valid file must not crash the interpreter."""
-    result: list = []
+    recurse per nesting level, and a deep-but-valid file must not crash the interpreter.
 
-    def work() -> None:
-        try:
-            result.append(fn(*args))
-        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
-            result.append(e)
-
+    The thread is started once per process and kept (``_BigStack``): a new thread for each call (two
+    per file) cost 5-10% of a parse, its stack's pages faulted in anew every time. Callers take turns;
+    a call made on that thread (a nested one) runs where it is."""
     if sys.getrecursionlimit() < WALK_RECURSION_LIMIT:
         sys.setrecursionlimit(WALK_RECURSION_LIMIT)
-    try:
-        old = threading.stack_size(PARSE_STACK_SIZE)
-    except (ValueError, RuntimeError):  # pragma: no cover - a platform without settable stacks
+    if threading.current_thread() is _BIG_STACK.thread:
         return fn(*args)
-    try:
-        t = threading.Thread(target=work, name="xlalint-parse", daemon=True)
-        t.start()
-    finally:
-        threading.stack_size(old)
-    t.join()
-    if isinstance(result[0], BaseException):
-        raise result[0]
-    return result[0]
+    with _BIG_STACK.lock:
+        worker = _BIG_STACK.running()
+        if worker is None:  # pragma: no cover - a platform without settable stacks
+            return fn(*args)
+        reply: queue.SimpleQueue = queue.SimpleQueue()
+        worker.put((fn, args, reply))
+        ok, value = reply.get()
+    if not ok:
+        raise value
+    return value
+
+
+class _BigStack:
+    """The process's one thread with a big stack (``_on_big_stack``), started on first use and again
+    in a forked child (a fork copies no thread but the one that forked)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: Optional[threading.Thread] = None
+        self.requests: Optional[queue.SimpleQueue] = None
+        self.pid = -1
+
+    def running(self) -> Optional[queue.SimpleQueue]:
+        """The request queue of a live big-stack thread, started if need be; None if none can be."""
+        if self.thread is not None and self.pid == os.getpid() and self.thread.is_alive():
+            return self.requests
+        try:
+            old = threading.stack_size(PARSE_STACK_SIZE)
+        except (ValueError, RuntimeError):  # pragma: no cover - a platform without settable stacks
+            return None
+        requests: queue.SimpleQueue = queue.SimpleQueue()
+        try:
+            t = threading.Thread(target=_serve, args=(requests,), name="xlalint-parse", daemon=True)
+            t.start()
+        finally:
+            threading.stack_size(old)
+        self.thread, self.requests, self.pid = t, requests, os.getpid()
+        return requests
+
+    def after_fork(self) -> None:
+        self.__init__()
+
+
+def _serve(requests: queue.SimpleQueue) -> None:
+    while True:
+        fn, args, reply = requests.get()
+        try:
+            value = (True, fn(*args))
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            value = (False, e)
+        reply.put(value)
+        del fn, args, reply, value  # nothing of a request outlives it
+
+
+_BIG_STACK = _BigStack()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_BIG_STACK.after_fork)
 
 
 _VALIDATE = cst.CSTNode.__post_init__
