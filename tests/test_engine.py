@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from conftest import HOST_READ, write
+from xlalint import engine
 from xlalint.engine import lint_paths, lint_source
 from xlalint.findings import Finding
 
@@ -101,3 +104,30 @@ def test_string_value_is_what_python_makes_of_the_literal(literal):
 
     want = ast.literal_eval(literal)
     assert string_value(cst.parse_expression(literal)) == (want if isinstance(want, str) else None)
+
+
+def test_the_big_stack_thread_is_kept_and_serves_nested_calls_errors_and_forked_children():
+    import os
+
+    first = engine._on_big_stack(threading.current_thread)
+    assert first is engine._on_big_stack(threading.current_thread)  # one thread, kept
+    assert first is not threading.current_thread()
+    assert engine._on_big_stack(lambda: engine._on_big_stack(lambda: 42)) == 42  # nested: runs in place
+    with pytest.raises(ZeroDivisionError):
+        engine._on_big_stack(lambda: 1 / 0)
+    assert engine._on_big_stack(sum, [1, 2]) == 3  # an error does not stop the thread
+    if not hasattr(os, "fork"):
+        return
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child has no copy of the thread: it starts its own instead of waiting forever
+        try:
+            os.write(w, str(engine._on_big_stack(lambda: 6 * 7)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        assert os.read(r, 16) == b"42"
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
