@@ -344,7 +344,7 @@ def test_a_cycle_of_modules_is_walked_callees_first(tmp_path, monkeypatch):
 
     def agrees(self, module, reads):
         view = project.FactsView(self, module)
-        stale.extend((module, k) for k, v in reads.items() if view.answer(k) != v)
+        stale.extend((module, k) for k, v in reads.items() if k != "seeds|" and view.answer(k) != v)
         return not any(m == module for m, _ in stale)
 
     monkeypatch.setattr(project.Facts, "agrees", agrees)
@@ -519,3 +519,34 @@ def test_freed_trees_are_given_back_after_a_big_file_and_every_quarter_megabyte(
     assert len(calls) == 1
     parallel._release_memory(parallel.TRIM_EVERY // 4)  # a big file: at once
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+def test_new_callers_that_leave_the_seeds_alone_send_nobody_round_again(tmp_path, monkeypatch, annotated):
+    # helpers.py is walked before train.py, which then passes the loss as `weight`: annotated as a float,
+    # the parameter takes no seed from it, the helper's walk would come out the same and is not done
+    # again; unannotated, the loss seeds it (a tensor return), and both modules go round again
+    weight = "weight: float" if annotated else "weight"
+    root = tmp_path / "proj"
+    _project(root, {
+        "helpers.py": f"import torch\n\n\ndef scaled(values, {weight}):\n    return torch.tensor(values) * weight\n",
+        "train.py": "import torch_xla\nfrom helpers import scaled\n\n\n"
+                    "def train(model, loader):\n"
+                    "    sizes = [1, 2]\n"
+                    "    for x, y in loader:\n"
+                    "        out = scaled(sizes, model(x))\n"
+                    "        if out.sum() > 0:\n"
+                    "            print('positive')\n"
+                    "        torch_xla.sync()\n",
+    })
+    walks = []
+    real = parallel._analyse_one
+
+    def counted(path, *args):
+        walks.append(Path(path).name)
+        return real(path, *args)
+
+    monkeypatch.setattr(parallel, "_analyse_one", counted)
+    # a float times a host tensor is a host tensor: reading it costs nothing; a device loss makes it a device one
+    assert _lint(root) == (set() if annotated else {("train.py", 9, "XLA002")})
+    assert sorted(walks) == (["helpers.py", "train.py"] if annotated else ["helpers.py"] * 2 + ["train.py"] * 2)

@@ -343,7 +343,7 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
         decl = declarations(text, module, is_package)
     decl = decl or {}
     result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text, decl.get("defs")), noqa, decl.get("calls"))
-    result["reads"] = dict(view.reads) if view is not None else {}
+    result["reads"] = view.export() if view is not None else {}
     model.release()
     return result
 

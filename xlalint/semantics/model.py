@@ -25,6 +25,7 @@ import libcst as cst
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
+from xlalint.semantics import seeds as S
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
     EVERY, NEVER, NOT_PER_STEP, PERIODIC, Candidate, Ctx, Frequency, FuncInfo, LoopInfo, Steps,
@@ -445,7 +446,7 @@ class SemanticModel(TensorInference):
         if info.parent is None and self.facts is not None:
             # what callers in other modules pass is known before the walk: seed it now, and walk the
             # function again after the file only if this file's own callers change the answer
-            info.seeds = self._param_seeds(info, self._external_sites(info))
+            info.seeds = self._param_seeds(info, full=False)
             info.env.update(info.seeds)
         plain_method = (info.class_key is not None and info.class_key in self.classes
                         and not self.classes[info.class_key]["module"])
@@ -1011,95 +1012,48 @@ class SemanticModel(TensorInference):
         self.call_sites.setdefault(callee, []).append((self.func.key, pos, kw, via_self))
 
     # ------------------------------------------------------------------ parameters from call sites
-    _SEEDABLE = frozenset({K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER})
-
-    def _external_sites(self, f: FuncInfo) -> list:
-        """What callers in other modules pass to ``f`` (the project's facts)."""
-        if self.facts is None:
-            return []
-        return [(None, pos, kw, v) for pos, kw, v in self.facts.sites(f"{self.module_name}:{f.key}")]
-
-    def _external_vetoes(self, f: FuncInfo, names: list, is_method) -> set:
-        """The parameters of ``f`` that a caller in another module passes a plain Python value to."""
-        if self.facts is None:
-            return set()
-        offset = 1 if is_method else 0
-        return {key if slot == "k" else names[key + offset]
-                for slot, key in self.facts.vetoes(f"{self.module_name}:{f.key}")
-                if slot == "k" or key + offset < len(names)}
-
-    def _param_seeds(self, f: FuncInfo, sites: Optional[list] = None) -> dict:
+    def _param_seeds(self, f: FuncInfo, full: bool = True) -> dict:
         """Kinds for ``f``'s unknown parameters from what its callers pass: in this file and in other
-        modules (or only ``sites``)."""
+        modules (``full``), or only in other modules (the first walk of ``f``). In a project, the
+        question and its answer go with the walk's reads (``seeds.same_seeds``)."""
         node = f.node
         if type(node) is not cst.FunctionDef:
             return {}
-        params = list(node.params.posonly_params) + list(node.params.params)
-        names = [p.name.value for p in params]
-        is_method = f.class_key is not None and names and names[0] in ("self", "cls")
-        guessed = self._guessed_params.get(f.key, ())
-        if sites is None:
-            sites = list(self.call_sites.get(f.key, ())) + self._external_sites(f) + self._base_sites(f)
-            if guessed and self.facts is not None:
-                # a name-guessed parameter (`batch`) to which callers elsewhere pass only Python values
-                # (their slots come as vetoes, not sites): a site that says so
-                for name in guessed & self._external_vetoes(f, names, is_method):
-                    sites.append((None, [], {name: K.NOT_TENSOR}, False))
-        if not sites:
-            return {}
-        star_kw = node.params.star_kwarg.name.value if type(node.params.star_kwarg) is cst.Param else None
-        named = set(names) | {p.name.value for p in node.params.kwonly_params}
-        seen: dict = {}
-        extra: list = []  # what callers pass into **kwargs
-        for _caller, pos, kw, via_self in sites:
-            if star_kw is not None:
-                extra.extend(k for name, k in kw.items() if name == "**" or name not in named)
-            if "**" in kw:
-                continue  # which named parameters `**d` fills is unknown
-            offset = 1 if is_method else 0
-            for i, k in enumerate(pos):
-                if i + offset < len(names):
-                    seen.setdefault(names[i + offset], []).append(k)
-            for name, k in kw.items():
-                seen.setdefault(name, []).append(k)
-        seeds = {}
-        if extra:
-            # `update(self, **kwargs)`: a dict of tensors when a caller passes one (`**loss_dict`,
-            # `loss=loss`), a dict of Python values when the callers' known values all are
-            if any(k in K.HOLDS_DEVICE_TENSOR for k in extra):
-                seeds[star_kw] = K.TENSORS
-            elif any(k == K.NOT_TENSOR for k in extra):
-                seeds[star_kw] = K.NOT_TENSOR
-        vetoed = None
-        for name, ks in seen.items():
-            if name in guessed and all(k == K.NOT_TENSOR for k in ks):
-                seeds[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
-                continue
-            told = [k for k in ks if k is not None]
-            if told and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in told) and len(set(told)) == 1:
-                seeds[name] = told[0]  # callers pass host tensors (a batch they did not move): over any guess
-                continue
-            if f.env.get(name, K.UNKNOWN) is not K.UNKNOWN and name in f.env and name not in f.seeds:
-                continue  # annotated or otherwise known
-            if any(k == K.NOT_TENSOR for k in ks):
-                if f.class_key is not None and not self.classes.get(f.class_key, {"module": True})["module"] and any(
-                        k in K.DEVICE_TENSORS for k in ks):
-                    # an object of a plain class fed a device tensor by some caller (`top1.update(acc1[0])`
-                    # beside `losses.update(loss.item())`): its attributes hold device tensors
-                    seeds[name] = K.TENSOR
-                continue
-            known = [k for k in ks if k in self._SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None]
-            if not known:
-                continue
-            if vetoed is None:  # asked only now: it matters only where a seed is on the table
-                vetoed = self._external_vetoes(f, names, is_method)
-            if name in vetoed:
-                continue
-            if all(k == known[0] for k in known):
-                seeds[name] = known[0]
-            elif all(k in K.DEVICE_TENSORS for k in known):
-                seeds[name] = K.TENSOR
-        return seeds
+        shape = self._seed_shape(f, node, full)
+        facts = self.facts
+        if facts is None:
+            return S.seeds(shape, [], list, self._known_param(f))
+        gkey = f"{self.module_name}:{f.key}"
+        out = S.seeds(shape, facts.sites(gkey), lambda: facts.vetoes(gkey), self._known_param(f))
+        facts.note_seeds(gkey, shape, out)
+        return out
+
+    def _known_param(self, f: FuncInfo) -> Callable[[str], bool]:
+        """Whether the walk knows a name's kind otherwise (annotated, defaulted): not from a seed."""
+        env, seeds = f.env, f.seeds
+        return lambda name: env.get(name, K.UNKNOWN) is not K.UNKNOWN and name not in seeds
+
+    def _seed_shape(self, f: FuncInfo, node: cst.FunctionDef, full: bool) -> S.Shape:
+        """``f``'s side of its seeds (``seeds.Shape``): its parameters, and with ``full`` what this
+        module's callers pass it."""
+        p = node.params
+        names = tuple(x.name.value for x in list(p.posonly_params) + list(p.params))
+        offset = 1 if f.class_key is not None and names and names[0] in ("self", "cls") else 0
+        named = names + tuple(x.name.value for x in p.kwonly_params)
+        known = self._known_param(f)
+        none = ({}, (), False)
+        shape = S.Shape(
+            names, offset, named,
+            p.star_kwarg.name.value if type(p.star_kwarg) is cst.Param else None,
+            tuple(sorted(self._guessed_params.get(f.key, ()))),
+            tuple(n for n in named if known(n)),
+            f.class_key is not None and not self.classes.get(f.class_key, {"module": True})["module"],
+            none, none, full)
+        if full:
+            own = [(pos, kw) for _c, pos, kw, _v in self.call_sites.get(f.key, ())]
+            base = [(pos, kw) for _c, pos, kw, _v in self._base_sites(f)]
+            shape = shape._replace(own=S.compact(S.gather(own, shape)), base=S.compact(S.gather(base, shape)))
+        return shape
 
     def _base_sites(self, f: FuncInfo) -> list:
         """An override receives what its base classes (in this module) pass to ``self.<name>(...)``."""

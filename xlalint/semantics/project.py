@@ -19,12 +19,15 @@ between processes, and no syntax tree outlives its module's walk.
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
+import zlib
 from typing import Iterable, Optional
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
+from xlalint.semantics import seeds as S
 from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -414,11 +417,32 @@ class Facts:
         return FactsView(self, module)
 
     def agrees(self, module: str, reads: dict) -> bool:
-        """A module's result read these facts: are they still what the facts say?"""
+        """A module's result read these facts: are they still what the facts say? Other modules' call
+        sites of one of its functions ("sites|", "veto|") may have changed as long as the seeds its walk
+        took from them ("seeds|", ``FactsView.export``) come out the same."""
         v = FactsView(self, module)
+        asked_again = None
         for key, value in reads.items():
+            if key == "seeds|":
+                continue
             if v.answer(key) != value:
+                op, _, gkey = key.partition("|")
+                if op in ("sites", "veto") and "seeds|" in reads:
+                    asked_again = asked_again or set()
+                    asked_again.add(gkey)
+                    continue
                 return False
+        if asked_again:
+            try:
+                records = marshal.loads(zlib.decompress(reads["seeds|"]))
+            except (ValueError, TypeError, EOFError, zlib.error):
+                return False
+            for gkey in sorted(asked_again):
+                if gkey not in records:
+                    return False
+                sites, veto = v.answer("sites|" + gkey), v.answer("veto|" + gkey)
+                if not all(S.same_seeds(record, sites, veto) for record in records[gkey]):
+                    return False
         return True
 
 
@@ -446,6 +470,7 @@ class FactsView:
         self.facts = facts
         self.module = module
         self.reads: dict = {}
+        self.seeds: dict = {}  # gkey -> [[shape, seeds]]: the seeds the walk asked for (note_seeds)
 
     def answer(self, key: str):
         memo = self.facts._answers
@@ -535,13 +560,25 @@ class FactsView:
         return self._ask(f"m|{class_gkey}.{meth}")
 
     def sites(self, gkey: str) -> list:
-        """[(positional kinds, keyword kinds, False)]: one site per kind and slot that callers in other
-        modules pass (the same seeds as their real sites: ``_param_seeds`` asks whether any kind vetoes
-        and whether the kinds agree, never how many callers pass them)."""
-        out = []
-        for slot, key, kinds in self._ask("sites|" + gkey):
-            for k in kinds:
-                out.append(([None] * key + [k], {}, False) if slot == "p" else ([], {key: k}, False))
+        """[(positional kinds, keyword kinds)]: what callers in other modules pass (``seeds.sites_of``)."""
+        return S.sites_of(self._ask("sites|" + gkey))
+
+    def note_seeds(self, gkey: str, shape, seeds: dict) -> None:
+        """The walk asked for ``gkey``'s seeds (``seeds.seeds``) and got ``seeds``: kept with the reads,
+        so that other modules' new call sites send this module round again only when they change the
+        seeds (``Facts.agrees``)."""
+        record = [tuple(shape), seeds]
+        kept = self.seeds.setdefault(gkey, [])
+        if record not in kept:
+            kept.append(record)
+
+    def export(self) -> dict:
+        """What the walk read, as its result keeps it: the answers, and the seeds it asked for packed
+        under "seeds|" (read back only when other modules' call sites change: a record for each
+        function of the project, a third of the reads unpacked)."""
+        out = dict(self.reads)
+        if self.seeds:
+            out["seeds|"] = zlib.compress(marshal.dumps(self.seeds), 1)
         return out
 
     def vetoes(self, gkey: str) -> list:
