@@ -504,16 +504,16 @@ def test_the_declarations_find_every_call_cpython_sees():
         assert want and got == want
 
 
-def test_freed_trees_are_given_back_after_a_big_file_and_every_quarter_megabyte(monkeypatch):
+def test_freed_trees_are_given_back_after_a_big_file_and_every_megabyte(monkeypatch):
     # malloc_trim after every small file was 1.6% of a run on torch; after a big one it keeps the peak down
     calls = []
     monkeypatch.setitem(parallel._TRIM, "fn", lambda pad: calls.append(pad))
     monkeypatch.setitem(parallel._TRIM, "walked", 0)
     small = parallel.TRIM_EVERY // 8  # under the big-file size
     for _ in range(7):
-        parallel._release_memory(small)  # seven eighths of a quarter megabyte of small files
+        parallel._release_memory(small)  # seven eighths of a megabyte of small files
     assert calls == []
-    parallel._release_memory(small)  # the quarter megabyte is reached
+    parallel._release_memory(small)  # the megabyte is reached
     assert len(calls) == 1
     parallel._release_memory(10_000)
     assert len(calls) == 1
