@@ -1,7 +1,7 @@
 """The xlalint benchmark: big real trees that are installed anyway, every tool on the same files, one run.
 
     python bench/run.py            # everything, results in bench/RESULTS.md (about 10 minutes on 2 cores)
-    python bench/run.py --quick    # every 12th file, results in bench/RESULTS-quick.md (about a minute)
+    python bench/run.py --quick    # every 12th file asked (xlalint still analyses all of torch), bench/RESULTS-quick.md
 
 The trees are the sources of the installed ``torch`` (about 2,000 files, 1M lines) and ``torch_xla``
 packages, found with ``importlib.util.find_spec``. Every tool gets the same explicit list of files. Each

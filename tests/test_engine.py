@@ -108,6 +108,8 @@ def test_string_value_is_what_python_makes_of_the_literal(literal):
 
 def test_the_big_stack_thread_is_kept_and_serves_nested_calls_errors_and_forked_children():
     import os
+    import select
+    import signal
 
     first = engine._on_big_stack(threading.current_thread)
     assert first is engine._on_big_stack(threading.current_thread)  # one thread, kept
@@ -127,7 +129,11 @@ def test_the_big_stack_thread_is_kept_and_serves_nested_calls_errors_and_forked_
             os._exit(0)
     os.close(w)
     try:
-        assert os.read(r, 16) == b"42"
+        # a child waiting on its parent's thread would wait forever: give it 60 s, then fail
+        ready, _, _ = select.select([r], [], [], 60)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        assert ready and os.read(r, 16) == b"42"
     finally:
         os.close(r)
         os.waitpid(pid, 0)
