@@ -65,18 +65,22 @@ class Problem:
     column: int = 1
 
 
-# Only the tokens that nest the tree, separate expressions or end a statement are matched (a name only
-# when it is a keyword of interest or comes before `(`/`[`): finditer skips the rest in C, which keeps
-# the scan at a few percent of a lint. Strings and comments are matched whole: nothing in them counts.
+# Only the tokens that nest the tree, separate expressions or end a statement count (a name only when
+# it is a keyword of interest or comes before `(`/`[`). Strings and comments are matched whole: nothing in
+# them counts. Runs of blanks and the other names are matched too, in a group of their own (the scan
+# skips them at once): left unmatched, the regular expression engine tried every alternative at each of
+# their characters, which was most of the scan (on torch, 3.6 of 4.9 s; 2.0 s with them matched).
 _TOKEN = re.compile(
     r"""
-      [rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?\"\"\"|'''(?:[^\\]|\\.)*?'''
+      ([ \t]++)
+    | [rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?\"\"\"|'''(?:[^\\]|\\.)*?'''
                       |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
     | \#[^\r\n]*
     | \r\n?|\n
     | \\(?:\r\n?|\n)
     | \b(?:not|and|or|if|elif|else|lambda|await|for)\b
-    | \b[^\W\d]\w*(?=[ \t]*[(\[])
+    | \b[^\W\d]\w*+(?=[ \t]*[(\[])
+    | ([^\W\d]\w*+)
     | \b\d[\w.]*(?:[eE][+-]\d+\w*)?
     | \.\.\.
     | \.\d[\w.]*(?:[eE][+-]\d+\w*)?
@@ -166,6 +170,8 @@ def _scan(text: str, limits: Limits, stats: Optional[dict]) -> Optional[Problem]
     prev = ""  # the previous significant token ("" at a statement start)
     line_offset = 0
     for m in _TOKEN.finditer(text):
+        if m.lastindex:
+            continue  # blanks, or a name that neither nests nor separates
         tok = m.group()
         c = tok[0]
         if c == "#":
