@@ -22,11 +22,14 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_MATCH = getattr(ast, "Match", None)
 
 
 def statement_blocks(st) -> list:
     """The statement lists of a CPython compound statement, in order (none for a simple one): ``body``,
     ``orelse``, ``finalbody`` and those of its ``except`` handlers and ``match`` cases."""
+    if type(getattr(st, "body", None)) is not list and type(st) is not _MATCH:
+        return []  # a simple statement (most of them): every compound one but `match` has a body
     out = [getattr(st, f, None) for f in ("body", "orelse", "finalbody")]
     out += [h.body for h in getattr(st, "handlers", ())] + [c.body for c in getattr(st, "cases", ())]
     return [b for b in out if isinstance(b, list)]

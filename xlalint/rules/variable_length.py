@@ -118,7 +118,7 @@ class UnbucketedVariableLength(Rule):
         self._assigned_calls: dict = {}  # id(call) -> target name
         self._int_names: dict = {}  # (id(func), name) -> int literal value
         self._dataset_len: dict = {}  # (id(func), name) -> known dataset length
-        self._arg_passes: list = []  # (caller func, callee key, index/keyword, names)
+        self._arg_passes: list = []  # (caller func, callee key, index/keyword, the argument): _names_feed
         self._length_lists: set = set()  # (id(func), name) of lists of lengths
         self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
         self._group_texts = False  # the file chunks a token stream into fixed-size blocks
@@ -214,7 +214,7 @@ class UnbucketedVariableLength(Rule):
                 if a.star:
                     break
                 where = a.keyword.value if a.keyword is not None else i
-                self._arg_passes.append((m.func, callee, where, names_in(a.value)))
+                self._arg_passes.append((m.func, callee, where, a.value))  # its names only if asked
         if q in T.PAD_TO_BATCH_MAX_FUNCTIONS:
             self.report(node, "", when="custom")
             self._found.append((m.candidates[-1], "pad_sequence", (m.func, m.step_context())))
@@ -509,8 +509,8 @@ class UnbucketedVariableLength(Rule):
         if depth >= 2:
             return False
         # passed to a function of this file whose loop iterates the parameter
-        for caller, callee, where, arg_names in self._arg_passes:
-            if caller is not func or not (arg_names & names):
+        for caller, callee, where, arg in self._arg_passes:
+            if caller is not func or not (names_in(arg) & names):
                 continue
             cf = m.funcs.get(callee)
             if cf is None or cf.node is None:

@@ -32,7 +32,7 @@ from xlalint.semantics.steps import (  # noqa: F401 - re-exported for rules
     _ends_block, _period_of, _runs_once, xla_polarity,
 )
 from xlalint.semantics.syntax import (  # noqa: F401 - re-exported for rules
-    NODE_TYPES, _code, child_fields, child_nodes, dotted_name, names_in, target_names, keyword_arg, last_name, name_words, positional_args, string_value,
+    NODE_TYPES, _FIELDS, _code, child_fields, child_nodes, dotted_name, names_in, target_names, keyword_arg, last_name, name_words, positional_args, string_value,
 )
 from xlalint.semantics.tensors import TensorInference, element_key
 from xlalint.semantics.project import _seed_kind
@@ -254,20 +254,31 @@ class SemanticModel(TensorInference):
 
 
     def walk(self, node) -> None:
-        name = type(node).__name__
+        # once per node of the tree: _emit and walk_children inline (a call less per node)
+        tp = type(node)
+        name = tp.__name__
         handler = _SPECIAL.get(name)
         if handler is not None:
             handler(self, node)
             return
-        self._emit(name, node)
-        self.walk_children(node)
+        for fn in self._dispatch.get(name, ()):
+            fn(node)
+        for fname in _FIELDS.get(tp) or child_fields(tp):
+            v = getattr(node, fname)
+            if type(v) in NODE_TYPES:
+                self.walk(v)
+            elif type(v) in (tuple, list):
+                for c in v:
+                    if type(c) in NODE_TYPES:
+                        self.walk(c)
 
     def _emit(self, name, node) -> None:
         for fn in self._dispatch.get(name, ()):
             fn(node)
 
     def walk_children(self, node) -> None:
-        for fname in child_fields(type(node)):
+        tp = type(node)
+        for fname in _FIELDS.get(tp) or child_fields(tp):
             v = getattr(node, fname)
             if type(v) in NODE_TYPES:
                 self.walk(v)

@@ -623,6 +623,7 @@ class Program:
                 f.root = True
 
     def _load(self, mod: str, s: dict, path: str) -> None:
+        callee = mod + "\0"  # + a callee: self._callee(mod, callee) without a call per call site
         top = FuncInfo(key=f"{mod}:<module>", name="<module>", class_key=None, node=None, parent=None,
                        module=mod, path=path)
         funcs = {"": top}
@@ -637,8 +638,8 @@ class Program:
         loops = []
         for fk, loader, direct, trains, calls, syncs, outer, *hot in s["loops"]:
             loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
-                                  direct_step_call=direct, trains=trains, calls=[self._callee(mod, c) for c in calls],
-                                  sync_points=[(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in syncs],
+                                  direct_step_call=direct, trains=trains, calls=[callee + c for c in calls],
+                                  sync_points=[(seq, callee + c if c is not None else None, u) for seq, c, u in syncs],
                                   outer=loops[outer] if outer is not None else None,
                                   runs_model=bool(hot and hot[0]), hint=hot[1] if len(hot) > 1 else None))
         self.loops.extend(loops)
@@ -649,10 +650,11 @@ class Program:
                             error, once, line))
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
-            funcs[key].calls = [(self._callee(mod, c), ctxs[i]) for c, i in rec[8]]
-            funcs[key].sync_points = [(seq, self._callee(mod, c) if c is not None else None, u) for seq, c, u in rec[9]]
-            funcs[key].sets_up = rec[10]
-        top.calls = [(self._callee(mod, c), ctxs[i]) for c, i in s["top_calls"]]
+            f = funcs[key]
+            f.calls = [(callee + c, ctxs[i]) for c, i in rec[8]]
+            f.sync_points = [(seq, callee + c if c is not None else None, u) for seq, c, u in rec[9]]
+            f.sets_up = rec[10]
+        top.calls = [(callee + c, ctxs[i]) for c, i in s["top_calls"]]
 
     @staticmethod
     def _callee(mod: str, callee: str) -> str:

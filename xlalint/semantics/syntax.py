@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Optional
 
@@ -132,8 +133,11 @@ def positional_args(call: cst.Call) -> list:
 _WORD_SPLIT = re.compile(r"[_\W]+")
 
 
-def name_words(name: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(name.lower()) if w]
+@functools.lru_cache(maxsize=4096)
+def name_words(name: str) -> tuple[str, ...]:
+    """The lower-case words of an identifier (``trainLoss_2`` -> ``("trainloss", "2")``). Asked for the same
+    few thousand names again and again (every call's callee, every parameter): cached."""
+    return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
 
 
 
