@@ -133,11 +133,18 @@ def positional_args(call: cst.Call) -> list:
 _WORD_SPLIT = re.compile(r"[_\W]+")
 
 
-@functools.lru_cache(maxsize=4096)
 def name_words(name: str) -> tuple[str, ...]:
     """The lower-case words of an identifier (``trainLoss_2`` -> ``("trainloss", "2")``). Asked for the same
-    few thousand names again and again (every call's callee, every parameter): cached."""
+    few thousand names again and again (every call's callee, every parameter): cached, unless the name
+    is long enough for the cache to hold much memory (a generated file's)."""
+    return _name_words(name) if len(name) <= 64 else _split_words(name)
+
+
+def _split_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
+
+
+_name_words = functools.lru_cache(maxsize=4096)(_split_words)
 
 
 
