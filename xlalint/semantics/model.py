@@ -254,23 +254,14 @@ class SemanticModel(TensorInference):
 
 
     def walk(self, node) -> None:
-        # once per node of the tree: _emit and walk_children inline (a call less per node)
-        tp = type(node)
-        name = tp.__name__
+        name = type(node).__name__
         handler = _SPECIAL.get(name)
         if handler is not None:
             handler(self, node)
             return
-        for fn in self._dispatch.get(name, ()):
+        for fn in self._dispatch.get(name, ()):  # _emit, inline: this runs once per node of the tree
             fn(node)
-        for fname in _FIELDS.get(tp) or child_fields(tp):
-            v = getattr(node, fname)
-            if type(v) in NODE_TYPES:
-                self.walk(v)
-            elif type(v) in (tuple, list):
-                for c in v:
-                    if type(c) in NODE_TYPES:
-                        self.walk(c)
+        self.walk_children(node)
 
     def _emit(self, name, node) -> None:
         for fn in self._dispatch.get(name, ()):
