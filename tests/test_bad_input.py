@@ -378,3 +378,42 @@ def test_the_guard_ends_statements_at_every_kind_of_line_end(newline):
     src = ("import torch\n" + "f()[0].g\n" * 600).replace("\n", newline)
     assert lint_source(src, "x.py") == []
     assert lint_source(src + "x = " + "+".join(["a"] * 600) + newline, "x.py")[0].code == "XLA901"
+
+
+# The scan's tokens before blanks and plain names were matched (and skipped) too: only the tokens that
+# count. The scan must measure exactly what it measured with them.
+_TOKENS_THAT_COUNT = r"""
+      [rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?\"\"\"|'''(?:[^\\]|\\.)*?'''
+                      |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+    | \#[^\r\n]*
+    | \r\n?|\n
+    | \\(?:\r\n?|\n)
+    | \b(?:not|and|or|if|elif|else|lambda|await|for)\b
+    | \b[^\W\d]\w*(?=[ \t]*[(\[])
+    | \b\d[\w.]*(?:[eE][+-]\d+\w*)?
+    | \.\.\.
+    | \.\d[\w.]*(?:[eE][+-]\d+\w*)?
+    | \*\*=?|//=?|<<=?|>>=?|->|:=|[-+*/%@&|^<>=!]=
+    | [-+*/%@&|^~.()\[\]{},;:=]
+    """
+
+
+def test_skipping_blanks_and_names_measures_what_the_counting_tokens_alone_measure(monkeypatch):
+    import re
+
+    from xlalint import guard
+    from xlalint.engine import decode_source
+
+    from conftest import ROOT
+
+    texts = [decode_source(p.read_bytes()) for p in sorted(ROOT.glob("xlalint/**/*.py")) + sorted(ROOT.glob("tests/**/*.py"))]
+    texts += [
+        "x = f (a) [b] .c ( d )\n", "y = abc'q' rb'x' u\"y\" f'{z}'  'w'\n", "if a:\n\tb = c . d(e)\nelif\tf: g\n",
+        "z = lambda  a , b=1 : a+b if  not c else (yield)\n", "w = x1if y else 2\n", "v = 1e5 .real + .5j\n",
+        "t = a[0] " * 3 + "\n", "s = (lambda: (lambda: f(g(h(i)))))\n" * 3, "r = " + "a." * 300 + "b\n",
+    ]
+    new = [guard.measure(t) for t in texts]
+    monkeypatch.setattr(guard, "_TOKEN", re.compile(_TOKENS_THAT_COUNT, re.VERBOSE | re.DOTALL))
+    old = [guard.measure(t) for t in texts]
+    assert new == old
+    assert any(m["depth"] > 20 for m in old)  # some statement deep enough to cost something

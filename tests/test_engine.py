@@ -137,3 +137,14 @@ def test_the_big_stack_thread_is_kept_and_serves_nested_calls_errors_and_forked_
     finally:
         os.close(r)
         os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("trainLoss_2", ("trainloss", "2")), ("__init__", ("init",)), ("", ()), ("model", ("model",)),
+    ("x" * 65 + "_Model", ("x" * 65, "model")),  # over 64 characters: split without the cache
+])
+def test_name_words_cached_or_not_are_the_lower_case_words(name, words):
+    from xlalint.semantics.syntax import name_words
+
+    assert name_words(name) == words
+    assert name_words(name) == words  # the cached answer is the same

@@ -150,3 +150,45 @@ def test_functions_sharing_a_key_that_render_alike_fall_back_to_the_statement():
     ret = f.body.body[0].body[0]
     wrapper_pos = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)[ret]
     assert loc.span(ret, 1, (f, "Trainer.read"))[0] == wrapper_pos.start.line
+
+
+def test_def_keys_finds_functions_in_every_kind_of_block():
+    # def_keys and the declarations descend through statement_blocks: a function defined under
+    # `match`/`case` (which has no `body`), `try`/`except`/`else`/`finally`, `with`, `while`/`else`,
+    # `for`/`else` and `if`/`else` is found where CPython says its `def` is
+    import ast
+
+    from xlalint.locate import def_keys
+
+    src = textwrap.dedent("""\
+        match cmd:
+            case "a":
+                def in_case(): pass
+        try:
+            def in_try(): pass
+        except ValueError:
+            def in_except(): pass
+        else:
+            def in_else(): pass
+        finally:
+            def in_finally(): pass
+        with ctx:
+            def in_with(): pass
+        while cond:
+            def in_while(): pass
+        else:
+            def in_while_else(): pass
+        for i in x:
+            class K:
+                def meth(self): pass
+        else:
+            def in_for_else(): pass
+        if flag:
+            async def in_if(): pass
+        x = 1
+        """)
+    got = def_keys(ast.parse(src))
+    assert got == {"in_case": [(3, 8)], "in_try": [(5, 4)], "in_except": [(7, 4)], "in_else": [(9, 4)],
+                   "in_finally": [(11, 4)], "in_with": [(13, 4)], "in_while": [(15, 4)],
+                   "in_while_else": [(17, 4)], "K.meth": [(20, 8)], "in_for_else": [(22, 4)],
+                   "in_if": [(24, 4)]}
