@@ -358,7 +358,7 @@ def test_the_order_inside_a_cycle_keeps_every_dependency_it_does_not_break(seed)
     # on that comes before it, and the same graph gives the same levels whatever order it is given in
     import random
 
-    from xlalint.semantics.project import _cycle_levels
+    from xlalint.semantics.project.levels import _cycle_levels
 
     rnd = random.Random(seed)
     members = [f"m{i}.py" for i in range(rnd.randint(2, 30))]
@@ -373,7 +373,7 @@ def test_the_order_inside_a_cycle_keeps_every_dependency_it_does_not_break(seed)
 
 
 def test_a_simple_cycle_breaks_one_dependency():
-    from xlalint.semantics.project import _cycle_levels
+    from xlalint.semantics.project.levels import _cycle_levels
 
     deps = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "b", "c"}}
     sub = _cycle_levels(["a", "b", "c", "d"], deps)
@@ -473,7 +473,7 @@ def test_declarations_name_what_the_walk_names(name):
     # functions and definitions under module-level `for`/`with` and class-level `if`/`try` as the walk does
     import textwrap
 
-    from xlalint.semantics.project import _shape
+    from xlalint.semantics.project.facts import _shape
 
     text = textwrap.dedent(SHAPES[name]).lstrip("\n")
     data = text.encode()
@@ -492,7 +492,7 @@ def test_the_declarations_find_every_call_cpython_sees():
     import string
     import typing
 
-    from xlalint.semantics.project import _ast_calls
+    from xlalint.semantics.project.declarations import _ast_calls
 
     sources = [inspect.getsource(m) for m in (ast, json.decoder, string, typing)]
     sources.append("global g\nmatch p:\n    case Point(x=f(1)): pass\nd = {**h(2), 'k': [i(j) for j in k()]}\n"

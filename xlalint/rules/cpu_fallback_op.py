@@ -8,7 +8,7 @@ from xlalint.rules import Rule
 from xlalint.semantics import fallback_ops as FB
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import dotted_name, keyword_arg, positional_args, string_value
+from xlalint.semantics.syntax import dotted_name, keyword_arg, positional_args, string_value
 
 FIX_NONE = (
     "no lowered equivalent is known: move it out of the step (every N steps, or after training), or "

@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import keyword_arg, positional_args
+from xlalint.semantics.syntax import keyword_arg, positional_args
 
 COST = (
     "torch_xla runs `{op}` on the CPU (a graph cut + a device-to-host transfer each time) and compiles "

@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
 SINK_FIX = "log a value read in `xm.add_step_closure(fn, args=(loss,))`, or accumulate on the device (`total += loss.detach()`) and log it every N steps after the step's sync"
@@ -216,7 +216,7 @@ def _to_cpu(m, node: cst.Call) -> bool:
     dev = keyword_arg(node, "device")
     args = positional_args(node)
     target = dev if dev is not None else (args[0] if args else None)
-    return target is not None and m._is_cpu_device(target)
+    return target is not None and m.is_cpu_device(target)
 
 
 def _is_module_ref(m, node) -> bool:

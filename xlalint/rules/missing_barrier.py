@@ -6,7 +6,7 @@ import libcst as cst
 
 from xlalint.rules import Rule
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import dotted_name, keyword_arg, string_value
+from xlalint.semantics.syntax import dotted_name, keyword_arg, string_value
 
 FIX = (
     "call `torch_xla.sync()` (or `xm.mark_step()`) once per iteration, after `optimizer.step()`, or iterate "
@@ -151,7 +151,7 @@ class MissingStepBarrier(Rule):
             if meth == "optimizer_step":
                 b = keyword_arg(node, "barrier")
                 return "barrier" if type(b) is cst.Name and b.value == "True" else None
-        callee = m._callee_key(func)
+        callee = m.callee_key(func)
         if callee is not None:
             return callee
         if q is not None and not q.startswith(("torch.", "torch_xla.")) and q.split(".")[0] not in (

@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import dotted_name, last_name, positional_args
+from xlalint.semantics.syntax import dotted_name, last_name, positional_args
 
 FIX = "log every N steps from `xm.add_step_closure(fn, args=(loss,))`, or accumulate with `.detach()` and print after the loop"
 
@@ -90,7 +90,7 @@ class PerStepFormat(Rule):
 
     def _own_attributes_hold_tensor(self) -> bool:
         m = self.model
-        cls = m._current_class()
+        cls = m.current_class()
         attrs = m.classes.get(cls, {}).get("attrs", {}) if cls is not None else {}
         m.note_reads_all_attributes()
         return any(k in K.HOLDS_DEVICE_TENSOR for k in attrs.values())

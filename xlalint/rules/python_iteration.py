@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import child_nodes, dotted_name, names_in, positional_args, target_names
+from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, positional_args, target_names
 
 FIX_REDUCE = "reduce on the device: `t.max()` / `t.min()` / `t.sort().values` / `t.any()` / `t.all()` (one op, no host read)"
 FIX_IN = "compare on the device: `(t == x).any()`, and keep the result a tensor (`torch.where`) instead of branching on it"

@@ -7,8 +7,8 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import keyword_arg, positional_args
-from xlalint.semantics.step_values import StepValues, _code
+from xlalint.semantics.syntax import keyword_arg, positional_args
+from xlalint.semantics.step_values import StepValues, expr_code
 
 FIX_INDEX = (
     "make the index data, not a constant: `x.index_select(0, idx)` / `x[idx]` with "
@@ -182,7 +182,7 @@ class StepVaryingPythonInt(Rule):
         """A call to a project function passing a varying int: its parameter varies there."""
         if not node.args or any(a.star for a in node.args):
             return
-        callee = self.model._callee_key(node.func)
+        callee = self.model.callee_key(node.func)
         if callee is None:
             return
         sv = self._values()
@@ -195,7 +195,7 @@ class StepVaryingPythonInt(Rule):
                 continue
             ctx = ctx or self.model.step_context()
             where = a.keyword.value if a.keyword is not None else i
-            self._calls.append((ctx, callee, where, v, _code(a.value)))
+            self._calls.append((ctx, callee, where, v, expr_code(a.value)))
 
     def _varying_arg(self, node, args):
         sv = self._values()
@@ -211,7 +211,7 @@ class StepVaryingPythonInt(Rule):
         if v.param is not None and self.model.kind(cst.Name(v.param)) in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
             return  # a parameter the callers pass a tensor: not a Python int
         self.report(node, "", fix=fix, when="custom")
-        self._found.append((self.model.candidates[-1], v, role, _code(node)))
+        self._found.append((self.model.candidates[-1], v, role, expr_code(node)))
 
     def finalize(self) -> None:
         m = self.model

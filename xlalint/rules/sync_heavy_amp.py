@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.model import keyword_arg, last_name
+from xlalint.semantics.syntax import keyword_arg, last_name
 
 FIX_SCALER = (
     "on XLA use bf16 autocast without loss scaling (`with torch.autocast(\"xla\", dtype=torch.bfloat16):`, "

@@ -9,7 +9,8 @@ import libcst as cst
 from xlalint.rules import Rule, set_parts
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import EVERY, PERIODIC, Frequency, last_name, name_words, positional_args
+from xlalint.semantics.steps import EVERY, PERIODIC, Frequency
+from xlalint.semantics.syntax import last_name, name_words, positional_args
 
 FIX = (
     "evaluate between epochs or after the step loop; if it must run every N steps, keep it one graph "
@@ -238,7 +239,7 @@ def _is_model(m, recv) -> bool:
     if not name or type(recv) is cst.Call:
         return False
     if name == "self":
-        cls = m._current_class()
+        cls = m.current_class()
         return bool(cls and m.classes.get(cls, {}).get("module"))
     words = name_words(name)
     return bool(words) and (words[-1] in T.MODEL_NAME_WORDS or name.lower().endswith(("model", "net")))
@@ -258,7 +259,7 @@ def _code(node) -> str:
 
 
 def _code_name(recv) -> str:
-    from xlalint.semantics.model import dotted_name
+    from xlalint.semantics.syntax import dotted_name
 
     return dotted_name(recv) or "model"
 

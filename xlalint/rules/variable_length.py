@@ -8,9 +8,8 @@ import libcst as cst
 
 from xlalint.rules import Rule, set_parts
 from xlalint.semantics import tables as T
-from xlalint.semantics.model import (
-    EVERY, Frequency, child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value,
-)
+from xlalint.semantics.steps import EVERY, Frequency
+from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
 
 COST = (
     "the input shape varies from batch to batch, and each new shape compiles a new XLA graph "
@@ -205,10 +204,10 @@ class UnbucketedVariableLength(Rule):
             cf = positional_args(cf)[0]  # collate_fn=functools.partial(collate, tokenizer=tok)
         if cf is not None and last_name(cf):
             self._collate_names.add(last_name(cf))
-            key = m._callee_key(cf)
+            key = m.callee_key(cf)
             if key is not None:
                 self._collate_keys.add(key)
-        callee = m._callee_key(func)
+        callee = m.callee_key(func)
         if callee is not None:
             for i, a in enumerate(node.args):
                 if a.star:
@@ -285,7 +284,7 @@ class UnbucketedVariableLength(Rule):
         padding = keyword_arg(node, "padding")
         if padding is None or not _pads_to_longest(padding):
             return
-        callee = m._callee_key(target)
+        callee = m.callee_key(target)
         if callee is not None:
             self._padding_sites.add((callee, string_value(padding) or "True"))
             self._site_of[id(node)] = callee
@@ -440,9 +439,9 @@ class UnbucketedVariableLength(Rule):
         collate, pads = set(), {}
         for mod, d in data.items():
             for ref in d.get("collate", ()):
-                collate.update(program.targets(Program._callee(mod, ref)))
+                collate.update(program.targets(Program.site_key(mod, ref)))
             for ref, how in d.get("sites", ()):
-                for t in program.targets(Program._callee(mod, ref)):
+                for t in program.targets(Program.site_key(mod, ref)):
                     pads.setdefault(t, how)
         for mod, d in data.items():
             for ci, key, what in d.get("collate_cands", ()):
@@ -463,7 +462,7 @@ class UnbucketedVariableLength(Rule):
                     set_parts(c, message=msg, cost=COST, fix=FIX_PAD)
         for mod, d in data.items():  # the partial/call that passes it: reported at the tokenizer call instead
             for ci, ref in d.get("site_cands", ()):
-                if any(t in reached for t in program.targets(Program._callee(mod, ref))):
+                if any(t in reached for t in program.targets(Program.site_key(mod, ref))):
                     cands[mod][ci].frequency = None
 
     def _is_collate(self, func) -> bool:

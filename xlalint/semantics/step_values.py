@@ -157,7 +157,7 @@ class StepValues:
                 k = _int(e.right)
                 if k is not None and k <= BUCKET_LIMIT:
                     return None  # step % K: K values, K graphs, then the cache
-                return Varying(left.loop, left.name, f"`{_code(e)}` takes {k} values: {k} graphs")
+                return Varying(left.loop, left.name, f"`{expr_code(e)}` takes {k} values: {k} graphs")
             v = left or right
             if v is None:
                 return None
@@ -169,7 +169,7 @@ class StepValues:
         if (type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value in _HOST_READ_METHODS
                 and not e.args and self.model.kind(e.func.value) in K.DEVICE_TENSORS):
             # `(lengths - 1).tolist()`, `t.item()`: different data each step wherever this runs every step
-            return Varying(None, _code(e), "read from a device tensor's values", data=True)
+            return Varying(None, expr_code(e), "read from a device tensor's values", data=True)
         if type(e) is cst.Call and type(e.func) is cst.Name and _is_builtin(self.model, e.func.value):
             fn = e.func.value
             args = [a.value for a in e.args]
@@ -178,16 +178,16 @@ class StepValues:
             if fn == "len" and len(args) == 1:
                 loop = self._length_of_data(args[0])
                 if loop is not None:
-                    return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
+                    return Varying(loop, expr_code(e), "a length read from the batch, different from batch to batch")
             if fn in _HOST_CONVERSIONS and len(args) == 1 and self.model.kind(args[0]) in K.DEVICE_TENSORS:
-                return Varying(None, _code(e), "read from a device tensor's values", data=True)
+                return Varying(None, expr_code(e), "read from a device tensor's values", data=True)
             if fn in _REDUCTIONS and len(args) == 1:
                 inner = self.varying(args[0]) if type(args[0]) is cst.Name else None
                 if inner is not None and inner.data:
                     return Varying(None, inner.name, inner.origin, data=True)
                 loop = self._lengths_of_data(args[0])
                 if loop is not None:
-                    return Varying(loop, _code(e), "a length read from the batch, different from batch to batch")
+                    return Varying(loop, expr_code(e), "a length read from the batch, different from batch to batch")
             return None  # min(step, K), max(...), len(...): bounded or not derived
         if type(e) is cst.Subscript and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
             idx = self.varying(e.slice[0].slice.value)
@@ -200,7 +200,7 @@ class StepValues:
                 return None
             if self.model.kind(base) is not K.NOT_TENSOR and self.model.kind(base) is not K.UNKNOWN:
                 return None  # an element of a tensor or a batch: a tensor, not a Python int
-            label = _code(base)
+            label = expr_code(base)
             return Varying(idx.loop, f"{label}[{idx.name}]", f"an item of the Python list `{label}` indexed by `{idx.name}`",
                            idx.param)
         return None
@@ -295,7 +295,7 @@ def _literal_int_list(value) -> Optional[int]:
     return None
 
 
-def _code(node) -> str:
+def expr_code(node) -> str:
     try:
         return cst.Module(body=[]).code_for_node(node)
     except Exception:  # noqa: BLE001

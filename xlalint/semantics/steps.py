@@ -14,7 +14,7 @@ import libcst as cst
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import _code, dotted_name, last_name, name_words, string_value
+from xlalint.semantics.syntax import code_of, dotted_name, last_name, name_words, string_value
 
 EVERY = 2
 PERIODIC = 1
@@ -330,13 +330,13 @@ _STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch
                             "train_step", "cur_step", "step_idx", "batch_nb"})
 
 
-def _runs_once(test, body, counters) -> bool:
+def runs_once(test, body, counters) -> bool:
     """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
     ``if step >= max_steps: ...; break``, ``if is_last_step:`` (a step counter is a name that counts
     steps, or the index of ``for i, batch in enumerate(loader)``)."""
     if type(test) is cst.BooleanOperation:
         return type(test.operator) is cst.And and (
-            _runs_once(test.left, body, counters) or _runs_once(test.right, body, counters)
+            runs_once(test.left, body, counters) or runs_once(test.right, body, counters)
         )
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
@@ -368,7 +368,7 @@ def _leaves(block) -> bool:
     return False
 
 
-def _ends_block(block) -> bool:
+def ends_block(block) -> bool:
     body = getattr(block, "body", ())
     if not body:
         return False
@@ -378,10 +378,10 @@ def _ends_block(block) -> bool:
     return False
 
 
-def _period_of(test) -> Optional[str]:
+def period_of(test) -> Optional[str]:
     """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
     if type(test) is cst.BooleanOperation:
-        return _period_of(test.left) or _period_of(test.right)
+        return period_of(test.left) or period_of(test.right)
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         if type(c.operator) is cst.Equal:
@@ -389,7 +389,7 @@ def _period_of(test) -> Optional[str]:
                 while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
                     side = side.left
                 if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
-                    return _code(side.right)
+                    return code_of(side.right)
     return None
 
 

@@ -16,7 +16,7 @@ _SKIP_FIELD_PREFIXES = (
     "default_indent", "default_newline", "has_trailing_newline", "start", "end", "conversion",
     "relative", "type_parameters", "posonly_ind", "arrow",
 )
-_FIELDS: dict[type, tuple[str, ...]] = {}
+FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _node_types() -> frozenset:
@@ -36,9 +36,9 @@ NODE_TYPES = _node_types()
 
 
 def child_fields(tp: type) -> tuple[str, ...]:
-    f = _FIELDS.get(tp)
+    f = FIELDS.get(tp)
     if f is None:
-        f = _FIELDS[tp] = tuple(
+        f = FIELDS[tp] = tuple(
             x.name for x in dataclasses.fields(tp) if not x.name.startswith(_SKIP_FIELD_PREFIXES)
         )
     return f
@@ -148,7 +148,7 @@ _name_words = functools.lru_cache(maxsize=4096)(_split_words)
 
 
 
-def _code(node) -> str:
+def code_of(node) -> str:
     try:
         return cst.Module(body=[]).code_for_node(node).strip()
     except Exception:  # noqa: BLE001

@@ -1,0 +1,357 @@
+"""Bindings: what each name, attribute and element holds, as the walk reaches it.
+
+A part of the semantic model (``model.SemanticModel`` composes it): imports (``import`` and ``from``
+statements, relative imports resolved against the module's name), assignments and unpacking, ``for`` and
+``with`` targets, parameters (from annotations, defaults and names), the attributes of ``self`` per class
+(every assignment kept with the function that made it, so that a function walked again replaces its own),
+and the containers a device tensor is put into. ``tensors`` reads these bindings to answer ``kind(expr)``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.steps import FuncInfo
+from xlalint.semantics.syntax import child_nodes, dotted_name, last_name, name_words, positional_args, target_names
+from xlalint.semantics.tensors import element_key
+
+
+class Bindings:
+    """Names, imports, targets, parameters and attributes: the environments the walk keeps."""
+
+    def _import(self, node: cst.Import) -> None:
+        self._emit("Import", node)
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                local, target = alias.asname.name.value, full
+            else:
+                local = target = full.split(".")[0]
+            self.imports[local] = target
+            if self._at_module_level():
+                self.module_imports[local] = target
+            self._bind_name(local, K.NOT_TENSOR)
+            self._note_import(full)
+
+    def _at_module_level(self) -> bool:
+        return self.func is self.top and self.class_key is None
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        self._emit("ImportFrom", node)
+        mod = dotted_name(node.module) if node.module is not None else None
+        if node.relative:
+            mod = self._absolute(len(node.relative), mod)
+        if mod:
+            self._note_import(mod)
+        if type(node.names) is cst.ImportStar:
+            if mod and self._at_module_level() and mod not in self.star_modules:
+                self.star_modules.append(mod)
+            if mod and self.facts is not None and self.facts.knows(mod):
+                for nm in self.facts.star_names(mod):  # `from utils import *` of a project module
+                    self.imports.setdefault(nm, f"{mod}.{nm}")
+                    self._bind_name(nm, K.NOT_TENSOR)
+            return
+        for alias in node.names:
+            nm = dotted_name(alias.name)
+            if nm is None:
+                continue
+            local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else nm
+            if mod:
+                self.imports[local] = f"{mod}.{nm}"
+                if self._at_module_level():
+                    self.module_imports[local] = f"{mod}.{nm}"
+            self._bind_name(local, K.NOT_TENSOR)
+
+    def _absolute(self, dots: int, mod: Optional[str]) -> Optional[str]:
+        """``from ..x import y`` in this module -> the absolute package name, or None above the root."""
+        parts = self.module_name.split(".") if self.module_name != "__main__" else []
+        if not self.is_package:
+            parts = parts[:-1]
+        up = dots - 1
+        if up > len(parts):
+            return None
+        base = parts[: len(parts) - up] if up else parts
+        name = ".".join(base + ([mod] if mod else []))
+        return name or None
+
+    def _note_import(self, full: str) -> None:
+        if full == "torch" or full.startswith("torch."):
+            self.imports_torch = True
+        if full.startswith(("torch_xla", "accelerate", "lightning", "pytorch_lightning")):
+            self.imports_xla = full.startswith("torch_xla") or self.imports_xla
+            self.imports_torch = True
+
+    def _env_lookup(self, name: str):
+        f = self.func
+        while f is not None:
+            if name in f.env:
+                return True, f.env[name]
+            f = f.parent
+        if name in self.top.env:
+            return True, self.top.env[name]
+        return False, K.UNKNOWN
+
+    def _bind_name(self, name: str, kind) -> None:
+        if kind in K.DEVICE_TENSORS and name in T.CPU_TENSOR_NAMES:
+            kind = K.CPU_TENSOR
+        env = self.func.env
+        env[name] = kind
+        if name + "[" in self._element_prefixes:  # `images = ...` again: its elements' own kinds are gone
+            for key in [k for k in env if k.startswith(name + "[")]:
+                del env[key]
+
+    def _bind_target(self, target, value, kind, iter_expr=None) -> None:
+        """Bind an assignment/for target. ``iter_expr``: the target takes the elements of it."""
+        if iter_expr is not None:
+            self._bind_iteration(target, iter_expr)
+            return
+        if type(target) is cst.Name:
+            self._bind_name(target.value, kind)
+        elif type(target) in (cst.Tuple, cst.List):
+            elts = target.elements
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts):
+                for e, v in zip(elts, value.elements):
+                    self._bind_target(e.value, v.value, self.kind(v.value))
+                return
+            if type(value) is cst.Call and last_name(value.func) == "prepare":
+                args = positional_args(value)
+                if len(args) == len(elts):
+                    for e, a in zip(elts, args):
+                        k = self.kind(a)
+                        if k in (K.CPU_LOADER, K.LOADER) or self._looks_like_loader(a):
+                            k = K.LOADER
+                        self._bind_target(e.value, None, k)
+                    return
+            ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
+            if kind == K.ITEMS:
+                ek = K.TENSOR
+            for e in elts:
+                if type(e) is cst.StarredElement:
+                    self._bind_target(e.value, None, K.TENSORS if ek == K.TENSOR else K.UNKNOWN)
+                else:
+                    self._bind_target(e.value, None, ek)
+        elif type(target) is cst.Attribute:
+            if type(target.value) is cst.Name and target.value.value == "self":
+                cls = self.current_class()
+                if cls is not None and cls in self.classes:
+                    attrs = self.classes[cls]["attrs"]
+                    name = target.attr.value
+                    if type(value) is cst.Name and value.value == "None":
+                        return  # `self.loss = None` until the first step sets it: no kind of its own
+                    if type(value) is cst.Name:
+                        f = self._lookup_func(value.value)
+                        if f is not None or value.value in getattr(self, "toplevel_defs", ()):
+                            self.classes[cls].setdefault("func_attrs", {})[name] = f.key if f else value.value
+                    # every assignment is kept with the function that made it: walking a function again
+                    # (better-known parameters) replaces its own assignments, not the others'
+                    entries = self.classes[cls].setdefault("entries", {}).setdefault(name, [])
+                    order = self._func_order.setdefault(self.func.key, len(self._func_order))
+                    entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
+                    attrs[name] = attribute_kind(entries)
+        elif type(target) is cst.StarredElement:
+            self._bind_target(target.value, None, K.UNKNOWN)
+        elif type(target) is cst.Subscript:
+            key = element_key(target)
+            if key is not None:  # `images[0] = images[0].cuda()`: this element's own kind
+                self._element_prefixes.add(key[: key.index("[") + 1])
+                self.func.env[key] = kind
+            self._holds(target.value, kind)  # logs["loss"] = loss
+
+    def _holds(self, container, kind) -> None:
+        """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
+        a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
+        if kind not in K.HOLDS_DEVICE_TENSOR:
+            return
+        if type(container) is cst.Attribute and type(container.value) is cst.Name and container.value.value == "self":
+            self._bind_target(container, None, K.TENSORS)  # self.history.append(loss)
+            return
+        if type(container) is not cst.Name:
+            return
+        found, k = self._env_lookup(container.value)
+        if found and k == K.NOT_TENSOR and container.value not in self.imports:
+            self._bind_name(container.value, K.TENSORS)
+
+    def _host_batch_if_moved(self, node: cst.For) -> None:
+        """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
+        device itself iterates host batches (unless the loader is known to be a device loader): only what
+        it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
+        kinds = {n.value: self._env_lookup(n.value)[1] for n in target_names(node.target)}
+        names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
+        if not names or not _moves_to_device(node.body, names):
+            return
+        it = node.iter
+        while type(it) is cst.Call and positional_args(it) and (
+                dotted_name(it.func) in ("enumerate", "iter") or dotted_name(it.func) in T.TRANSPARENT_ITERATION_WRAPPERS):
+            it = positional_args(it)[0]
+        if self.kind(it) == K.LOADER:
+            return  # MpDeviceLoader, an accelerator-prepared loader: `.to(device)` of a device tensor is a no-op
+        for name in names:
+            self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
+
+    def _bind_iteration(self, target, iter_expr) -> None:
+        """``for target in iter_expr``: bind the target to the kind of one element."""
+        if type(iter_expr) is cst.Call:
+            fname = dotted_name(iter_expr.func)
+            args = positional_args(iter_expr)
+            if fname in ("enumerate",) and args:
+                if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
+                    self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
+                    counter = target.elements[0].value
+                    if type(counter) is cst.Name and self._iterates_loader(args[0]):
+                        self.func.step_counters.add(counter.value)
+                    self._bind_iteration(target.elements[1].value, args[0])
+                    return
+            if fname == "zip" and args and type(target) in (cst.Tuple, cst.List) and len(target.elements) == len(args):
+                for e, a in zip(target.elements, args):
+                    self._bind_iteration(e.value, a)
+                return
+            if args and (
+                fname in T.TRANSPARENT_ITERATION_WRAPPERS
+                or (self.qualname(iter_expr.func) or "") in T.TRANSPARENT_ITERATION_WRAPPERS
+                or (fname not in ("range", "zip", "enumerate") and self._is_loader_value(args[0]))
+            ):
+                # tqdm(loader), islice(loader, n), metric_logger.log_every(loader, 10): yields the loader's batches
+                self._bind_iteration(target, args[0])
+                return
+            if fname in ("range", "reversed", "sorted") and fname not in self.imports:
+                if fname == "range":
+                    self._bind_target(target, None, K.NOT_TENSOR)
+                    return
+        k = self.kind(iter_expr)
+        if k is K.UNKNOWN and type(target) is cst.Name and (
+            target.value in ("batch", "mb", "micro_batch", "minibatch") or target.value.endswith("_batch")
+        ):
+            self._bind_target(target, None, K.TENSORS)
+            return
+        if k == K.ITEMS:
+            if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
+                self._bind_target(target.elements[0].value, None, K.NOT_TENSOR)
+                self._bind_target(target.elements[1].value, None, K.TENSOR)
+                return
+        if k is K.UNKNOWN and self._looks_like_loader(iter_expr):
+            k = K.LOADER
+        self._bind_target(target, None, K.element_of(k))
+
+    def _bind_params(self, node: cst.FunctionDef, info: FuncInfo) -> None:
+        params = node.params
+        all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+        is_forward = info.root and node.name.value == "forward"
+        is_step_method = node.name.value in ("training_step", "validation_step", "test_step", "predict_step")
+        autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
+            info.class_key and self.classes.get(info.class_key, {}).get("autograd")
+        )
+        for i, p in enumerate(all_params):
+            pname = p.name.value
+            if i == 0 and pname in ("self", "cls") and info.class_key is not None:
+                continue
+            k = K.UNKNOWN
+            if pname in T.CPU_TENSOR_NAMES:
+                self._bind_name(pname, K.CPU_TENSOR)
+                continue
+            if p.annotation is not None:
+                k = self._annotation_kind(p.annotation.annotation)
+            elif is_forward:
+                if pname == "ctx" or autograd_function:
+                    # autograd.Function.forward(ctx, ...): its inputs are anything the caller passes
+                    k = K.NOT_TENSOR if pname == "ctx" else K.UNKNOWN
+                elif _config_like_param(pname):
+                    k = K.UNKNOWN
+                elif p.default is None or (type(p.default) is cst.Name and p.default.value == "None"):
+                    k = K.TENSOR
+                else:
+                    k = K.NOT_TENSOR
+            elif is_step_method:
+                if pname in ("batch", "inputs", "data"):
+                    k = K.TENSORS
+                elif pname in ("batch_idx", "batch_nb", "dataloader_idx", "idx", "step"):
+                    k = K.NOT_TENSOR
+            else:
+                words = name_words(pname)
+                if pname == "batch" or pname.endswith("_batch"):
+                    k = K.TENSORS
+                    self._guessed_params.setdefault(info.key, set()).add(pname)
+                elif words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] == "criterion"):
+                    k = K.MODULE
+                elif p.default is not None and type(p.default) in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString):
+                    k = K.NOT_TENSOR
+            self._bind_name(pname, k)
+        for star in (params.star_arg, params.star_kwarg):
+            if type(star) is cst.Param:
+                self._bind_name(star.name.value, K.UNKNOWN)
+
+    def _lookup_func(self, name: str) -> Optional[FuncInfo]:
+        f = self.func
+        while f is not None:
+            key = f.local_funcs.get(name)
+            if key is not None:
+                return self.funcs.get(key)
+            f = f.parent
+        return self.funcs.get(name)
+
+    def current_class(self) -> Optional[str]:
+        f = self.func
+        while f is not None:
+            if f.class_key is not None:
+                return f.class_key
+            f = f.parent
+        return self.class_key
+
+
+def attribute_kind(entries):
+    """The kind of ``self.<name>`` from its assignments ``(order, n, function, kind, number literal)``,
+    in walk order: the first decides, a later unknown changes nothing, different known kinds make it
+    unknown, and a number literal is a start value (``self.sum = 0`` in ``reset()``): a device tensor
+    assigned or added later (``self.sum += val * n``) makes it a tensor (a meter)."""
+    result, start_value, first = K.UNKNOWN, False, True
+    for _order, _n, _func, kind, literal in sorted(entries, key=lambda e: (e[0], e[1])):
+        if first:
+            result, start_value, first = kind, literal and kind == K.NOT_TENSOR, False
+        elif literal or kind is K.UNKNOWN:
+            continue
+        elif start_value and result == K.NOT_TENSOR and kind in K.HOLDS_DEVICE_TENSOR:
+            result, start_value = (K.TENSOR if kind in K.DEVICE_TENSORS else K.TENSORS), False
+        else:
+            start_value = False
+            result = K.join(result, kind)
+    return result
+
+
+def _is_number_literal(value) -> bool:
+    """A start value: a number, or an empty list / dict / tuple (filled later)."""
+    if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+        value = value.expression
+    if type(value) in (cst.List, cst.Dict, cst.Tuple):
+        return not value.elements
+    return type(value) in (cst.Integer, cst.Float)
+
+
+def _moves_to_device(body, names: set) -> bool:
+    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs)."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda"):
+            root = n.func.value
+            while type(root) in (cst.Subscript, cst.Attribute):
+                root = root.value
+            if type(root) is cst.Name and root.value in names:
+                return True
+        stack.extend(child_nodes(n))
+    return False
+
+
+def _config_like_param(name: str) -> bool:
+    low = name.lower()
+    return (
+        low in T.NON_TENSOR_PARAM_NAMES
+        or low.startswith(T.NON_TENSOR_PARAM_PREFIXES)
+        or low.endswith(T.NON_TENSOR_PARAM_SUFFIXES)
+    )

@@ -1,0 +1,123 @@
+"""The project's files and modules: the root, each file's module name, and names resolved to modules.
+
+``ProjectIndex`` knows the files: the project root (nearest ``pyproject.toml``, ``setup.py``, ``setup.cfg``
+or ``.git``), each file's module name (``src/`` layouts, packages), and splits a dotted name into the
+module that defines it and the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional
+
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def find_root(path: str) -> str:
+    """The project root of ``path``: the nearest directory above it with a root marker, else the
+    directory itself (a lone script, or a tree with no marker). Inside an installed package it is the
+    ``site-packages`` directory, whatever lies above it (a virtual environment inside a project)."""
+    p = os.path.abspath(path)
+    start = p if os.path.isdir(p) else os.path.dirname(p)
+    parts = start.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):  # an installed package: its modules are named from here
+        if parts[i] in ("site-packages", "dist-packages"):
+            return os.sep.join(parts[: i + 1]) or os.sep
+    return marked_root(start) or start
+
+
+def marked_root(directory: str) -> Optional[str]:
+    """The nearest directory at or above ``directory`` with a root marker, or None."""
+    d = directory
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def relative(path: str, root: str) -> str:
+    """``os.path.relpath(os.path.abspath(path), root)``, remembered: a host that asks for every file of
+    a large project in turn (flake8) names every file of it on each call."""
+    key = (path, root, os.getcwd())
+    rel = _RELATIVE.get(key)
+    if rel is None:
+        if len(_RELATIVE) > 500_000:
+            _RELATIVE.clear()
+        rel = _RELATIVE[key] = os.path.relpath(os.path.abspath(path), root)
+    return rel
+
+
+_RELATIVE: dict = {}
+
+
+def module_name(path: str, root: str) -> tuple[str, bool]:
+    """(dotted module name, is a package ``__init__``) of a file under ``root``; ``src/`` layouts
+    drop the ``src`` part, as an installed package would."""
+    rel = relative(path, root)
+    parts = rel.replace(os.sep, "/").split("/")
+    if len(parts) > 1 and parts[0] == "src":
+        parts = parts[1:]
+    last = parts[-1]
+    for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/notebook.py)
+        if last.endswith(ext):
+            last = last[: -len(ext)]
+    is_pkg = last == "__init__"
+    parts = parts[:-1] if is_pkg else parts[:-1] + [last]
+    parts = [p for p in parts if p not in ("", ".")]
+    return ".".join(parts) or "__main__", is_pkg
+
+
+class ProjectIndex:
+    """The modules of one project: names to files and back."""
+
+    def __init__(self, root: str, paths: Iterable[str]):
+        self.root = root
+        self.by_module: dict[str, str] = {}
+        self.by_path: dict[str, str] = {}
+        self.packages: set[str] = set()
+        for p in sorted(paths):
+            name, is_pkg = module_name(p, root)
+            if name in self.by_module and not is_pkg:
+                continue  # a package __init__ and a same-named file: the package wins, as in Python
+            self.by_module[name] = p
+            self.by_path[p] = name
+            if is_pkg:
+                self.packages.add(name)
+        # every prefix of a module is a package, even without an __init__ (namespace packages)
+        self.prefixes = {".".join(m.split(".")[:i]) for m in self.by_module for i in range(1, m.count(".") + 1)}
+
+    def module_of(self, path: str) -> tuple[str, bool]:
+        name = self.by_path.get(path)
+        if name is None:
+            return module_name(path, self.root)
+        return name, name in self.packages
+
+    def split(self, dotted: str, importer: str = "") -> Optional[tuple[str, str]]:
+        """(module, the rest) for the longest module prefix of ``dotted``; a module beside the
+        importer (a script's own directory is on ``sys.path``) when no top-level one matches."""
+        for base in ("", _package_dir(importer)):
+            full = f"{base}.{dotted}" if base else dotted
+            parts = full.split(".")
+            for i in range(len(parts), 0, -1):
+                mod = ".".join(parts[:i])
+                if mod in self.by_module:
+                    return mod, ".".join(parts[i:])
+            if not base:
+                continue
+        return None
+
+    def knows(self, dotted: str, importer: str = "") -> bool:
+        """``dotted`` may name something in the project (a module, or a name inside one)."""
+        head = dotted.split(".")[0]
+        if head in self.by_module or head in self.prefixes:
+            return True
+        base = _package_dir(importer)
+        return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
+
+
+def _package_dir(module: str) -> str:
+    return module.rpartition(".")[0]

@@ -1,0 +1,89 @@
+"""The program: every module's call graph, rebuilt from the summaries, and how often each context runs.
+
+``Program`` turns the summaries' functions, loops and call sites into ``steps`` records under
+project-wide keys and answers, through ``steps.Steps``, how often any context of any module runs, with the
+path that makes it so.
+"""
+
+from __future__ import annotations
+
+from xlalint.semantics import hot_loops as H
+from xlalint.semantics.project.facts import Facts
+from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps
+
+
+class Program:
+    """Every module's functions, loops and call sites as ``steps`` records under project-wide keys."""
+
+    def __init__(self, facts: Facts, paths: dict):
+        self.facts = facts
+        self.funcs: dict[str, FuncInfo] = {}
+        self.loops: list[LoopInfo] = []
+        self.tops: list[FuncInfo] = []
+        self.ctxs: dict[str, list] = {}  # module -> its contexts, by index
+        self.loops_of: dict[str, list] = {}
+        self._targets: dict = {}
+        for mod, s in facts.summaries.items():
+            self._load(mod, s, paths.get(mod, s.get("path", mod)))
+        self._mark_hooks()
+        self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _mark_hooks(self) -> None:
+        """Per-step hooks the modules alone cannot see (hot_loops): a method of a class whose base in
+        another module derives from a callback base, a function of another module registered as a hook."""
+        for mod, s in self.facts.summaries.items():
+            for ref in s.get("hooks", ()):
+                for t in self.targets(self.site_key(mod, ref)):
+                    self.funcs[t].root = True
+        for key, f in self.funcs.items():
+            if f.root or f.class_key is None or f.name not in H.ALL_HOOK_METHODS:
+                continue
+            mod = f.module
+            if f.name in H.hook_methods_of(self.facts.external_bases(f"{mod}:{f.class_key}")):
+                f.root = True
+
+    def _load(self, mod: str, s: dict, path: str) -> None:
+        callee = mod + "\0"  # + a callee: self.site_key(mod, callee) without a call per call site
+        top = FuncInfo(key=f"{mod}:<module>", name="<module>", class_key=None, node=None, parent=None,
+                       module=mod, path=path)
+        funcs = {"": top}
+        for key, rec in s["funcs"].items():
+            f = FuncInfo(key=f"{mod}:{key}", name=rec[0], class_key=rec[1], node=None, parent=None,
+                         root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
+                         barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
+                         module=mod, path=path, runs_model=len(rec) > 11 and rec[11])
+            funcs[key] = f
+            self.funcs[f.key] = f
+        self.tops.append(top)
+        loops = []
+        for fk, loader, direct, trains, calls, syncs, outer, *hot in s["loops"]:
+            loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
+                                  direct_step_call=direct, trains=trains, calls=[callee + c for c in calls],
+                                  sync_points=[(seq, callee + c if c is not None else None, u) for seq, c, u in syncs],
+                                  outer=loops[outer] if outer is not None else None,
+                                  runs_model=bool(hot and hot[0]), hint=hot[1] if len(hot) > 1 else None))
+        self.loops.extend(loops)
+        self.loops_of[mod] = loops
+        ctxs = []
+        for fk, loop_ids, period, non_xla, closure, seq, error, once, line in s["ctxs"]:
+            ctxs.append(Ctx(funcs.get(fk, top), tuple(loops[i] for i in loop_ids), period, non_xla, closure, seq,
+                            error, once, line))
+        self.ctxs[mod] = ctxs
+        for key, rec in s["funcs"].items():
+            f = funcs[key]
+            f.calls = [(callee + c, ctxs[i]) for c, i in rec[8]]
+            f.sync_points = [(seq, callee + c if c is not None else None, u) for seq, c, u in rec[9]]
+            f.sets_up = rec[10]
+        top.calls = [(callee + c, ctxs[i]) for c, i in s["top_calls"]]
+
+    @staticmethod
+    def site_key(mod: str, callee: str) -> str:
+        return f"{mod}\0{callee}"
+
+    def targets(self, callee: str) -> list:
+        t = self._targets.get(callee)
+        if t is None:
+            mod, _, local = callee.partition("\0")
+            t = [x for x in self.facts.callee_targets(local, mod) if x in self.funcs]
+            self._targets[callee] = t
+        return t

@@ -1,0 +1,140 @@
+"""Walks again: a function walked once more when what it receives or what it calls became better known.
+
+A part of the semantic model (``model.SemanticModel`` composes it). After the module's walk, a function
+whose parameters the module's own callers seed differently (``calls``) is walked again with those kinds;
+callers of a function whose return kind changed are walked again (a bounded number of rounds); methods of
+plain classes that read attributes set later (a meter's ``__str__``) are walked again with the final
+attributes. A walk again replaces the function's own candidates, loops, call sites and attribute
+assignments, and keeps everything else.
+"""
+
+from __future__ import annotations
+
+from xlalint.semantics import kinds as K
+from xlalint.semantics.bindings import attribute_kind
+from xlalint.semantics.steps import FuncInfo
+
+
+class Rewalk:
+    """The module's functions walked again with better-known parameters, returns and attributes."""
+
+    # rounds of walking callers again when what a function returns became known on its second walk
+    _RETURN_ROUNDS = 2
+
+    def _refine_params(self) -> None:
+        """Re-walk the functions whose parameters turn out to be tensors, with those kinds."""
+        plans = []
+        for f in list(self.funcs.values()):
+            if f.parent is None and f.node is not None:
+                seeds = self._param_seeds(f)
+                if seeds != f.seeds:  # the first walk had only what other modules pass
+                    plans.append((f, seeds))
+        before = {f.key: f.return_kind for f, _ in plans}
+        for f, seeds in plans:
+            self._rewalk(f, seeds)
+            f.seeds = seeds
+        for _ in range(self._RETURN_ROUNDS):
+            if not self._rewalk_callers(before):
+                break
+            plans = []  # what the callers now pass: their callees' parameters may be known better
+            for f in list(self.funcs.values()):
+                if f.parent is None and f.node is not None:
+                    seeds = self._param_seeds(f)
+                    if seeds != f.seeds:
+                        plans.append((f, seeds))
+            before = {f.key: f.return_kind for f, _ in plans}
+            for f, seeds in plans:
+                self._rewalk(f, seeds)
+                f.seeds = seeds
+        self._rewalk_format_methods()
+
+    def _rewalk_format_methods(self) -> None:
+        # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
+        # `update()` stored): walked before those were known, walk them again with the final attributes
+        for key, (reads, seen) in self._format_seen.items():
+            f = self.funcs.get(key)
+            if f is not None and f.node is not None and self._read_attributes(f.class_key, reads)[1] != seen:
+                self._rewalk(f, f.seeds)
+
+    def _read_attributes(self, class_key: str, reads) -> tuple:
+        """(``reads``, the kinds of those attributes of ``class_key`` now; all of them when ``reads`` is
+        None): what a method of a plain class saw of its object."""
+        attrs = self.classes[class_key]["attrs"]
+        if reads is None:
+            return None, dict(attrs)
+        return reads, {a: attrs.get(a) for a in reads}
+
+    def note_reads_all_attributes(self) -> None:
+        """The method being walked reads every attribute of its object (``**self.__dict__``)."""
+        self._attr_reads = None
+
+    def _rewalk_callers(self, before: dict) -> bool:
+        """``mask = make_mask(x)`` read ``make_mask``'s return before its parameters were known: walk the
+        functions of this file that call a function whose return kind changed again, recording what they
+        pass anew. True when any was walked."""
+        changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
+        if not changed:
+            return False
+        callers = {}
+        for g in self.funcs.values():
+            if g.node is None or not any(c in changed for c, _ in g.calls):
+                continue
+            while g.parent is not None:
+                g = g.parent
+            if g.node is not None and g.key not in changed:
+                callers[g.key] = g
+        for g in callers.values():
+            prefix = g.key + ".<locals>."
+            for callee, recs in self.call_sites.items():
+                recs[:] = [r for r in recs if r[0] != g.key and not r[0].startswith(prefix)]
+            self._rewalk(g, g.seeds, record=True)
+        return bool(callers)
+
+    def _rewalk(self, f: FuncInfo, seeds: dict, record: bool = False) -> None:
+        """Walk ``f`` again with parameter kinds ``seeds``; ``record``: its call sites are recorded
+        again (its callees' parameters may learn from them), else the first walk's are kept."""
+        prefix = f.key + ".<locals>."
+        mine = lambda fi: fi is f or fi.key.startswith(prefix)  # noqa: E731
+        mine_key = lambda key: key == f.key or key.startswith(prefix)  # noqa: E731
+        if record:
+            for recs in self.call_sites.values():
+                recs[:] = [r for r in recs if not mine_key(r[0])]
+        self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
+        self.loops = [lp for lp in self.loops if not mine(lp.func)]
+        for key in [k for k in self.funcs if k.startswith(prefix)]:
+            del self.funcs[key]
+        f.env.clear()
+        f.local_funcs.clear()
+        f.step_counters.clear()
+        f.calls.clear()
+        f.sync_points.clear()
+        f.sets_up = False
+        f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
+        f.runs_model = False
+        f.return_kind = K.UNKNOWN
+        self._kind_cache.clear()
+        for c in self.classes.values():  # its attribute assignments are made again by the walk
+            for name, entries in c.get("entries", {}).items():
+                kept = [e for e in entries if not mine_key(e[2])]
+                if len(kept) != len(entries):
+                    entries[:] = kept
+                    if kept:
+                        c["attrs"][name] = attribute_kind(kept)
+                    else:
+                        c["attrs"].pop(name, None)
+        for rule in self.rules:
+            rule.before_rewalk()
+        saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
+                 self.top_index, self.closure_depth, self.error_depth)
+        self.func, self.loop_stack, self.guards = f, [], []
+        self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
+        self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
+        self._rewalking_quietly = not record
+        try:
+            self._bind_params(f.node, f)
+            f.env.update(seeds)
+            self.walk_block(f.node.body)
+        finally:
+            self._rewalking_quietly = False
+            (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
+             self.top_index, self.closure_depth, self.error_depth) = saved

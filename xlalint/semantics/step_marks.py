@@ -1,0 +1,233 @@
+"""Step marks: which functions are roots of a step, which loops are hot, and the module's own call graph.
+
+A part of the semantic model (``model.SemanticModel`` composes it): the roots of per-step code
+(``forward`` of a module, ``training_step``, functions wrapped by ``torch.compile``, per-step hooks of
+Lightning or Hugging Face bases, functions registered on per-step events), what a loop is from its words
+(``hot_loops``: decoding, rollout, evaluation), the calls that run the model, and after the walk the
+module's own call graph (``steps.Steps``) for the rules that decide within the file.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics import hot_loops as H
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+
+
+class StepMarks:
+    """Roots of per-step code, hot loops and hooks, and the module's call graph."""
+
+    def _resolve(self) -> None:
+        """After the walk: closures and compiled functions, parameters from call sites, and the
+        module's own call graph (``self.steps``) for the rules that decide within the file."""
+        funcs = self.funcs
+        for name in self.closure_names:
+            f = funcs.get(name) or funcs.get(name.split(".")[-1])
+            if f is not None:
+                f.closure = True
+            else:
+                for key, fi in funcs.items():
+                    if key.endswith(f".<locals>.{name}"):
+                        fi.closure = True
+        for name in self.compiled_names:
+            f = funcs.get(name)
+            if f is not None:
+                f.root = True
+        for key in self.hook_keys:  # registered on a per-step event (register_forward_hook, ...)
+            f = funcs.get(key)
+            if f is not None:
+                f.root = True
+        self._refine_params()
+        self.steps = Steps(self.funcs, self.loops, [self.top], self._local_targets)
+        for c in self.candidates:
+            if c.when in ("step", "step-any"):
+                c.frequency = self.steps.frequency(c.ctx)
+
+    def _local_targets(self, callee: str) -> list:
+        """What a call may run in this module alone: itself, or for a dispatched hook (``@*on_step_end``)
+        the methods of that name in this module's callback-like classes."""
+        if callee.startswith(H.DISPATCH_PREFIX):
+            meth = callee[len(H.DISPATCH_PREFIX):]
+            return [k for k, f in self.funcs.items()
+                    if f.name == meth and f.class_key is not None and self._callback_like(f.class_key)]
+        return [callee] if callee in self.funcs else []
+
+    def _callback_like(self, cls: str, _depth: int = 0) -> bool:
+        """A class of this module whose name or a base's name says callback/hook, or that derives from a
+        known callback base (hot_loops)."""
+        if _depth > 8:
+            return False
+        if H.callback_like_name(cls.rpartition(".")[2]):
+            return True
+        for b in self.classes.get(cls, {}).get("bases", ()):
+            if H.callback_like_name(b.rpartition(".")[2]) or b in H.PER_STEP_HOOK_METHODS:
+                return True
+            local = b[len(self.module_name) + 1:] if b.startswith(self.module_name + ".") else None
+            if local in self.classes and self._callback_like(local, _depth + 1):
+                return True
+        return False
+
+    def _external_bases(self, cls: Optional[str], _depth: int = 0) -> list:
+        """The qualified bases of a class of this module outside it, through its bases in this module."""
+        out = []
+        for b in self.classes.get(cls, {}).get("bases", ()) if cls else ():
+            local = b[len(self.module_name) + 1:] if b.startswith(self.module_name + ".") else None
+            if local in self.classes and _depth < 8:
+                out.extend(self._external_bases(local, _depth + 1))
+            else:
+                out.append(b)
+        return out
+
+    # the module's own call graph, for rules that decide in their finalize()
+    def frequency(self, ctx: Ctx) -> Frequency:
+        return self.steps.frequency(ctx)
+
+    def is_step_loop(self, loop: LoopInfo) -> bool:
+        return self.steps.is_step_loop(loop)
+
+    def does_step(self, key: str) -> bool:
+        return self.steps.does_step(key)
+
+    def loop_trains(self, loop: LoopInfo) -> bool:
+        """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
+        return self.steps.loop_trains(loop)
+
+    def _loop_hint(self, head, counts: bool = False) -> Optional[str]:
+        """What a loop is, from the words of its header and its functions' names, and whether it runs
+        under ``torch.no_grad()`` (hot_loops)."""
+        names = []
+        stack = [head]
+        while stack and len(names) < 32:
+            n = stack.pop()
+            if type(n) is cst.Name:
+                names.append(n.value)
+            elif type(n) is cst.Attribute:
+                names.append(n.attr.value)
+                stack.append(n.value)
+            elif type(n) in NODE_TYPES:
+                stack.extend(child_nodes(n))
+        f = self.func
+        no_grad = self.no_grad_depth > 0
+        while f is not None:
+            names.append(f.name)
+            no_grad = no_grad or f.no_grad
+            f = f.parent
+        kind = H.loop_kind(H.words_of(*names))
+        if kind in (H.DECODE, H.ROLLOUT) and not counts and not _counts_positions(head):
+            kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
+        return kind if kind is not None else (H.EVAL if no_grad else None)
+
+    def _note_hot(self, node: cst.Call, func) -> None:
+        """A call that runs the model makes its function and its innermost loop hot; ``env.step(a)``
+        makes the loop a rollout; ``register_forward_hook(fn)`` / ``add_callback("on_batch_end", fn)``
+        make ``fn`` a per-step hook."""
+        if self._runs_model_call(node, func):
+            if self.loop_stack:
+                self.loop_stack[-1].runs_model = True
+            else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
+                self.func.runs_model = True
+        if type(func) is not cst.Attribute:
+            return
+        meth = func.attr.value
+        if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE:
+            self.loop_stack[-1].hint = None  # one generate() per iteration: not a loop over token positions
+        if meth == "step" and self.loop_stack and H.words_of(last_name(func.value)) and \
+                H.words_of(last_name(func.value))[-1] in H.ENV_RECEIVER_WORDS:
+            self.loop_stack[-1].hint = H.ROLLOUT
+        fn = None
+        if meth in H.PER_STEP_REGISTRATIONS:
+            args = positional_args(node)
+            fn = args[0] if args else keyword_arg(node, "hook")
+        elif meth in H.EVENT_REGISTRATIONS:
+            args = positional_args(node)
+            event = keyword_arg(node, "event") or (args[0] if len(args) >= 2 else None)
+            if event is not None and H.is_per_step_event(string_value(event) or dotted_name(event)):
+                fn = args[-1] if args and args[-1] is not event else keyword_arg(node, "callback")
+        if fn is not None:
+            if type(fn) is cst.Call and last_name(fn.func) == "partial" and fn.args:
+                fn = fn.args[0].value  # functools.partial(log_hook, name=...)
+            key = self.callee_key(fn) if type(fn) in (cst.Name, cst.Attribute) else None
+            if key is not None:
+                self.hook_keys.add(key)
+
+    def _runs_model_call(self, node: cst.Call, func) -> bool:
+        """``model(x)``, ``self.layers[i](x)``, ``model.generate(idx)``, ``self(x)`` in a module: a call
+        that runs the model (not a loss or metric, not a constructor, not a model fed CPU tensors)."""
+        if any(self.kind(a.value) in (K.CPU_TENSOR, K.CPU_TENSORS) for a in node.args):
+            return False  # a model fed host tensors runs on the host
+        if type(func) is cst.Name:
+            name = func.value
+            if name == "self":
+                cls = self.current_class()
+                return bool(cls and self.classes.get(cls, {}).get("module"))
+            if not name[:1].islower():
+                return False  # a class: building a layer, not running one
+            words = name_words(name)
+            if set(words) & H.NOT_MODEL_WORDS:
+                return False
+            if self._lookup_func(name) is not None or name in self.imports:
+                return False
+            found, k = self._env_lookup(name)
+            if found and k is not K.UNKNOWN:
+                return k == K.MODULE
+            return bool(words) and words[-1] in T.MODEL_NAME_WORDS and bool(node.args)
+        if type(func) is cst.Attribute:
+            last = func.attr.value
+            if set(name_words(last)) & H.NOT_MODEL_WORDS or not last[:1].islower():
+                return False
+            if self.qualname(func) is not None:
+                return False
+            if self.kind(func) == K.MODULE:
+                return True  # self.proj(x)
+            rk = self.kind(func.value)
+            words = name_words(last_name(func.value) or "")
+            model_named = rk is K.UNKNOWN and bool(words) and words[-1] in T.MODEL_NAME_WORDS
+            if last in H.MODEL_RUN_METHODS:
+                return rk == K.MODULE or (model_named and last != "sample")
+            # a submodule of a model: decoder.embedding(x), self.model.encoder(src)
+            return (rk == K.MODULE or model_named) and bool(node.args) and \
+                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES)
+        if type(func) is cst.Subscript:
+            return self.kind(func) == K.MODULE
+        return False
+
+    def _is_root_function(self, node: cst.FunctionDef, info: FuncInfo) -> bool:
+        for d in node.decorators:
+            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
+            q = self.qualname(dec) or dotted_name(dec)
+            if q in T.COMPILE_WRAPPERS:
+                return True
+        name = node.name.value
+        if info.class_key is not None:
+            cls = self.classes.get(info.class_key, {})
+            if name == "forward" and (cls.get("module") or self.imports_torch):
+                return True
+            if name in ("training_step", "validation_step", "test_step", "predict_step"):
+                return True
+            if name in H.hook_methods_of(self._external_bases(info.class_key)):
+                return True  # a per-step hook of a Lightning / Hugging Face base class
+        for d in node.decorators:  # @trainer.on(Events.ITERATION_COMPLETED)
+            dec = d.decorator
+            if type(dec) is cst.Call and last_name(dec.func) in H.EVENT_REGISTRATIONS and dec.args:
+                ev = dec.args[0].value
+                ev = ev.func if type(ev) is cst.Call else ev  # Events.ITERATION_COMPLETED(every=10)
+                if H.is_per_step_event(string_value(ev) or dotted_name(ev)):
+                    return True
+        return False
+
+
+def _counts_positions(head) -> bool:
+    """A ``for`` header that counts (``range(max_new_tokens)``, ``itertools.count()``): the shape of a
+    decoding or rollout loop, unlike ``for item in data``."""
+    if type(head) is not cst.Call:
+        return False
+    fname = last_name(head.func)
+    if fname in ("enumerate", "tqdm", "trange") and head.args:
+        return fname == "trange" or _counts_positions(head.args[0].value)
+    return fname in ("range", "count", "trange", "repeat")

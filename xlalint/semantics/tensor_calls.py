@@ -1,0 +1,382 @@
+"""Is it a tensor? The kinds of calls: torch functions, tensor methods, builtins, project functions.
+
+A part of the semantic model (``model.SemanticModel`` composes it), beside ``tensors.TensorInference``:
+what a call returns, from the tables of torch functions and tensor methods (``tables``), the builtins,
+``.to(device)`` moves, and for a function or class of another project module its summary (``self.facts``);
+and whether an expression names a device, a CPU device or a data loader.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+
+
+class CallKinds:
+    """What calls return, and what names a device or a loader."""
+
+    def _infer_call(self, e: cst.Call):
+        func = e.func
+        q = self.qualname(func)
+        if q is not None:
+            return self._infer_qualified_call(e, q)
+        if type(func) is cst.Name:
+            name = func.value
+            if name == "self":  # self(idx) in a module's method (generate): runs forward
+                cls = self.current_class()
+                return K.TENSOR if cls is not None and self.classes.get(cls, {}).get("module") else K.UNKNOWN
+            if name not in self.imports:
+                r = self._infer_builtin(e, name)
+                if r is not NotImplemented:
+                    return r
+            f = self._lookup_func(name)
+            if f is not None:
+                return f.return_kind
+            if name in self.classes:
+                return K.MODULE if self.classes[name]["module"] else K.instance(f"{self.module_name}:{name}")
+            found, fk = self._env_lookup(name)
+            if found and fk == K.MODULE:
+                return K.TENSOR
+            if found and fk is not K.UNKNOWN:
+                return K.UNKNOWN
+            words = name_words(name)
+            if words and words[-1] in T.MODEL_NAME_WORDS | {"criterion"} and e.args:
+                return K.TENSOR
+            if name in ("loss_fn", "lossfn", "loss_func", "loss_function", "criterion") and e.args:
+                return K.TENSOR
+            return K.UNKNOWN
+        if type(func) is cst.Attribute:
+            if self.kind(func) == K.MODULE:
+                return K.TENSOR  # self.proj(x)
+            return self._infer_method_call(e, func)
+        if type(func) is cst.Call or type(func) is cst.Subscript:
+            fk = self.kind(func)
+            return K.TENSOR if fk == K.MODULE else K.UNKNOWN
+        return K.UNKNOWN
+
+    def _infer_builtin(self, e: cst.Call, name: str):
+        args = positional_args(e)
+        if self._lookup_func(name) is not None:
+            return NotImplemented
+        if name in ("len", "int", "float", "bool", "str", "repr", "isinstance", "issubclass", "hasattr",
+                    "range", "format", "hash", "id", "type", "round", "callable", "ord", "chr", "hex",
+                    "print", "getattr", "input", "open", "divmod", "all", "any", "dict", "set", "frozenset"):
+            if name == "getattr" and len(args) >= 2:
+                bk = self.kind(args[0])
+                if bk == K.MODULE or bk in K.ANY_TENSOR:
+                    return K.UNKNOWN
+            if name == "dict" and args:
+                return K.UNKNOWN
+            if name == "round" and args and self.kind(args[0]) in K.ANY_TENSOR:
+                return K.UNKNOWN
+            return K.NOT_TENSOR
+        if name in ("iter", "list", "tuple", "sorted", "reversed") and args:
+            k = self.kind(args[0])
+            if name == "iter":
+                return k if k is not K.UNKNOWN else (K.LOADER if self._looks_like_loader(args[0]) else K.UNKNOWN)
+            if k in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):
+                return K.TENSORS
+            if k in (K.CPU_TENSORS, K.CPU_TENSOR):
+                return K.CPU_TENSORS
+            return K.NOT_TENSOR if k == K.NOT_TENSOR else K.UNKNOWN
+        if name == "next" and args:
+            k = self.kind(args[0])
+            if k is K.UNKNOWN and self._looks_like_loader(args[0]):
+                k = K.LOADER
+            return K.element_of(k)
+        if name in ("sum", "max", "min", "abs"):
+            ks = [self.kind(a) for a in args]
+            if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
+                return K.TENSOR
+            if ks and all(k == K.NOT_TENSOR for k in ks):
+                return K.NOT_TENSOR
+            return K.UNKNOWN
+        if name in ("zip", "enumerate", "map", "filter"):
+            return K.UNKNOWN
+        return NotImplemented
+
+    def _scaler_kind(self, e: cst.Call):
+        """``GradScaler(...)``: a scaler on an XLA step when it is enabled (no ``enabled=`` or
+        ``enabled=True``) and the file is XLA code or the scaler is made for the ``"xla"`` device."""
+        enabled = keyword_arg(e, "enabled")
+        if enabled is not None and not (type(enabled) is cst.Name and enabled.value == "True"):
+            return K.UNKNOWN  # disabled, or enabled by an expression we cannot evaluate
+        args = positional_args(e)
+        device = args[0] if args else keyword_arg(e, "device")
+        if self.imports_xla or (device is not None and string_value(device) == "xla"):
+            return K.SCALER
+        return K.UNKNOWN  # a CUDA scaler in a GPU script: not an XLA step
+
+    def _infer_qualified_call(self, e: cst.Call, q: str):
+        ns, _, fn = q.rpartition(".")
+        if q in T.ANY_RESULT_TORCH_FUNCTIONS:
+            return K.UNKNOWN  # torch.load(f): a module, a state dict or a tensor
+        if q in T.GRAD_SCALER_CLASSES:
+            return self._scaler_kind(e)
+        if q in T.NON_TENSOR_TORCH_FUNCTIONS:
+            return K.NOT_TENSOR
+        if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
+            return K.CPU_LOADER
+        if q in T.DEVICE_LOADER_CONSTRUCTORS:
+            return K.LOADER
+        if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:
+            return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
+        if q in T.BOOL_RESULT_FUNCTIONS:
+            return K.BOOL_TENSOR if not self._all_args_cpu(e) else K.CPU_TENSOR
+        if q in T.CPU_FACTORY_FUNCTIONS:
+            dev = keyword_arg(e, "device")
+            if dev is None or self.is_cpu_device(dev):
+                if fn in ("tensor", "as_tensor") and self._any_arg_kind(e, K.HOLDS_DEVICE_TENSOR):
+                    return K.TENSOR
+                return K.CPU_TENSOR
+            return K.TENSOR
+        if ns in T.TENSOR_NAMESPACES and fn[:1].islower():
+            if fn.endswith("_like"):
+                args = positional_args(e)
+                k = self.kind(args[0]) if args else K.TENSOR
+                if k == K.BOOL_TENSOR and keyword_arg(e, "dtype") is not None:
+                    return K.TENSOR  # torch.zeros_like(mask, dtype=torch.float)
+                return k
+            if self._all_args_cpu(e):
+                return K.CPU_TENSOR
+            return K.TENSOR
+        if ns.startswith("torch.nn") and fn[:1].isupper() and not ns.startswith("torch.nn.utils"):
+            return K.MODULE  # nn.Linear(...), nn.Sequential(...)
+        if ns.startswith("torch_xla") and fn in ("all_reduce", "all_gather", "reduce_scatter", "mesh_reduce"):
+            return K.TENSOR if fn != "mesh_reduce" else K.UNKNOWN
+        if fn == "from_pretrained" and "Model" in ns:
+            return K.MODULE
+        if ns.startswith("torch.nn.utils") and fn in ("clip_grad_norm_", "clip_grad_norm", "parameters_to_vector"):
+            return K.TENSOR
+        if self.facts is not None and self.facts.knows(q):
+            return self._project_call_kind(q)
+        return K.NOT_TENSOR if q.startswith(("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.")) else K.UNKNOWN
+
+    def _infer_method_call(self, e: cst.Call, func: cst.Attribute):
+        meth = func.attr.value
+        recv = func.value
+        rk = self.kind(recv)
+        cls_key = K.instance_class(rk)
+        if cls_key is not None:  # trainer.step(batch): what the method returns
+            return self._method_return(cls_key, meth)
+        if rk in K.ANY_TENSOR:
+            cpu = rk == K.CPU_TENSOR
+            if meth in _DICT_OUTPUT_METHODS and not cpu:
+                # a tensor has no .items(): this "tensor" is a dict of them (a criterion's loss dict,
+                # a model output), and its values are device tensors
+                return _DICT_OUTPUT_METHODS[meth]
+            if meth in T.NON_TENSOR_METHODS:
+                return K.NOT_TENSOR
+            if meth == "cpu":
+                return K.CPU_TENSOR
+            if meth in ("to", "cuda", "type_as"):
+                if meth == "to":
+                    return self._infer_to(e, rk)
+                return K.TENSOR
+            if meth in T.BOOL_RESULT_METHODS:
+                return K.CPU_TENSOR if cpu else K.BOOL_TENSOR
+            if meth in ("split", "chunk", "unbind", "tensor_split"):
+                return K.CPU_TENSORS if cpu else K.TENSORS
+            if meth in ("any", "all") and rk == K.BOOL_TENSOR:
+                return K.BOOL_TENSOR
+            if meth in ("any", "all"):
+                return K.BOOL_TENSOR if not cpu else K.CPU_TENSOR
+            if rk == K.BOOL_TENSOR and meth in T.BOOL_PRESERVING_METHODS:
+                return K.BOOL_TENSOR  # mask.unsqueeze(-1), mask.view(-1), mask.expand_as(x)
+            if meth.startswith("_"):
+                return K.UNKNOWN  # not a public tensor method: the receiver may not be a tensor
+            return rk if rk != K.BOOL_TENSOR else K.TENSOR
+        if rk in (K.TENSORS, K.CPU_TENSORS):
+            if meth == "items":
+                return K.ITEMS if rk == K.TENSORS else K.UNKNOWN
+            if meth == "values":
+                return rk
+            if meth in ("keys", "__len__"):
+                return K.NOT_TENSOR
+            if meth in ("get", "pop"):
+                return K.element_of(rk)
+            if meth in ("to", "cuda"):  # a batch moved to the device (BatchEncoding.to(device))
+                return K.TENSORS if meth == "cuda" or self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk
+            return K.UNKNOWN
+        if rk == K.MODULE:
+            if meth in ("parameters", "buffers"):
+                return K.TENSORS
+            if meth in ("to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16", "requires_grad_", "apply"):
+                return K.MODULE
+            if meth in ("generate", "forward", "encode", "decode", "embed"):
+                return K.TENSOR
+            if meth in ("named_parameters", "named_buffers"):
+                return K.ITEMS  # (name, tensor) pairs
+            if meth in ("state_dict", "modules", "children", "named_modules"):
+                return K.UNKNOWN
+            return K.UNKNOWN
+        if rk in (K.LOADER, K.CPU_LOADER):
+            if meth in ("per_device_loader",):
+                return K.LOADER
+            return K.UNKNOWN
+        if rk == K.NOT_TENSOR:
+            return K.NOT_TENSOR
+        # Unknown receiver.
+        if meth in ("item", "tolist", "size", "dim", "numel", "ndimension", "nelement", "format", "join", "lower", "upper", "strip", "split", "startswith", "endswith", "replace", "keys"):
+            return K.NOT_TENSOR
+        if meth == "per_device_loader":
+            return K.LOADER
+        if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
+            # x.to(device) on something unknown: a module if it is named like one, else a tensor
+            rname = (last_name(recv) or "").lower()
+            words = name_words(rname)
+            if words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp")):
+                return K.MODULE
+            if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
+                return K.TENSORS
+            if type(recv) in (cst.Name, cst.Attribute, cst.Subscript):
+                return K.TENSOR
+            return K.UNKNOWN
+        if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
+            return K.UNKNOWN
+        if meth in T.ACCELERATOR_METHODS and last_name(recv) in T.ACCELERATOR_RECEIVERS:
+            if T.ACCELERATOR_METHODS[meth] == "module":
+                return K.MODULE
+            args = positional_args(e)
+            ak = self.kind(args[0]) if args else K.UNKNOWN
+            if ak in (K.TENSORS, K.CPU_TENSORS, K.CPU_TENSOR, K.NOT_TENSOR):
+                return ak if ak != K.CPU_TENSORS else K.UNKNOWN
+            return K.TENSOR
+        if meth in ("from_pretrained",) and "Model" in (dotted_name(recv) or ""):
+            return K.MODULE
+        if type(recv) is cst.Name and recv.value == "self":
+            cls = self.current_class()
+            if cls is not None and f"{cls}.{meth}" in self.funcs:
+                return self.funcs[f"{cls}.{meth}"].return_kind
+        return K.UNKNOWN
+
+    def _project_call_kind(self, q: str):
+        """A call of a function or class of another module: what its summary says it returns."""
+        r = self.facts.resolve(q)
+        if r is None:
+            return K.UNKNOWN
+        if r[0] == "func":
+            return self.facts.returns(r[1])
+        if r[0] == "class":
+            return K.MODULE if self.facts.class_is_module(r[1]) else K.instance(r[1])
+        return K.UNKNOWN
+
+    def _class_attribute(self, class_key: str, attr: str):
+        """The kind of attribute ``attr`` of the objects of a project class: this module's own, or
+        another's facts (which then record only that this attribute was read)."""
+        mod, _, cls = class_key.partition(":")
+        if mod == self.module_name and cls in self.classes:
+            return self.classes[cls]["attrs"].get(attr, K.UNKNOWN)
+        if self.facts is not None:
+            return self.facts.class_attribute(class_key, attr)
+        return K.UNKNOWN
+
+    def _method_of(self, class_key: str, meth: str) -> Optional[str]:
+        """The project-wide key of the function ``obj.meth()`` runs on an object of ``class_key``."""
+        mod, _, cls = class_key.partition(":")
+        if mod == self.module_name and f"{cls}.{meth}" in self.funcs:
+            return f"{mod}:{cls}.{meth}"
+        if self.facts is not None:
+            return self.facts.method(class_key, meth)
+        return None
+
+    def _method_return(self, class_key: str, meth: str):
+        key = self._method_of(class_key, meth)
+        if key is None:
+            return K.UNKNOWN
+        mod, _, local = key.partition(":")
+        if mod == self.module_name:
+            f = self.funcs.get(local)
+            return f.return_kind if f is not None else K.UNKNOWN
+        return self.facts.returns(key)
+
+    def _infer_to(self, e: cst.Call, rk):
+        args = positional_args(e)
+        dev = keyword_arg(e, "device")
+        target = dev if dev is not None else (args[0] if args else None)
+        dtype = keyword_arg(e, "dtype")
+        if rk == K.BOOL_TENSOR and dtype is not None and self.qualname(dtype) != "torch.bool":
+            rk = K.TENSOR  # mask.to(device, dtype=torch.float): no longer a mask
+        if target is None:
+            return rk if rk in K.ANY_TENSOR else K.TENSOR
+        if self.is_cpu_device(target):
+            return K.CPU_TENSOR
+        q = self.qualname(target) or ""
+        if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
+            if rk == K.BOOL_TENSOR and q != "torch.bool":
+                return K.TENSOR  # mask.to(torch.long): no longer a mask
+            return rk if rk in K.ANY_TENSOR else K.TENSOR
+        tk = self.kind(target)
+        if tk in K.ANY_TENSOR:  # .to(other) follows other
+            return tk
+        return K.BOOL_TENSOR if rk == K.BOOL_TENSOR else K.TENSOR  # mask.to(device): still a mask
+
+    def _is_device_expr(self, call: cst.Call) -> bool:
+        """``.to(device)``, ``.to(xm.xla_device())``, ``.to(accelerator.device)``, ``.to(device=dev)``."""
+        args = positional_args(call)
+        target = keyword_arg(call, "device") or (args[0] if args else None)
+        if target is None or self.is_cpu_device(target):
+            return False
+        if type(target) is cst.Call:
+            n = (last_name(target.func) or "").lower()
+            return n in ("xla_device", "device") or "device" in n
+        n = (last_name(target) or "").lower()
+        return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
+
+    def is_cpu_device(self, node) -> bool:
+        s = string_value(node)
+        if s is not None:
+            return s.split(":")[0] == "cpu"
+        if type(node) is cst.Call and (self.qualname(node.func) == "torch.device"):
+            args = positional_args(node)
+            return bool(args) and (string_value(args[0]) or "").split(":")[0] == "cpu"
+        return False
+
+    def _any_arg_kind(self, e: cst.Call, kinds) -> bool:
+        for a in e.args:
+            k = self.kind(a.value)
+            if k in kinds:
+                return True
+        return False
+
+    def _all_args_cpu(self, e: cst.Call) -> bool:
+        ks = [self.kind(a.value) for a in e.args if a.keyword is None]
+        return bool(ks) and all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in ks) and any(
+            k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks
+        )
+
+    def _looks_like_loader(self, node) -> bool:
+        n = last_name(node)
+        if not n:
+            return False
+        low = n.lower()
+        if type(node) is cst.Call:
+            return low in ("train_dataloader", "val_dataloader", "test_dataloader", "per_device_loader")
+        return low in T.LOADER_NAMES or low.endswith(T.LOADER_NAME_SUFFIXES)
+
+    def _is_loader_value(self, node) -> bool:
+        return self.kind(node) in (K.LOADER, K.CPU_LOADER) or self._looks_like_loader(node)
+
+    def _iterates_loader(self, it) -> bool:
+        if type(it) is cst.Call:
+            args = positional_args(it)
+            if args and any(self._is_loader_value(a) for a in args[:2]):
+                return True  # enumerate(loader), tqdm(loader), log_every(loader, 10), zip(loader, ...)
+        k = self.kind(it)
+        if k in (K.LOADER, K.CPU_LOADER):
+            return True
+        return self._looks_like_loader(it)
+
+
+# Methods of a dict-like model output or loss dict taken for a tensor: what they give.
+_DICT_OUTPUT_METHODS = {"items": K.ITEMS, "values": K.TENSORS, "get": K.TENSOR}
+
+_DTYPES = frozenset(
+    {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",
+     "int", "int16", "int8", "uint8", "bool", "complex64", "complex128"}
+)

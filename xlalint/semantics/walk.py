@@ -1,0 +1,486 @@
+"""The statement walk: one recursion over one libcst tree, in source order, with the rules listening.
+
+A part of the semantic model (``model.SemanticModel`` composes it): it owns the walk's position (the
+function, class, loops, guards and statement being walked) and, for each kind of statement, the order in
+which the rules hear of a node, its children are walked and its targets are bound (``bindings``), its
+calls recorded (``calls``) and its loops and guards noted for the step questions (``step_marks``,
+``steps``). The walk is a plain recursion over the dataclass fields of libcst nodes: libcst's own visitor
+rebuilds every node and costs as much as the parse. Rules hook in with ``on_<NodeType>`` methods that
+the walk calls when the model's state (bindings, context) is that of the node.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics import hot_loops as H
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.calls import UNRESOLVED
+from xlalint.semantics.steps import FuncInfo, LoopInfo, ends_block, period_of, runs_once, xla_polarity
+from xlalint.semantics.syntax import (
+    FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, positional_args, string_value,
+)
+
+
+class StatementWalk:
+    """The walk of statements and expressions, and what each kind of node does to the model's state."""
+
+    def walk(self, node) -> None:
+        name = type(node).__name__
+        handler = _SPECIAL.get(name)
+        if handler is not None:
+            handler(self, node)
+            return
+        for fn in self._dispatch.get(name, ()):  # _emit, inline: this runs once per node of the tree
+            fn(node)
+        self.walk_children(node)
+
+    def _emit(self, name, node) -> None:
+        for fn in self._dispatch.get(name, ()):
+            fn(node)
+
+    def walk_children(self, node) -> None:
+        tp = type(node)
+        for fname in FIELDS.get(tp) or child_fields(tp):
+            v = getattr(node, fname)
+            if type(v) in NODE_TYPES:
+                self.walk(v)
+            elif type(v) in (tuple, list):
+                for c in v:
+                    if type(c) in NODE_TYPES:
+                        self.walk(c)
+
+    def walk_seq(self, nodes) -> None:
+        for n in nodes:
+            self.walk(n)
+
+    def walk_block(self, block) -> None:
+        """An indented block (or a one-line suite). Guards that a statement adds for the rest of the
+        block (an early ``return`` on XLA) end with the block."""
+        if block is None:
+            return
+        depth = len(self.guards)
+        self._block_syncs.append([])
+        if type(block) in (cst.IndentedBlock, cst.SimpleStatementSuite):
+            for s in block.body:
+                self.walk(s)
+        else:
+            self.walk(block)
+        del self.guards[depth:]
+        for point in self._block_syncs.pop():
+            point[2] = self.seq  # a barrier ends the step for what follows it in its own block only
+
+    # statements ----------------------------------------------------------
+    def _stmt(self, node) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit(type(node).__name__, node)
+        self.walk_children(node)
+        self.stmt = prev
+
+    def _simple_stmt_line(self, node) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit("SimpleStatementLine", node)
+        for s in node.body:
+            self.walk(s)
+        self.stmt = prev
+
+    def _assign(self, node: cst.Assign) -> None:
+        self._emit("Assign", node)
+        self.walk(node.value)
+        value_kind = self.kind(node.value)
+        for t in node.targets:
+            self._bind_target(t.target, node.value, value_kind)
+            self.walk(t.target)
+
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
+        self._emit("AnnAssign", node)
+        if node.value is not None:
+            self.walk(node.value)
+        k = self._annotation_kind(node.annotation.annotation)
+        if k is K.UNKNOWN and node.value is not None:
+            k = self.kind(node.value)
+        self._bind_target(node.target, node.value, k)
+        self.walk(node.target)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        self._emit("AugAssign", node)
+        self.walk(node.value)
+        k = K.arithmetic(self.kind(node.target), self.kind(node.value))
+        self._kind_cache.pop(id(node.target), None)
+        self._bind_target(node.target, None, k)
+        self.walk(node.target)
+
+    def _named_expr(self, node: cst.NamedExpr) -> None:
+        self._emit("NamedExpr", node)
+        self.walk(node.value)
+        self._bind_target(node.target, node.value, self.kind(node.value))
+
+    def _function_def(self, node: cst.FunctionDef) -> None:
+        self.seq += 1
+        for d in node.decorators:
+            self.walk(d.decorator)
+        name = node.name.value
+        if self.func is self.top and self.class_key is None:
+            key = name
+        elif self.class_key is not None and self.func is self.top:
+            key = f"{self.class_key}.{name}"
+        else:
+            key = f"{self.func.key}.<locals>.{name}"
+        info = FuncInfo(key=key, name=name, class_key=self.class_key if self.func is self.top else None,
+                        node=node, parent=self.func if self.func is not self.top else None,
+                        top_index=self.top_index)
+        replaced = self.funcs.get(key)
+        if replaced is not None:  # defined again (in both arms of an `if`, walked again): release() needs it
+            self._replaced.append(replaced)
+        self.funcs[key] = info
+        if self.func is not self.top:
+            self.func.local_funcs[name] = key
+            self._bind_name(name, K.NOT_TENSOR)
+        info.root = self._is_root_function(node, info)
+        info.no_grad = any(self.qualname(d.decorator.func if type(d.decorator) is cst.Call else d.decorator)
+                           in H.NO_GRAD_CALLS for d in node.decorators)
+        saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth)
+        self.func = info
+        self.no_grad_depth = 0
+        self.loop_stack = []
+        self.guards = []
+        self.stmt = node
+        self.cond_depth = 0
+        if info.class_key is None:
+            self.class_key = None
+        self._bind_params(node, info)
+        if info.parent is None and self.facts is not None:
+            # what callers in other modules pass is known before the walk: seed it now, and walk the
+            # function again after the file only if this file's own callers change the answer
+            info.seeds = self._param_seeds(info, full=False)
+            info.env.update(info.seeds)
+        plain_method = (info.class_key is not None and info.class_key in self.classes
+                        and not self.classes[info.class_key]["module"])
+        saved_reads = self._attr_reads
+        if plain_method:
+            self._attr_reads = set()
+        self._emit("FunctionDef", node)
+        self.walk_block(node.body)
+        if plain_method:
+            self._format_seen[key] = self._read_attributes(info.class_key, self._attr_reads)
+        self._attr_reads = saved_reads
+        self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth = saved
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        self._emit("Lambda", node)
+        self.walk(node.body)
+
+    def _class_def(self, node: cst.ClassDef) -> None:
+        self.seq += 1
+        for d in node.decorators:
+            self.walk(d.decorator)
+        bases = [a.value for a in node.bases]
+        key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
+        is_module = False
+        autograd = False
+        for b in bases:
+            bq = self.qualname(b) or dotted_name(b) or ""
+            if bq in ("torch.autograd.Function", "torch.autograd.function.Function") or bq.endswith("autograd.Function"):
+                autograd = True
+            q = self.qualname(b) or dotted_name(b) or ""
+            if q in T.MODULE_BASES or q.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
+                is_module = True
+            elif dotted_name(b) in self.classes and self.classes[dotted_name(b)]["module"]:
+                is_module = True
+            elif (dotted_name(b) or "").endswith(("Module", "Model", "Layer", "Block", "Net")):
+                is_module = True
+            elif self.facts is not None and self.qualname(b) and self.facts.knows(self.qualname(b)):
+                r = self.facts.resolve(self.qualname(b))  # a base class in another project module
+                is_module = is_module or bool(r is not None and r[0] == "class" and self.facts.class_is_module(r[1]))
+        names = [self.qualname(b) or (f"{self.module_name}.{dotted_name(b)}" if dotted_name(b) in self.classes
+                                      else dotted_name(b)) for b in bases]
+        self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd,
+                             "bases": [n for n in names if n]}
+        saved = (self.class_key, self.stmt)
+        self.class_key = key
+        self.stmt = node
+        self._emit("ClassDef", node)
+        self.walk_block(node.body)
+        self.class_key, self.stmt = saved
+
+    def _for(self, node: cst.For) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit("For", node)
+        self.walk(node.iter)
+        loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
+                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(node.iter),
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
+        self.loops.append(loop)
+        self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
+        if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
+                and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
+            self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
+        self._host_batch_if_moved(node)
+        self.walk(node.target)
+        self.stmt = prev
+        self.loop_stack.append(loop)
+        self.walk_block(node.body)
+        self.loop_stack.pop()
+        if node.orelse is not None:
+            self.walk_block(node.orelse.body)
+
+    def _while(self, node: cst.While) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+                        hint=self._loop_hint(node.test, counts=True),
+                        outer=self.loop_stack[-1] if self.loop_stack else None)
+        self.loops.append(loop)
+        self.loop_stack.append(loop)
+        self._emit("While", node)
+        self.walk(node.test)
+        self.stmt = prev
+        self.walk_block(node.body)
+        self.loop_stack.pop()
+        if node.orelse is not None:
+            self.walk_block(node.orelse.body)
+
+    def _if(self, node: cst.If) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit("If", node)
+        self.walk(node.test)
+        self.stmt = prev
+        period = period_of(node.test)
+        polarity = xla_polarity(node.test)
+        once = period is None and runs_once(node.test, node.body, self.func.step_counters)
+        self.cond_depth += 1
+        self.guards.append((period, polarity == "non-xla", once))
+        exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
+        self.error_depth += exits
+        tested = _tensor_type_test(node.test)
+        if tested:
+            self._type_tested.append(tested)
+        self.walk_block(node.body)
+        if tested:
+            self._type_tested.pop()
+        self.error_depth -= exits
+        self.guards.pop()
+        if node.orelse is not None:
+            self.guards.append((None, polarity == "xla", False))
+            if type(node.orelse) is cst.If:
+                self._if(node.orelse)
+            else:
+                self.walk_block(node.orelse.body)
+            self.guards.pop()
+        self.cond_depth -= 1
+        if polarity == "xla" and node.orelse is None and ends_block(node.body):
+            # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
+            self.guards.append((None, True, False))
+
+    def _exits(self, block) -> bool:
+        """The block ends the program or raises: it runs at most once, like an error path."""
+        body = getattr(block, "body", ())
+        last = body[-1] if body else None
+        if type(last) is not cst.SimpleStatementLine or not last.body:
+            return False
+        small = last.body[-1]
+        if type(small) is cst.Raise:
+            return True
+        if type(small) is cst.Expr and type(small.value) is cst.Call:
+            func = small.value.func
+            q = self.qualname(func) or (func.value if type(func) is cst.Name and func.value not in self.imports else None)
+            return q in T.EXIT_FUNCTIONS
+        return False
+
+    def _try(self, node) -> None:
+        self.seq += 1
+        self._emit(type(node).__name__, node)
+        self.walk_block(node.body)
+        self.cond_depth += 1
+        for h in node.handlers:
+            if h.type is not None:
+                self.walk(h.type)
+            self.walk_block(h.body)
+        if node.orelse is not None:
+            self.walk_block(node.orelse.body)
+        self.cond_depth -= 1
+        if node.finalbody is not None:
+            self.walk_block(node.finalbody.body)
+
+    def _with(self, node: cst.With) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit("With", node)
+        no_grad = False
+        for item in node.items:
+            self.walk(item.item)
+            if item.asname is not None:
+                self._bind_target(item.asname.name, None, K.UNKNOWN)
+            if type(item.item) is cst.Call and self.qualname(item.item.func) in H.NO_GRAD_CALLS:
+                no_grad = True
+        self.stmt = prev
+        self.no_grad_depth += no_grad
+        self.walk_block(node.body)
+        self.no_grad_depth -= no_grad
+
+    def _raise(self, node: cst.Raise) -> None:
+        self._emit("Raise", node)
+        self.error_depth += 1
+        self.walk_children(node)
+        self.error_depth -= 1
+
+    def _assert(self, node: cst.Assert) -> None:
+        self._emit("Assert", node)
+        self.walk(node.test)
+        if node.msg is not None:
+            self.error_depth += 1
+            self.walk(node.msg)
+            self.error_depth -= 1
+
+    def _return(self, node: cst.Return) -> None:
+        self._emit("Return", node)
+        if node.value is not None:
+            self.walk(node.value)
+            k = self.kind(node.value)
+            f = self.func
+            if f.return_kind is K.UNKNOWN or f.return_kind == k:
+                f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
+
+    def _comp(self, node) -> None:
+        """List/set/dict comprehensions and generators: bind the ``for`` targets before the element."""
+        self._emit(type(node).__name__, node)
+        comp = node.for_in
+        while comp is not None:
+            self.walk(comp.iter)
+            self._bind_target(comp.target, None, K.UNKNOWN, iter_expr=comp.iter)
+            for cond in comp.ifs:
+                self._emit("CompIf", cond)
+                self.walk(cond.test)
+            comp = comp.inner_for_in
+        if type(node) is cst.DictComp:
+            self.walk(node.key)
+            self.walk(node.value)
+        else:
+            self.walk(node.elt)
+
+    def _call(self, node: cst.Call) -> None:
+        self._callee_memo = [node.func, UNRESOLVED]
+        try:
+            self._emit("Call", node)
+        finally:
+            self._callee_memo = None
+        q = self.qualname(node.func)
+        self.walk(node.func)
+        closure = q in T.STEP_CLOSURE_FUNCTIONS or (
+            q is None and last_name(node.func) == "add_step_closure"
+        )
+        if closure:
+            for a in node.args:
+                n = dotted_name(a.value)
+                if n and a.keyword is None:
+                    self.closure_names.add(n)
+            self.closure_depth += 1
+        for a in node.args:
+            self.walk(a.value)
+        if closure:
+            self.closure_depth -= 1
+        if q is None and type(node.func) is cst.Attribute and node.func.attr.value in _CONTAINER_PUTS:
+            for a in node.args:
+                if a.star != "*":
+                    self._holds(node.func.value, self.kind(a.value))
+        self._register_buffer(node)
+        self._note_call(node, q)
+
+    def _register_buffer(self, node: cst.Call) -> None:
+        """``self.register_buffer("queue_ptr", torch.zeros(1))``: the module's attribute is a tensor, on
+        the module's device."""
+        func = node.func
+        if not (type(func) is cst.Attribute and func.attr.value in ("register_buffer", "register_parameter")
+                and type(func.value) is cst.Name and func.value.value == "self"):
+            return
+        args = positional_args(node)
+        name = string_value(args[0]) if args else None
+        cls = self.current_class()
+        if name is None or len(args) < 2 or cls is None or cls not in self.classes:
+            return
+        if self.kind(args[1]) in K.ANY_TENSOR or type(args[1]) is cst.Call and (
+                self.qualname(args[1].func) or "").startswith(("torch.", "nn.")):
+            attrs = self.classes[cls]["attrs"]
+            attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
+
+
+def _indexes_by(body, container: Optional[str], name: str) -> bool:
+    """``body`` subscripts ``container`` with the bare name ``name`` (``batch[k]``)."""
+    if not container:
+        return False
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Subscript and len(n.slice) == 1 and type(n.slice[0].slice) is cst.Index:
+            idx = n.slice[0].slice.value
+            if type(idx) is cst.Name and idx.value == name and dotted_name(n.value) == container:
+                return True
+        if type(n) in NODE_TYPES:
+            stack.extend(child_nodes(n))
+    return False
+
+
+# list/dict methods that put their arguments into the container
+_CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
+
+
+def _tensor_type_test(test) -> Optional[str]:
+    """``isinstance(v, torch.Tensor)`` / ``torch.is_tensor(v)``: the name ``v``."""
+    if type(test) is cst.Call:
+        fname = dotted_name(test.func) or ""
+        args = positional_args(test)
+        if fname == "isinstance" and len(args) == 2 and type(args[0]) is cst.Name:
+            if "Tensor" in code_of(args[1]):
+                return args[0].value
+        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
+            return args[0].value
+    return None
+
+
+# node type -> the method of the model that walks it (install_dispatch fills _SPECIAL)
+_SPECIAL_METHODS = {
+    "SimpleStatementLine": "_simple_stmt_line",
+    "Import": "_import",
+    "ImportFrom": "_import_from",
+    "Assign": "_assign",
+    "AnnAssign": "_ann_assign",
+    "AugAssign": "_aug_assign",
+    "NamedExpr": "_named_expr",
+    "FunctionDef": "_function_def",
+    "ClassDef": "_class_def",
+    "Lambda": "_lambda",
+    "For": "_for",
+    "While": "_while",
+    "If": "_if",
+    "Try": "_try",
+    "TryStar": "_try",
+    "With": "_with",
+    "Return": "_return",
+    "Raise": "_raise",
+    "Assert": "_assert",
+    "ListComp": "_comp",
+    "SetComp": "_comp",
+    "GeneratorExp": "_comp",
+    "DictComp": "_comp",
+    "Call": "_call",
+    }
+_SPECIAL: dict = {}  # node type name -> unbound method of the composed model; global for the walk's speed
+
+
+def install_dispatch(model_class) -> None:
+    """Point the walk's dispatch at ``model_class``'s methods (the composed model, once it is defined)."""
+    _SPECIAL.clear()
+    _SPECIAL.update({name: getattr(model_class, meth) for name, meth in _SPECIAL_METHODS.items()})
