@@ -34,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -139,7 +140,7 @@ def checkout(mirror: str, repo: str, commit: str, dest: str) -> str:
 
 
 def _feed(proc, oids):
-    import threading
+    """Write the object ids to ``git cat-file --batch`` from a thread, so that its output never blocks it."""
 
     def run():
         for oid in oids:
@@ -347,6 +348,33 @@ def half_summary(half: str, rows: list) -> list:
             f"{fmt(sum(macro) / len(macro) if macro else None)}"]
 
 
+def append_judged(path: str, specs: list) -> int:
+    """Append the judged rows of a ``--write-new`` file to the verdict file of each row's half.
+
+    Rows still without a verdict stay out; the text and message columns are dropped (pointers only)."""
+    halves = {(s["repo"], s["commit"]): s["half"] for s in specs}
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("verdict")]
+    by_half: dict = defaultdict(list)
+    for n, row in enumerate(rows, 2):
+        half = halves.get((row["repo"], row["commit"]))
+        if half is None:
+            raise SystemExit(f"ledger: {path}:{n}: {row['repo']}@{row['commit']} is not in repos.json")
+        if row["verdict"] not in VERDICTS or (row["verdict"] == "false" and not row["cause"]):
+            raise SystemExit(f"ledger: {path}:{n}: a verdict is true, false (with a cause) or unsure")
+        by_half[half].append({k: row[k] for k in COLUMNS})
+    for half, judged in by_half.items():
+        target = os.path.join(HERE, VERDICT_FILES[half])
+        new = not os.path.exists(target)
+        with open(target, "a", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            if new:
+                w.writeheader()
+            w.writerows(judged)
+        print(f"appended {len(judged)} verdicts to {target}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--half", choices=HALVES + ("all",), default="all")
@@ -363,10 +391,14 @@ def main(argv=None) -> int:
     ap.add_argument("--show-heldout", action="store_true",
                     help="list the held-out half's unjudged findings too (for the judge only)")
     ap.add_argument("--by-cause", action="store_true", help="the dev half's false findings counted by cause")
+    ap.add_argument("--append", metavar="CSV", help="append the judged rows of a --write-new file to the "
+                    "verdict file of their half, then stop")
     args = ap.parse_args(argv)
 
     with open(os.path.join(HERE, "repos.json"), encoding="utf-8") as f:
         specs = json.load(f)["repositories"]
+    if args.append:
+        return append_judged(args.append, specs)
     specs = [s for s in specs if args.half in ("all", s["half"])
              and (not args.repo or any(r in s["repo"] for r in args.repo))]
     verdicts = {h: read_verdicts(os.path.join(HERE, VERDICT_FILES[h])) for h in HALVES}
@@ -428,8 +460,8 @@ def main(argv=None) -> int:
             w = csv.DictWriter(f, fieldnames=COLUMNS + ["text", "message"])
             w.writeheader()
             w.writerows(to_judge)
-        print(f"wrote {len(to_judge)} rows to judge to {args.write_new} (fill verdict, cause, reason; drop the "
-              f"text and message columns; append to {', '.join(VERDICT_FILES.values())})")
+        print(f"wrote {len(to_judge)} rows to judge to {args.write_new} (fill verdict, cause, reason, then "
+              f"`ledger.py --append {args.write_new}`)")
     return 0
 
 
