@@ -192,7 +192,7 @@ class PerStepFormat(Rule):
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, "`accelerator.print(...)`")
             return
-        if meth in _PROGRESS_METHODS and (last_name(recv) or "").lower() in ("pbar", "progress", "progress_bar", "bar", "tqdm", "t", "iterator", "epoch_iterator", "loop"):
+        if meth in _PROGRESS_METHODS and K.instance_class(m.kind(recv)) is None and (last_name(recv) or "").lower() in ("pbar", "progress", "progress_bar", "bar", "tqdm", "t", "iterator", "epoch_iterator", "loop"):
             self._formats(args)
             if any(m.holds_tensor(a) for a in args):
                 self._flag(node, f"`{meth}(...)`")
@@ -208,6 +208,8 @@ def _own_attributes(node) -> bool:
 
 
 def _is_logger(m, recv) -> bool:
+    if K.instance_class(m.kind(recv)) is not None:
+        return False  # an object of a project class (`self.logger = MetricsLogger(...)`): its own method runs
     q = m.qualname(recv)
     if q is not None:
         return q == "logging" or q.startswith("logging.") or q.endswith(("logger", "log"))

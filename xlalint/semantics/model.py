@@ -65,6 +65,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self.closure_names: set[str] = set()
         self.compiled_names: set[str] = set()
         self.hook_keys: set[str] = set()  # callee keys of functions registered as per-step hooks
+        self.periodic: dict[str, str] = {}  # function key -> period, for periodic predicates (step_marks)
         self.no_grad_depth = 0  # inside `with torch.no_grad():`
         self._dispatch: dict[str, list[Callable]] = {}
         for rule in rules:
@@ -133,6 +134,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self.toplevel_defs = {
             s.name.value for s in self.module.body if type(s) is cst.FunctionDef
         }
+        self.find_periodic_predicates()
         for i, stmt in enumerate(self.module.body):
             self.top_index = i
             self.walk(stmt)

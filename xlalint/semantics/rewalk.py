@@ -104,6 +104,7 @@ class Rewalk:
         for key in [k for k in self.funcs if k.startswith(prefix)]:
             del self.funcs[key]
         f.env.clear()
+        f.periods.clear()
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()

@@ -16,12 +16,59 @@ import libcst as cst
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps
+from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps, period_of
 from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
 
 
 class StepMarks:
-    """Roots of per-step code, hot loops and hooks, and the module's call graph."""
+    """Roots of per-step code, hot loops and hooks, periodic predicates, and the module's call graph."""
+
+    def find_periodic_predicates(self) -> None:
+        """Before the walk: the short functions and methods of this module whose every return is a periodic
+        test (``def should_log(self, step): return step == 1 or step % self.log_freq == 0``), by function
+        key, with the period's text. A call of one in a condition guards its block as ``step % N == 0``
+        does, wherever it is defined (``predicate_period``); other modules read them in the summary."""
+        found = self.periodic = {}
+        for stmt in self.module.body:
+            if type(stmt) is cst.FunctionDef:
+                _note_predicate(found, stmt.name.value, stmt)
+            elif type(stmt) is cst.ClassDef and type(stmt.body) is cst.IndentedBlock:
+                for member in stmt.body.body:
+                    if type(member) is cst.FunctionDef:
+                        _note_predicate(found, f"{stmt.name.value}.{member.name.value}", member)
+
+    def predicate_period(self, test) -> Optional[str]:
+        """``self.should_log(step)``, ``should_eval(i)``: the period of a call of a periodic predicate of this
+        module or of another project module, or of a name bound to a periodic test, or None."""
+        if type(test) is cst.BooleanOperation:
+            return self.predicate_period(test.left) or self.predicate_period(test.right)
+        if type(test) is cst.Name:
+            f = self.func
+            while f is not None:
+                if test.value in f.env:
+                    return f.periods.get(test.value)
+                f = f.parent
+            return None
+        if type(test) is not cst.Call:
+            return None
+        callee = self.callee_key(test.func)
+        if callee is not None and callee[0] != "@":
+            return self.periodic.get(callee)
+        if self.facts is None:
+            return None
+        if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
+            gkey = callee[1:]
+            if ":" not in gkey:
+                r = self.facts.resolve(gkey)
+                gkey = r[1] if r is not None and r[0] == "func" else None
+            period = self.facts.periodic(gkey) if gkey is not None else None
+            if period is not None:
+                return period
+        if type(test.func) is cst.Attribute:
+            # `self.metrics_processor.should_log(step)` on an object of no known class: the project's
+            # periodic predicates of that method name, when they agree
+            return self.facts.periodic_method(test.func.attr.value)
+        return None
 
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the
@@ -231,3 +278,28 @@ def _counts_positions(head) -> bool:
     if fname in ("enumerate", "tqdm", "trange") and head.args:
         return fname == "trange" or _counts_positions(head.args[0].value)
     return fname in ("range", "count", "trange", "repeat")
+
+
+# a periodic predicate is a short function: its body (after a docstring) has at most this many statements
+_PREDICATE_STATEMENTS = 3
+
+
+def _note_predicate(found: dict, key: str, node: cst.FunctionDef) -> None:
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
+    if not body or len(body) > _PREDICATE_STATEMENTS + 1:
+        return
+    periods = set()
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(n) is cst.Return:
+            p = period_of(n.value) if n.value is not None else None
+            if p is None:
+                return  # one return that is not a periodic test: not a predicate
+            periods.add(p)
+        elif type(n) in NODE_TYPES:
+            stack.extend(child_nodes(n))
+    if len(periods) == 1:
+        found[key] = periods.pop()

@@ -46,6 +46,7 @@ class FuncInfo:
     path: str = ""  # that module's file, as the user named it
     runs_model: bool = False  # calls a module / model.generate itself, outside its own loops (hot_loops)
     no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
+    periods: dict = field(default_factory=dict)  # names bound to a periodic test: `should_log = step % n == 0`
 
 
 @dataclass(eq=False)
@@ -62,6 +63,8 @@ class LoopInfo:
     runs_model: bool = False  # its own body calls a module / model.generate (a hot loop: hot_loops)
     hint: Optional[str] = None  # what its words say it is: hot_loops.DECODE / EVAL / ROLLOUT, or None
     outer: Optional["LoopInfo"] = None  # the loop of the same function it is nested in
+    seq: int = 0  # the walk's statement counter at its header (order within its function)
+    end_seq: int = 0  # and after its body: a context of the function with seq > end_seq runs after it
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,20 +249,41 @@ class Steps:
     def frequency(self, ctx: Ctx) -> Frequency:
         if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure:
             return NOT_PER_STEP
-        for loop in reversed(ctx.loops):  # the innermost step loop in this function
+        loops = [lp for lp in ctx.loops if not self.before_training(lp)]
+        for loop in reversed(loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
                 return self._in_loop(ctx, loop, self.hot_kind(loop, True))
         ff = self.function_frequency(ctx.func)
         if not ff.per_step:
-            for loop in reversed(ctx.loops):  # else the innermost hot loop (decoding, evaluation, ...)
+            for loop in reversed(loops):  # else the innermost hot loop (decoding, evaluation, ...)
                 if self.is_hot_loop(loop):
                     return self._in_loop(ctx, loop, self.hot_kind(loop, False))
             return NOT_PER_STEP
+        if len(loops) < len(ctx.loops):
+            return NOT_PER_STEP  # in a loop before training, in a function that runs per step (rare)
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
+        if ff.level == PERIODIC and not ctx.loops and self._after_whole_loop(ctx):
+            after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
         if ctx.period or after != ff.after_sync:
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
                              ff.hot)
         return ff
+
+    def before_training(self, loop: LoopInfo) -> bool:
+        """A loop of a function's own body (not nested in another of its loops) that does not train, followed
+        in the same function by the loop that trains: work done once before training (generating class
+        images, caching embeddings, a baseline evaluation), not per step."""
+        if loop.outer is not None or not loop.end_seq or self.loop_trains(loop):
+            return False
+        return any(lp.seq > loop.end_seq and self.is_step_loop(lp) and self.loop_trains(lp)
+                   for lp in self._loops_of.get(id(loop.func), ()))
+
+    def _after_whole_loop(self, ctx: Ctx) -> bool:
+        """``ctx`` comes after one of its function's own evaluation or step loops (not nested in another):
+        what the function computed over the whole loop is read once, at its end."""
+        return any(lp.outer is None and lp.end_seq and ctx.seq > lp.end_seq
+                   and (self.is_hot_loop(lp) or self.is_step_loop(lp))
+                   for lp in self._loops_of.get(id(ctx.func), ()))
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
         after = self._after_sync(ctx, loop.sync_points)
@@ -341,8 +365,14 @@ def runs_once(test, body, counters) -> bool:
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
         sides = (test.left, test.comparisons[0].comparator)
+        if any(_has_modulo(x) for x in sides):
+            return False
+        if type(op) is cst.Equal and any(_is_last_index(x) for x in sides) and any(type(x) is cst.Name for x in sides):
+            return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
+        if type(op) in (cst.LessThan, cst.LessThanEqual) and type(sides[0]) is cst.Name and _small_int(sides[1]):
+            return True  # `if batch_i < 3:`: the first few batches (plots, samples), not every step
         counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
-        if not counts or any(_has_modulo(x) for x in sides):
+        if not counts:
             return False
         if type(op) is cst.Equal:
             return True
@@ -350,6 +380,21 @@ def runs_once(test, body, counters) -> bool:
     if type(test) in (cst.Name, cst.Attribute):
         return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
     return False
+
+
+# `if batch_i < FIRST_FEW:` runs on the first few steps only (a literal of at most this many)
+_FIRST_FEW = 16
+
+
+def _small_int(node) -> bool:
+    return type(node) is cst.Integer and node.evaluated_value <= _FIRST_FEW
+
+
+def _is_last_index(node) -> bool:
+    """``len(x) - 1`` or ``len(x)``: the index (or count) of the last element of a sized iterable."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Subtract and type(node.right) is cst.Integer:
+        node = node.left
+    return type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1
 
 
 def _has_modulo(node) -> bool:
@@ -385,11 +430,34 @@ def period_of(test) -> Optional[str]:
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         if type(c.operator) is cst.Equal:
-            for side in (test.left, c.comparator):
-                while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
-                    side = side.left
-                if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
-                    return code_of(side.right)
+            return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
+    return None
+
+
+def _modulo_divisor(side) -> Optional[str]:
+    """``(step + 1) % N`` -> the source text of N."""
+    while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
+        side = side.left
+    if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
+        return code_of(side.right)
+    return None
+
+
+def negated_period(test, predicate=None) -> Optional[str]:
+    """The period of a test that is true on the steps that are *not* periodic, for an early exit
+    (``if step % N != 0: continue``, ``if step % N: return``, ``if not step % N == 0: return``,
+    ``if not self.should_log(step): return`` with ``predicate`` naming such calls' period): the code after
+    it runs every N steps."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = test.expression
+        return period_of(inner) or (predicate(inner) if predicate is not None else None)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        if type(c.operator) is cst.NotEqual:
+            return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
+        return None
+    if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo:
+        return code_of(test.right)
     return None
 
 

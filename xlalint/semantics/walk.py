@@ -19,7 +19,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
-from xlalint.semantics.steps import FuncInfo, LoopInfo, ends_block, period_of, runs_once, xla_polarity
+from xlalint.semantics.steps import FuncInfo, LoopInfo, ends_block, negated_period, period_of, runs_once, xla_polarity
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, positional_args, string_value,
 )
@@ -95,8 +95,16 @@ class StatementWalk:
         self._emit("Assign", node)
         self.walk(node.value)
         value_kind = self.kind(node.value)
+        period = None
+        if type(node.value) in (cst.Comparison, cst.BooleanOperation, cst.Call):
+            period = period_of(node.value) or self.predicate_period(node.value)
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
+            if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`: a periodic test, by name
+                if period is not None:
+                    self.func.periods[t.target.value] = period
+                else:
+                    self.func.periods.pop(t.target.value, None)
             self.walk(t.target)
 
     def _ann_assign(self, node: cst.AnnAssign) -> None:
@@ -218,7 +226,7 @@ class StatementWalk:
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
                         cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(node.iter),
-                        outer=self.loop_stack[-1] if self.loop_stack else None)
+                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq)
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
@@ -230,6 +238,7 @@ class StatementWalk:
         self.loop_stack.append(loop)
         self.walk_block(node.body)
         self.loop_stack.pop()
+        loop.end_seq = self.seq
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
@@ -239,7 +248,7 @@ class StatementWalk:
         self.stmt = node
         loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
                         hint=self._loop_hint(node.test, counts=True),
-                        outer=self.loop_stack[-1] if self.loop_stack else None)
+                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq)
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -247,6 +256,7 @@ class StatementWalk:
         self.stmt = prev
         self.walk_block(node.body)
         self.loop_stack.pop()
+        loop.end_seq = self.seq
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
@@ -257,7 +267,7 @@ class StatementWalk:
         self._emit("If", node)
         self.walk(node.test)
         self.stmt = prev
-        period = period_of(node.test)
+        period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test)
         once = period is None and runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
@@ -280,9 +290,16 @@ class StatementWalk:
                 self.walk_block(node.orelse.body)
             self.guards.pop()
         self.cond_depth -= 1
-        if polarity == "xla" and node.orelse is None and ends_block(node.body):
-            # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
-            self.guards.append((None, True, False))
+        if node.orelse is None and ends_block(node.body):
+            if polarity == "xla":
+                # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
+                self.guards.append((None, True, False))
+            else:
+                skipped = negated_period(node.test, self.predicate_period)
+                if skipped is not None:
+                    # `if not self.should_log(step): return`, `if step % N: continue`: the rest of this block
+                    # runs every N steps
+                    self.guards.append((skipped, False, False))
 
     def _exits(self, block) -> bool:
         """The block ends the program or raises: it runs at most once, like an error path."""

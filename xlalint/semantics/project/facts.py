@@ -87,12 +87,12 @@ class Facts:
         """Record a view's answer (``k``: its memo key, ``key``: the question) where update() finds it."""
         self._answers[k] = value
         op, _, arg = key.partition("|")
-        if op == "ret":
+        if op in ("ret", "per"):
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa"):
-            self._by_class.add(k)
+        elif op in ("clsm", "clsa", "perm"):
+            self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
     def resolve(self, dotted: str, importer: str = "", _depth: int = 0):
@@ -179,6 +179,19 @@ class Facts:
         s = self.summaries.get(mod)
         rec = s["funcs"].get(key) if s else None
         return rec[7] if rec else K.UNKNOWN
+
+    def periodic(self, gkey: str) -> Optional[str]:
+        """The period of a function that returns a periodic test (``step % N == 0``), or None."""
+        mod, _, key = gkey.partition(":")
+        s = self.summaries.get(mod)
+        return s.get("periodic", {}).get(key) if s else None
+
+    def periodic_method(self, name: str) -> Optional[str]:
+        """The period of the project's methods called ``name`` that return a periodic test, when there are
+        some and they agree on it, else None."""
+        periods = {p for s in self.summaries.values() for k, p in s.get("periodic", {}).items()
+                   if k.rpartition(".")[2] == name and "." in k}
+        return periods.pop() if len(periods) == 1 else None
 
     def klass(self, gkey: str):
         """(is an nn.Module, {attribute: kind}) of a project class, with its bases' attributes."""
@@ -363,6 +376,10 @@ class FactsView:
             return list(r) if r is not None else None
         if op == "ret":
             return f.returns(arg)
+        if op == "per":
+            return f.periodic(arg)
+        if op == "perm":
+            return f.periodic_method(arg)
         if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
             return k[0] if k is not None else None
@@ -422,6 +439,12 @@ class FactsView:
 
     def returns(self, gkey: str):
         return self._ask("ret|" + gkey)
+
+    def periodic(self, gkey: str) -> Optional[str]:
+        return self._ask("per|" + gkey)
+
+    def periodic_method(self, name: str) -> Optional[str]:
+        return self._ask("perm|" + name)
 
     # a class is read piece by piece: a module that asks one attribute is not walked again when another
     # changes

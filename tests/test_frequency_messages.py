@@ -1,0 +1,77 @@
+"""A true finding with a wrong frequency is a wrong message: the frequency each message names.
+
+The fixtures' ``# expect:`` marks say where findings are; these tests say what their messages claim about
+how often the line runs (issue #32, cause 9), for the guards that make code periodic from afar: a periodic
+predicate (``should_log(step)``) called behind an early return, in the same module or in another one whose
+class is not known where it is called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlalint import engine, parallel
+from xlalint.config import build_settings
+
+ROOT = Path(__file__).resolve().parent
+FIXTURES = ROOT / "fixtures"
+
+
+def _lint(*paths) -> list:
+    settings = build_settings(None)
+    files = [str(p) for p in engine.iter_python_files([str(p) for p in paths], settings)]
+    return parallel.lint_files(files, settings, jobs=1, cache=None)
+
+
+def _messages(findings, name: str) -> dict:
+    return {f.line: f.message for f in findings if Path(f.path).name == name}
+
+
+def test_periodic_predicate_behind_an_early_return_in_the_same_module():
+    msgs = _messages(_lint(FIXTURES / "once_per_evaluation_guards.py"), "once_per_evaluation_guards.py")
+    assert "every `self.log_every` steps" in msgs[29]
+
+
+def test_periodic_predicate_of_an_object_built_by_a_factory_in_another_module():
+    findings = _lint(FIXTURES / "projects" / "metrics_processor")
+    assert {(Path(f.path).name, f.line) for f in findings} == {("train.py", 43), ("metrics.py", 17)}
+    for f in findings:
+        assert "every `self.log_freq` steps" in f.message, f.message
+
+
+def test_a_name_bound_to_a_periodic_test_guards_like_the_test(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "def train(model, opt, loader, log_every):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        log_now = step % log_every == 0\n"
+        "        if not log_now:\n"
+        "            continue\n"
+        "        print(loss.item())\n"
+        "        if step % 10:\n"
+        "            continue\n"
+        "        print(loss.item())\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every `log_every` steps" in msgs[10]
+    assert "every 10 steps" in msgs[13]
+
+
+def test_first_batches_and_last_batch_guards_are_not_per_step(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "def train(model, opt, loader):\n"
+        "    for i, (x, y) in enumerate(loader):\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if i < 3:\n"
+        "            print(x[:2].tolist())\n"
+        "        if i == len(loader) - 1:\n"
+        "            print(loss.item())\n"
+        "        print(loss.item())\n"
+    )
+    assert sorted(_messages(_lint(tmp_path), "t.py")) == [11]
