@@ -18,8 +18,12 @@ from tests.conftest import HAVE_XLA
 
 from xlalint.findings import Finding
 from xlalint.verify import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, collect, render_json, render_text
-from xlalint.verify import analysis, graphs, report as report_mod
+from xlalint.verify import graphs, report as report_mod
+from xlalint.verify.judges import judge
+from xlalint.verify.misses import find_misses
+from xlalint.verify.recompiles import find_recompiles
 from xlalint.verify.runner import split_target
+from xlalint.verify.step_table import Run, most
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "verify_programs")
@@ -397,7 +401,7 @@ def test_split_target_and_sparkline():
     assert split_target("train.py") == ("train.py", None)
     assert report_mod.sparkline([2, 0, 0, 1]) == "█  ▅"
     assert report_mod.sparkline([0, 0]) == "▁▁"
-    assert analysis._most(3, 5) and not analysis._most(2, 4) and not analysis._most(0, 0)
+    assert most(3, 5) and not most(2, 4) and not most(0, 0)
 
 
 def test_first_body_step_skips_an_mpdeviceloader_setup_step():
@@ -408,7 +412,7 @@ def test_first_body_step_skips_an_mpdeviceloader_setup_step():
         "lines": {"/p/t.py": {"3": {"hits": {"0": 1}, "events": {}}, "10": {"hits": body, "events": {}},
                               "11": {"hits": body, "events": {}}}},
     }
-    run = analysis.Run(result, [], warmup=2)
+    run = Run(result, [], warmup=2)
     assert run.first_body_step == 1 and run.steady == [3, 4, 5]
 
 
@@ -424,13 +428,13 @@ def test_a_recompile_whose_root_cause_was_not_found_is_explained_by_nothing():
                                                                        "aten": {}, "eval_uncached": 0}
                                                              for s in range(6)}}}},
     }
-    run = analysis.Run(result, [], warmup=2)
-    recompiles = analysis.find_recompiles(run)
+    run = Run(result, [], warmup=2)
+    recompiles = find_recompiles(run)
     assert recompiles and not recompiles[0].root_causes
     xla005 = finding("/p/t.py", 3, "XLA005")
-    misses, _ = analysis.find_misses(run, [xla005], recompiles)
+    misses, _ = find_misses(run, [xla005], recompiles)
     assert recompiles[0].explained_by == []
     [miss] = misses
     assert miss.kind == "steady-state recompile" and "root cause not found: graph dumps were off" in miss.message
-    v = analysis.judge(xla005, run, recompiles)
+    v = judge(xla005, run, recompiles)
     assert v.status == NOT_CONFIRMED and "no input whose shape changed was found (tried: " in v.evidence
