@@ -18,12 +18,18 @@ from tests.conftest import HAVE_XLA
 
 from xlalint.findings import Finding
 from xlalint.verify import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, collect, render_json, render_text
-from xlalint.verify import analysis, graphs, report as report_mod
+from xlalint.verify import graphs, report as report_mod
+from xlalint.verify.judges import judge
+from xlalint.verify.misses import find_misses
+from xlalint.verify.recompiles import find_recompiles
 from xlalint.verify.runner import split_target
+from xlalint.verify.step_table import Run, most
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "verify_programs")
 ROOT = os.path.dirname(HERE)
+#: The child process's own code: never in the user's traceback or frames.
+CHILD_CODE = os.path.join("xlalint", "verify", "child")
 
 
 def prog(name: str) -> str:
@@ -164,7 +170,7 @@ def test_program_that_raises_exits_2_with_its_traceback(result):
     assert rep.exit_code == 2 and rep.stop_reason == "error"
     assert "ValueError: boom at step 2" in rep.traceback
     assert 'raises.py", line 11' in rep.traceback
-    assert "_child.py" not in rep.traceback and "runpy" not in rep.traceback
+    assert CHILD_CODE not in rep.traceback and "runpy" not in rep.traceback
     text = render_text(rep)
     assert "the program raised an exception" in text and "boom at step 2" in text
     assert len(rep.steps) == 3  # what ran before the crash is still shown
@@ -191,7 +197,7 @@ def test_program_that_hangs_is_stopped_at_the_timeout(result):
     assert "(stopped at --timeout 12s" in head and "raised" not in head
     if rep.where:  # torch_xla had started: the loop's line, in the user's frames
         assert "hangs.py:10 in <module>" in head
-        assert rep.where[-1]["line"] == 10 and not any("_child" in f["path"] for f in rep.where)
+        assert rep.where[-1]["line"] == 10 and not any(CHILD_CODE in f["path"] for f in rep.where)
 
 
 def test_timeout_in_the_middle_of_a_compile_is_a_timeout(result):
@@ -395,7 +401,7 @@ def test_split_target_and_sparkline():
     assert split_target("train.py") == ("train.py", None)
     assert report_mod.sparkline([2, 0, 0, 1]) == "█  ▅"
     assert report_mod.sparkline([0, 0]) == "▁▁"
-    assert analysis._most(3, 5) and not analysis._most(2, 4) and not analysis._most(0, 0)
+    assert most(3, 5) and not most(2, 4) and not most(0, 0)
 
 
 def test_first_body_step_skips_an_mpdeviceloader_setup_step():
@@ -406,7 +412,7 @@ def test_first_body_step_skips_an_mpdeviceloader_setup_step():
         "lines": {"/p/t.py": {"3": {"hits": {"0": 1}, "events": {}}, "10": {"hits": body, "events": {}},
                               "11": {"hits": body, "events": {}}}},
     }
-    run = analysis.Run(result, [], warmup=2)
+    run = Run(result, [], warmup=2)
     assert run.first_body_step == 1 and run.steady == [3, 4, 5]
 
 
@@ -422,13 +428,13 @@ def test_a_recompile_whose_root_cause_was_not_found_is_explained_by_nothing():
                                                                        "aten": {}, "eval_uncached": 0}
                                                              for s in range(6)}}}},
     }
-    run = analysis.Run(result, [], warmup=2)
-    recompiles = analysis.find_recompiles(run)
+    run = Run(result, [], warmup=2)
+    recompiles = find_recompiles(run)
     assert recompiles and not recompiles[0].root_causes
     xla005 = finding("/p/t.py", 3, "XLA005")
-    misses, _ = analysis.find_misses(run, [xla005], recompiles)
+    misses, _ = find_misses(run, [xla005], recompiles)
     assert recompiles[0].explained_by == []
     [miss] = misses
     assert miss.kind == "steady-state recompile" and "root cause not found: graph dumps were off" in miss.message
-    v = analysis.judge(xla005, run, recompiles)
+    v = judge(xla005, run, recompiles)
     assert v.status == NOT_CONFIRMED and "no input whose shape changed was found (tried: " in v.evidence

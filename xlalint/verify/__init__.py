@@ -19,18 +19,17 @@ from __future__ import annotations
 import os
 import sys
 
-from xlalint.verify.analysis import (
+from xlalint.verify.report import render_json, render_text
+from xlalint.verify.results import (
     CONFIRMED,
-    DEFAULT_WARMUP,
     NOT_CONFIRMED,
     NOT_REACHED,
     FindingVerdict,
     Miss,
     Recompile,
-    StepRow,
     VerifyReport,
 )
-from xlalint.verify.report import render_json, render_text
+from xlalint.verify.step_table import DEFAULT_WARMUP, StepRow
 
 __all__ = [
     "CONFIRMED",
@@ -83,8 +82,12 @@ def collect(
 def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps):
     import signal
 
-    from xlalint.verify import analysis
+    from xlalint.verify.judges import judge
+    from xlalint.verify.misses import find_misses
+    from xlalint.verify.missing_barrier import no_barrier_info
+    from xlalint.verify.recompiles import find_recompiles
     from xlalint.verify.runner import Interrupts, run_child, split_target
+    from xlalint.verify.step_table import Run, timing
 
     target_file, function = split_target(target)
     if target_file.lower().endswith(".ipynb") and os.path.isfile(target_file):  # hook: xlalint/notebook.py
@@ -137,7 +140,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     if status == "error" and res.get("error_kind") == "no_function":
         return _error_report(target, max_steps, warmup, res.get("traceback"), None, output, raw.elapsed)
 
-    run_ = analysis.Run(res, raw.graphs, warmup=warmup)
+    run_ = Run(res, raw.graphs, warmup=warmup)
     findings: list = []
     if run_.user_files:
         provider = findings_provider or _default_findings_provider
@@ -148,7 +151,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     user = set(run_.user_files)
     findings = [f for f in findings if os.path.realpath(f.path) in user]
     findings.sort(key=lambda f: (os.path.realpath(f.path), f.line, getattr(f, "column", 0), f.code))
-    recompiles = analysis.find_recompiles(run_) if run_.n_steps else []
+    recompiles = find_recompiles(run_) if run_.n_steps else []
     if graph_dumps == "auto" and any(rc.kind == "recompile" for rc in recompiles) and not (
         Interrupts.signum or status in ("timeout", "interrupted")
     ):
@@ -158,16 +161,16 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             trace="lines" if trace else False, graph_dumps=True,
         )
         if raw2.result is not None and raw2.result.get("steps"):
-            run2 = analysis.Run(raw2.result, raw2.graphs, warmup=warmup)
-            recompiles = analysis.find_recompiles(run2)
+            run2 = Run(raw2.result, raw2.graphs, warmup=warmup)
+            recompiles = find_recompiles(run2)
             notes.append(
                 "steady-state recompiles seen: the root causes come from a second run with IR graph dumps "
                 f"(XLA_IR_DEBUG=1, XLA_SAVE_TENSORS_FILE), {len(run2.step_rows)} steps; the timings from the first"
             )
         else:
             notes.append("the second run with IR graph dumps failed: the recompiles' root causes are unknown")
-    verdicts = [analysis.judge(f, run_, recompiles) for f in findings]
-    misses, quiet = analysis.find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
+    verdicts = [judge(f, run_, recompiles) for f in findings]
+    misses, quiet = find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
 
     where = res.get("where") or []
     inside = res.get("stopped_inside")
@@ -178,10 +181,10 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             f"interrupted by {sig} after {run_.n_steps} step{'s' if run_.n_steps != 1 else ''}: the program was "
             "stopped and every process it started was ended; the verdicts below are on what was measured until then"
         )
-    nb = analysis.no_barrier_info(run_) if status == "no_barrier" else None
+    nb = no_barrier_info(run_) if status == "no_barrier" else None
     if nb and not any(v.finding.code == "XLA010" and v.status == CONFIRMED for v in verdicts):
         loop = nb.get("loop") or {"path": nb["step_line"][0], "line": nb["step_line"][1]}
-        misses.append(analysis.Miss(
+        misses.append(Miss(
             loop["path"], loop["line"], "missing step barrier", nb["message"] + "; fix: " + nb["fix"],
             0, 0, {"iterations": nb["iterations"]},
         ))
@@ -236,7 +239,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         recompiles=recompiles,
         transfers_without_cut=quiet,
         user_files=sorted(run_.user_files),
-        timing=analysis.timing(run_),
+        timing=timing(run_),
         notes=notes,
         error=error,
         traceback=tb,

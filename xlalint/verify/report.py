@@ -8,7 +8,8 @@ import os
 _SPARK = "▁▂▃▄▅▆▇█"
 
 
-def _rel(path: str) -> str:
+def shown_path(path: str) -> str:
+    """A path as the report shows it: relative to the working directory when it is under it."""
     if not path:
         return "?"
     try:
@@ -34,7 +35,7 @@ def where_text(report) -> str:
     if not where:
         return ""
     inner = where[-1]
-    text = f"at {_rel(inner['path'])}:{inner['line']} in {inner['function']}"
+    text = f"at {shown_path(inner['path'])}:{inner['line']} in {inner['function']}"
     callers = [f"{os.path.basename(f['path'])}:{f['line']}" for f in reversed(where[:-1])]
     if callers:
         text += " via " + " <- ".join(callers)
@@ -87,7 +88,7 @@ def render_text(report) -> str:
     if nb:
         w("")
         loop = nb.get("loop")
-        at = f"{_rel(loop['path'])}:{loop['line']}" if loop else "the training loop"
+        at = f"{shown_path(loop['path'])}:{loop['line']}" if loop else "the training loop"
         w(f"Missing step barrier at {at}:")
         w(f"  {nb['message']}")
         w("  iteration  IR nodes  uncached  cached  transfers  compile s   wall s")
@@ -100,29 +101,29 @@ def render_text(report) -> str:
         w("Findings:")
         for v in report.findings:
             f = v.finding
-            w(f"  {_rel(f.path)}:{f.line}:{getattr(f, 'column', 1)}: {f.code} {f.name}: {v.status}: {v.evidence}")
+            w(f"  {shown_path(f.path)}:{f.line}:{getattr(f, 'column', 1)}: {f.code} {f.name}: {v.status}: {v.evidence}")
     if report.misses:
         w("")
         w("Misses (no rule flagged these lines):")
         for m in report.misses:
             if m.kind == "missing step barrier" and nb:
-                w(f"  {_rel(m.path)}:{m.line}: {m.kind}: see above")
+                w(f"  {shown_path(m.path)}:{m.line}: {m.kind}: see above")
                 continue
-            w(f"  {_rel(m.path)}:{m.line}: {m.kind}: {m.message}")
+            w(f"  {shown_path(m.path)}:{m.line}: {m.kind}: {m.message}")
     real = [rc for rc in report.recompiles if rc.kind == "recompile"]
     fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]
     if real:
         w("")
         w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
         for rc in real:
-            cut = f"graph cut at {_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
+            cut = f"graph cut at {shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
             # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
             # are consequences of those, counted in one line (all of them are in --format json)
             mine = [c for c in rc.root_causes if c.get("user")]
             others = [c for c in rc.root_causes if not c.get("user")]
             for c in mine or others:
-                w(f"    root cause {_rel(c['path'])}:{c['line']}: {c['description']}")
+                w(f"    root cause {shown_path(c['path'])}:{c['line']}: {c['description']}")
             if mine and others:
                 w(f"    (+{len(others)} changed node(s) created in library code or at an unknown location)")
             if not rc.root_causes or not rc.note.startswith("root cause from"):
@@ -135,13 +136,13 @@ def render_text(report) -> str:
         w("")
         w("New code paths compiled after warm-up (first compiles, not recompiles):")
         for rc in fresh:
-            cut = f"{_rel(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "an unknown line"
+            cut = f"{shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "an unknown line"
             w(f"  {rc.count} compile(s) at step {', '.join(map(str, rc.steps))}, graph cut at {cut}: {rc.note}")
     if report.transfers_without_cut:
         w("")
         w("Transfers without a graph cut (reads after the step's sync; not flagged by design):")
         for m in report.transfers_without_cut:
-            w(f"  {_rel(m.path)}:{m.line}: {m.message}")
+            w(f"  {shown_path(m.path)}:{m.line}: {m.message}")
     if report.steps:
         w("")
         w("Per step:  step  uncached  cached  transfers  fallbacks  wall ms")

@@ -1,6 +1,9 @@
 """Run the user's program in a child process under torch_xla and bring back what it recorded.
 
 A crash, a hang or an ``os._exit`` in the user's code ends the child, never xlalint.
+
+The child (``child/``) runs by its path and imports nothing of this side; this side takes one plain helper
+from it, ``child.process_tree.kill_tree``, to end the child's whole process tree.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import time
 from dataclasses import dataclass, field
 
 from xlalint.verify import graphs as graphs_mod
-from xlalint.verify._child import kill_tree
+from xlalint.verify.child.process_tree import kill_tree
 
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py")
+#: The child's entry script, run by its path (xlalint/verify/child/__main__.py says why).
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child", "__main__.py")
 
 #: After the timeout the child gets this long to stop the program and write what it saw, then it is killed.
 GRACE_SECONDS = 10.0
