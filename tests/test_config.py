@@ -46,7 +46,7 @@ def test_every_key(tmp_path):
             "\"scripts/**\" = \"XLA0\"\n"
         ),
         "a.py": TWO_RULES,
-        "tests/test_a.py": TWO_RULES,
+        "tests/check_a.py": TWO_RULES,  # (a test_*.py is a unit test: no findings at all)
         "scripts/deep/s.py": TWO_RULES,
         "skipped/x.py": TWO_RULES,
         "build/kept.py": HOST_READ,  # exclude replaced the defaults
@@ -57,7 +57,7 @@ def test_every_key(tmp_path):
     assert_no_traceback(r)
     assert codes_by_file(r.stdout) == {
         "a.py": {"XLA001", "XLA006"},
-        "tests/test_a.py": {"XLA006"},
+        "tests/check_a.py": {"XLA006"},
         "build/kept.py": {"XLA001"},
         "big.py": {"XLA901"},
     }

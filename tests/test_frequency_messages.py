@@ -23,8 +23,8 @@ def _lint(*paths) -> list:
     return parallel.lint_files(files, settings, jobs=1, cache=None)
 
 
-def _messages(findings, name: str) -> dict:
-    return {f.line: f.message for f in findings if Path(f.path).name == name}
+def _messages(findings, name: str, code: str = "XLA001") -> dict:
+    return {f.line: f.message for f in findings if Path(f.path).name == name and f.code == code}
 
 
 def test_periodic_predicate_behind_an_early_return_in_the_same_module():
@@ -42,6 +42,7 @@ def test_periodic_predicate_of_an_object_built_by_a_factory_in_another_module():
 def test_a_name_bound_to_a_periodic_test_guards_like_the_test(tmp_path):
     (tmp_path / "t.py").write_text(
         "import torch\n"
+        "import torch_xla\n"
         "def train(model, opt, loader, log_every):\n"
         "    for step, (x, y) in enumerate(loader):\n"
         "        loss = model(x).sum()\n"
@@ -56,13 +57,14 @@ def test_a_name_bound_to_a_periodic_test_guards_like_the_test(tmp_path):
         "        print(loss.item())\n"
     )
     msgs = _messages(_lint(tmp_path), "t.py")
-    assert "every `log_every` steps" in msgs[10]
-    assert "every 10 steps" in msgs[13]
+    assert "every `log_every` steps" in msgs[11]
+    assert "every 10 steps" in msgs[14]
 
 
 def test_first_batches_and_last_batch_guards_are_not_per_step(tmp_path):
     (tmp_path / "t.py").write_text(
         "import torch\n"
+        "import torch_xla\n"
         "def train(model, opt, loader):\n"
         "    for i, (x, y) in enumerate(loader):\n"
         "        loss = model(x).sum()\n"
@@ -74,4 +76,4 @@ def test_first_batches_and_last_batch_guards_are_not_per_step(tmp_path):
         "            print(loss.item())\n"
         "        print(loss.item())\n"
     )
-    assert sorted(_messages(_lint(tmp_path), "t.py")) == [11]
+    assert sorted(_messages(_lint(tmp_path), "t.py")) == [12]

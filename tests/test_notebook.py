@@ -38,7 +38,7 @@ def write_nb(tmp_path: Path, cells, name="nb.ipynb", **kw) -> Path:
 
 LOOP = (
     "for x in loader:\n"
-    "    loss = model(x).sum()\n"
+    "    loss = model(x.to(device)).sum()\n"
     "    v = loss.item()\n"
 )
 
@@ -69,7 +69,7 @@ def test_fixtures_exist_with_and_without_findings():
 # ------------------------------------------------------------------------------------- program
 def test_cells_in_order_one_program_helper_in_earlier_cell():
     helper = "import torch\n\ndef read(t):\n    return t.item()\n"
-    loop = "for x in loader:\n    loss = model(x).sum()\n    read(loss)\n"
+    loop = "for x in loader:\n    loss = model(x.to(device)).sum()\n    read(loss)\n"
     findings = lint_source(make([helper, new_markdown_cell("text"), loop]), "n.ipynb")
     assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(1, 4, 12, "XLA001")]
 
@@ -78,7 +78,7 @@ def test_magics_are_skipped_and_lines_keep_their_numbers():
     cells = [
         "!pip install torch_xla\n%env PJRT_DEVICE=TPU\nimport torch",
         "%%bash\necho hi\n  indented shell",
-        "files = !ls\nmodel?\nfor x in loader:\n    !nvidia-smi\n    loss = model(x).sum()\n    v = loss.item()\n    %time y = 1",
+        "files = !ls\nmodel?\nfor x in loader:\n    !nvidia-smi\n    loss = model(x.to(device)).sum()\n    v = loss.item()\n    %time y = 1",
     ]
     findings = lint_source(make(cells), "n.ipynb")
     assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(3, 6, 9, "XLA001")]
@@ -267,7 +267,7 @@ def test_cli_fix_rewrites_the_cells_of_a_notebook(tmp_path: Path):
     """`xlalint --fix --unsafe-fixes nb.ipynb`: the accumulation's host read becomes `.detach()` in its
     cell; the other cells, the outputs and the magics stay as they were."""
     loop = ("import torch\nrunning = 0.0\n"
-            "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+            "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    opt.step()\n"
             "    running += loss.item()\n")
     path = write_nb(tmp_path, ["!pip install torch_xla", loop, "print('done')"])
     r = run_xlalint("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", "nb.ipynb",

@@ -329,7 +329,8 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
     # may come from modules that do (a helper of train.py), so its rules run on the project's facts.
     relevant = view is not None or any(k in text for k in RELEVANT_TEXT)
     rules = [r() for r in all_rules() if r.walks and r.code in codes] if relevant else []
-    model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view)
+    model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view,
+                          is_notebook=path.lower().endswith(".ipynb"))
     try:
         model.run()
         for r in rules:

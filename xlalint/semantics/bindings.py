@@ -83,6 +83,16 @@ class Bindings:
     def _note_import(self, full: str) -> None:
         if full == "torch" or full.startswith("torch."):
             self.imports_torch = True
+            if not full.startswith(_TORCH_TOOLS):
+                self.torch_compute = True
+        elif full.split(".", 1)[0] in _OTHER_FRAMEWORKS:
+            self.other_framework = True
+        if full.startswith(_DEVICE_FRAMEWORKS) or (self.facts is not None and self.facts.knows(full)):
+            self.places_on_device = True  # torch_xla, accelerate, ... or a project module that may do it
+        if self.other_framework and not self.torch_compute:
+            # a JAX or TensorFlow program that only borrows torch's tools (TensorBoard, the DataLoader): its
+            # arrays are not torch tensors, and nothing in it runs on torch_xla
+            self.top.excluded = True
         if full.startswith(("torch_xla", "accelerate", "lightning", "pytorch_lightning")):
             self.imports_xla = full.startswith("torch_xla") or self.imports_xla
             self.imports_torch = True
@@ -100,6 +110,8 @@ class Bindings:
     def _bind_name(self, name: str, kind) -> None:
         if kind in K.DEVICE_TENSORS and name in T.CPU_TENSOR_NAMES:
             kind = K.CPU_TENSOR
+        if self.func.guessed:
+            self.func.guessed.discard(name)
         env = self.func.env
         env[name] = kind
         if name + "[" in self._element_prefixes:  # `images = ...` again: its elements' own kinds are gone
@@ -240,6 +252,7 @@ class Bindings:
 
     def _bind_params(self, node: cst.FunctionDef, info: FuncInfo) -> None:
         params = node.params
+        info.guessed.clear()
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
         is_forward = info.root and node.name.value == "forward"
         is_step_method = node.name.value in ("training_step", "validation_step", "test_step", "predict_step")
@@ -264,6 +277,9 @@ class Bindings:
                     k = K.UNKNOWN
                 elif p.default is None or (type(p.default) is cst.Name and p.default.value == "None"):
                     k = K.TENSOR
+                    self._bind_name(pname, k)
+                    info.guessed.add(pname)  # a guess from the rule: its attributes are not known to be tensors
+                    continue
                 else:
                     k = K.NOT_TENSOR
             elif is_step_method:
@@ -355,3 +371,11 @@ def _config_like_param(name: str) -> bool:
         or low.startswith(T.NON_TENSOR_PARAM_PREFIXES)
         or low.endswith(T.NON_TENSOR_PARAM_SUFFIXES)
     )
+
+
+# other array frameworks: a module that imports one and no torch compute is not torch code
+_OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tensorflow", "keras", "mlx", "paddle", "mindspore"})
+# torch's tools that programs of other frameworks borrow
+_TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
+# frameworks that place tensors on devices for the program
+_DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers")

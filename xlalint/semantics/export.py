@@ -61,7 +61,7 @@ class Export:
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
                           [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up,
-                          f.runs_model]
+                          f.runs_model, f.excluded]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
@@ -99,7 +99,7 @@ class Export:
         summary = {"module": mod, "imports": dict(self.module_imports), "stars": list(self.star_modules),
                    "funcs": funcs, "top_calls": top_calls, "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
-                   "periodic": self.periodic}
+                   "periodic": self.periodic, "excluded": self.top.excluded}
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def release(self) -> None:

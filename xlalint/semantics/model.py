@@ -29,7 +29,7 @@ from xlalint.semantics.calls import CallSites
 from xlalint.semantics.export import Export
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
-from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps
+from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
 from xlalint.semantics.walk import StatementWalk, install_dispatch
@@ -44,11 +44,12 @@ def _handlers(rule_class) -> tuple:
 
 class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Export, CallKinds, TensorInference):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
-                 is_package: bool = False, facts=None):
+                 is_package: bool = False, facts=None, is_notebook: bool = False):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
         self.is_package = is_package
+        self.is_notebook = is_notebook  # the program of a .ipynb's code cells
         self.facts = facts  # a project.FactsView, or None when the file is analysed alone
         self.steps: Optional[Steps] = None
         self.imports: dict[str, str] = {}
@@ -58,6 +59,11 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self.star_modules: list[str] = []
         self.imports_torch = False
         self.imports_xla = False
+        self.torch_compute = False  # imports torch for more than its tools (TensorBoard, DataLoader)
+        self.other_framework = False  # imports JAX, TensorFlow, ... (bindings._note_import)
+        # anything in the module puts tensors or a model on a device, names one, or imports a module that may:
+        # without it (a CPU notebook), its tensors are host tensors (step_marks._resolve)
+        self.places_on_device = False
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []
@@ -91,7 +97,8 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self._site_ordinals: dict = {}  # id(call node) -> occurrence (stable when a function is walked again)
         self._site_counts: dict = {}
         # walk state
-        self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None)
+        self.top = FuncInfo(key="<module>", name="<module>", class_key=None, node=None, parent=None,
+                            excluded=is_test_module(module_name))
         self._replaced: list = []  # functions whose key another definition took (release() breaks their cycles)
         self.func = self.top
         self.class_key: Optional[str] = None

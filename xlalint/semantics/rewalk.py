@@ -105,6 +105,7 @@ class Rewalk:
             del self.funcs[key]
         f.env.clear()
         f.periods.clear()
+        f.polarities.clear()
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()

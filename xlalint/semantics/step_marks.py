@@ -74,6 +74,12 @@ class StepMarks:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
         funcs = self.funcs
+        if self.is_notebook and not self.places_on_device:
+            # a notebook that puts no tensor on a device, names none and imports no project code that may (a
+            # tutorial on the CPU): its tensors live on the host, and nothing in it runs on XLA
+            self.top.excluded = True
+            for f in funcs.values():
+                f.excluded = True
         for name in self.closure_names:
             f = funcs.get(name) or funcs.get(name.split(".")[-1])
             if f is not None:

@@ -47,6 +47,9 @@ class FuncInfo:
     runs_model: bool = False  # calls a module / model.generate itself, outside its own loops (hot_loops)
     no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
     periods: dict = field(default_factory=dict)  # names bound to a periodic test: `should_log = step % n == 0`
+    polarities: dict = field(default_factory=dict)  # names bound to a device test: `mps = "mps" in device.type`
+    excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code
+    guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
 
 
 @dataclass(eq=False)
@@ -129,6 +132,14 @@ class Frequency:
 NOT_PER_STEP = Frequency(NEVER)
 
 
+def is_test_module(module: str) -> bool:
+    """A module of unit tests, by pytest's names: ``test_*``, ``*_test`` or ``conftest``. Its loops compare
+    runs and its modules are toys: neither is a training step. (A folder named ``tests`` is not enough: it
+    also holds small training programs run as integration tests.)"""
+    last = module.rpartition(".")[2]
+    return last.startswith("test_") or last.endswith("_test") or last == "conftest"
+
+
 class Steps:
     """Which loops are step loops, and how often each context runs, over a call graph: one module's
     (the walker's, for the rules that decide in the file) or the whole project's.
@@ -179,6 +190,8 @@ class Steps:
 
     def is_step_loop(self, loop: LoopInfo) -> bool:
         memo = self._step_loop
+        if loop.func.excluded:
+            return False  # a unit test's loop over cases or runs: not training
         if id(loop) not in memo:
             memo[id(loop)] = False  # cycle guard
             memo[id(loop)] = (loop.iterates_loader or loop.direct_step_call or any(
@@ -212,6 +225,8 @@ class Steps:
 
     def is_hot_loop(self, loop: LoopInfo) -> bool:
         """The loop runs the model on every iteration (a decoding, evaluation or rollout loop)."""
+        if loop.func.excluded:
+            return False
         return loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))
 
     def _trains_key(self, key: str) -> bool:
@@ -247,7 +262,7 @@ class Steps:
         return bool(ts) and all(self.funcs[t].barrier_outside_loops for t in ts)
 
     def frequency(self, ctx: Ctx) -> Frequency:
-        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure:
+        if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure or ctx.func.excluded:
             return NOT_PER_STEP
         loops = [lp for lp in ctx.loops if not self.before_training(lp)]
         for loop in reversed(loops):  # the innermost step loop in this function
@@ -309,7 +324,7 @@ class Steps:
         cache = self._freq
         if f.key in cache:
             return cache[f.key]
-        if f.closure:
+        if f.closure or f.excluded:
             return NOT_PER_STEP
         if f.root:
             cache[f.key] = Frequency(EVERY)
@@ -462,13 +477,32 @@ def negated_period(test, predicate=None) -> Optional[str]:
 
 
 
-def xla_polarity(test) -> Optional[str]:
-    """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite."""
+# how deep an and/or is searched for a device test (each operand of a walked chain asks again)
+_POLARITY_DEPTH = 8
+
+# flags that select another inference backend or device (`elif self.dnn:` in a multi-backend model's forward)
+_OTHER_BACKEND_FLAGS = frozenset({"onnx", "dnn", "tflite", "edgetpu", "openvino", "coreml", "tensorrt", "ncnn",
+                                  "mps", "use_mps", "on_mps", "is_mps", "use_onnx", "use_tensorrt"})
+
+
+def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
+    """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite.
+    ``names``: a name's polarity when it was bound to such a test (``mps = "mps" in device.type``)."""
     negate = False
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negate = not negate
         test = test.expression
     result = None
+    if type(test) is cst.BooleanOperation:
+        if _depth > _POLARITY_DEPTH:
+            return None  # a generated chain of thousands of `and`s: not a device test
+        sides = (xla_polarity(test.left, names, _depth + 1), xla_polarity(test.right, names, _depth + 1))
+        if type(test.operator) is cst.And:  # true only off XLA when one operand is
+            result = "non-xla" if "non-xla" in sides else "xla" if "xla" in sides else None
+        else:
+            result = sides[0] if sides[0] == sides[1] else None
+    elif type(test) is cst.Name and names is not None and test.value in names:
+        result = names[test.value]
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         strs = [string_value(test.left), string_value(c.comparator)]
@@ -476,8 +510,8 @@ def xla_polarity(test) -> Optional[str]:
         other = test.left if strs[0] is None else c.comparator
         other_text = (dotted_name(other) or "").lower()
         if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
-            eq = type(c.operator) is cst.Equal
-            ne = type(c.operator) is cst.NotEqual
+            eq = type(c.operator) in (cst.Equal, cst.In)  # `"mps" in device.type`
+            ne = type(c.operator) in (cst.NotEqual, cst.NotIn)
             s = s.lower()
             if s in ("xla", "tpu"):
                 result = "xla" if eq else "non-xla" if ne else None
@@ -500,9 +534,9 @@ def xla_polarity(test) -> Optional[str]:
             result = "non-xla"
     elif type(test) in (cst.Name, cst.Attribute):
         n = (last_name(test) or "").lower()
-        if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu"):
+        if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu", "xla", "tpu"):
             result = "xla"
-        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda"):
+        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda") or n in _OTHER_BACKEND_FLAGS:
             result = "non-xla"
     if result is not None and negate:
         result = "xla" if result == "non-xla" else "non-xla"

@@ -101,6 +101,8 @@ NON_TENSOR_ATTRIBUTES = frozenset(
         "is_quantized", "is_meta", "is_leaf", "requires_grad", "layout", "names", "grad_fn",
         "training", "itemsize", "nbytes", "is_mkldnn", "is_nested", "output_nr", "_version",
         "__class__", "__dict__", "config",
+        # a DTensor's layout: Python objects (Shard(dim), Replicate()), not tensors
+        "placements", "device_mesh",
     }
 )
 
@@ -256,7 +258,7 @@ TORCH_ONLY_DYNAMIC_SHAPE_METHODS = frozenset({"masked_select", "unique_consecuti
 MODEL_NAME_WORDS = frozenset(
     {"model", "net", "module", "encoder", "decoder", "generator", "discriminator", "classifier",
      "backbone", "student", "teacher", "policy", "critic", "actor", "network", "gpt", "transformer",
-     "unet", "vae", "bert", "llm", "lm"}
+     "unet", "vae", "bert", "llm", "lm", "pipeline", "pipe"}
 )
 
 # --- XLA005: variable-length inputs -------------------------------------------------------------

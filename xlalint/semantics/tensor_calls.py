@@ -155,7 +155,7 @@ class CallKinds:
             return K.TENSOR
         if self.facts is not None and self.facts.knows(q):
             return self._project_call_kind(q)
-        return K.NOT_TENSOR if q.startswith(("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.")) else K.UNKNOWN
+        return K.NOT_TENSOR if q.startswith(_HOST_LIBRARIES) else K.UNKNOWN
 
     def _infer_method_call(self, e: cst.Call, func: cst.Attribute):
         meth = func.attr.value
@@ -170,8 +170,8 @@ class CallKinds:
                 # a tensor has no .items(): this "tensor" is a dict of them (a criterion's loss dict,
                 # a model output), and its values are device tensors
                 return _DICT_OUTPUT_METHODS[meth]
-            if meth in T.NON_TENSOR_METHODS:
-                return K.NOT_TENSOR
+            if meth in T.NON_TENSOR_METHODS or meth.startswith("is_"):
+                return K.NOT_TENSOR  # `.is_contiguous()`, `.is_floating_point()`: Python bools
             if meth == "cpu":
                 return K.CPU_TENSOR
             if meth in ("to", "cuda", "type_as"):
@@ -345,10 +345,10 @@ class CallKinds:
         return False
 
     def _all_args_cpu(self, e: cst.Call) -> bool:
+        """Some positional argument is a host tensor and none a device tensor: an op or a module given a host
+        tensor runs on the host (its other tensors must be there too, or it fails)."""
         ks = [self.kind(a.value) for a in e.args if a.keyword is None]
-        return bool(ks) and all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in ks) and any(
-            k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks
-        )
+        return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)
 
     def _looks_like_loader(self, node) -> bool:
         n = last_name(node)
@@ -380,3 +380,7 @@ _DTYPES = frozenset(
     {"float32", "float", "float16", "half", "bfloat16", "float64", "double", "int64", "long", "int32",
      "int", "int16", "int8", "uint8", "bool", "complex64", "complex128"}
 )
+
+# libraries whose calls return host values (NumPy arrays, images, numbers, strings), never torch tensors
+_HOST_LIBRARIES = ("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.", "numpy.", "scipy.",
+                   "cv2.", "PIL.", "pandas.", "sklearn.")

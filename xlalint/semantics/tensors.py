@@ -231,6 +231,8 @@ class TensorInference:
         if attr in T.CPU_TENSOR_NAMES:
             return K.CPU_TENSOR
         if bk in K.ANY_TENSOR:
+            if type(base) is cst.Name and base.value in self.func.guessed and attr not in T.TENSOR_ATTRIBUTES:
+                return K.UNKNOWN  # `kv_cache.n_layers` of a `forward(x, kv_cache=None)`: an object, not a tensor
             if attr.startswith("_") and attr not in T.TENSOR_ATTRIBUTES:
                 return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
             if attr.startswith("is_"):

@@ -95,16 +95,22 @@ class StatementWalk:
         self._emit("Assign", node)
         self.walk(node.value)
         value_kind = self.kind(node.value)
-        period = None
-        if type(node.value) in (cst.Comparison, cst.BooleanOperation, cst.Call):
+        period = polarity = None
+        if type(node.value) in (cst.Comparison, cst.BooleanOperation, cst.Call, cst.UnaryOperation):
             period = period_of(node.value) or self.predicate_period(node.value)
+            polarity = xla_polarity(node.value, self.func.polarities)
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
-            if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`: a periodic test, by name
+            if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
+                name = t.target.value
                 if period is not None:
-                    self.func.periods[t.target.value] = period
+                    self.func.periods[name] = period
                 else:
-                    self.func.periods.pop(t.target.value, None)
+                    self.func.periods.pop(name, None)
+                if polarity is not None:
+                    self.func.polarities[name] = polarity
+                else:
+                    self.func.polarities.pop(name, None)
             self.walk(t.target)
 
     def _ann_assign(self, node: cst.AnnAssign) -> None:
@@ -144,6 +150,10 @@ class StatementWalk:
         info = FuncInfo(key=key, name=name, class_key=self.class_key if self.func is self.top else None,
                         node=node, parent=self.func if self.func is not self.top else None,
                         top_index=self.top_index)
+        # a unit test: anything in a test module, and a unittest case's test methods anywhere (a `test_epoch()`
+        # elsewhere is an evaluation on the test split)
+        info.excluded = self.func.excluded or (name.startswith("test") and self.class_key is not None
+                                       and self.class_key.rpartition(".")[2].startswith("Test"))
         replaced = self.funcs.get(key)
         if replaced is not None:  # defined again (in both arms of an `if`, walked again): release() needs it
             self._replaced.append(replaced)
@@ -268,7 +278,7 @@ class StatementWalk:
         self.walk(node.test)
         self.stmt = prev
         period = period_of(node.test) or self.predicate_period(node.test)
-        polarity = xla_polarity(node.test)
+        polarity = xla_polarity(node.test, self.func.polarities)
         once = period is None and runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
@@ -277,7 +287,16 @@ class StatementWalk:
         tested = _tensor_type_test(node.test)
         if tested:
             self._type_tested.append(tested)
+        narrowed = _python_type_test(node.test)
+        if narrowed is not None:  # `if isinstance(im, (str, Path)):`: not a tensor in this branch
+            outside = self._env_lookup(narrowed)
+            self._bind_name(narrowed, K.NOT_TENSOR)
         self.walk_block(node.body)
+        if narrowed is not None and self.func.env.get(narrowed) == K.NOT_TENSOR:
+            if outside[0]:
+                self._bind_name(narrowed, outside[1])
+            else:
+                self.func.env.pop(narrowed, None)
         if tested:
             self._type_tested.pop()
         self.error_depth -= exits
@@ -300,6 +319,30 @@ class StatementWalk:
                     # `if not self.should_log(step): return`, `if step % N: continue`: the rest of this block
                     # runs every N steps
                     self.guards.append((skipped, False, False))
+
+    def _if_exp(self, node: cst.IfExp) -> None:
+        """``loss.item() if not self.xla else loss.detach()``: each arm under its test's device guard."""
+        self._emit("IfExp", node)
+        self.walk(node.test)
+        polarity = xla_polarity(node.test, self.func.polarities)
+        self.guards.append((None, polarity == "non-xla", False))
+        self.walk(node.body)
+        self.guards[-1] = (None, polarity == "xla", False)
+        self.walk(node.orelse)
+        self.guards.pop()
+
+    def _boolean_operation(self, node: cst.BooleanOperation) -> None:
+        """``is_xla_tensor(x) or mask.any()``: on XLA the right operand never runs after a left one that is
+        true there (``or``), nor after one that is false there (``and``)."""
+        self._emit("BooleanOperation", node)
+        self.walk(node.left)
+        polarity = xla_polarity(node.left, self.func.polarities)
+        skipped = polarity == ("xla" if type(node.operator) is cst.Or else "non-xla")
+        if skipped:
+            self.guards.append((None, True, False))
+        self.walk(node.right)
+        if skipped:
+            self.guards.pop()
 
     def _exits(self, block) -> bool:
         """The block ends the program or raises: it runs at most once, like an error path."""
@@ -395,6 +438,8 @@ class StatementWalk:
         finally:
             self._callee_memo = None
         q = self.qualname(node.func)
+        if not self.places_on_device and _places_on_device(node):
+            self.places_on_device = True
         self.walk(node.func)
         closure = q in T.STEP_CLOSURE_FUNCTIONS or (
             q is None and last_name(node.func) == "add_step_closure"
@@ -467,6 +512,38 @@ def _tensor_type_test(test) -> Optional[str]:
     return None
 
 
+# calls that put a model or tensors on a device (`.to(device)`, `.cuda()`, `accelerator.prepare(...)`)
+_DEVICE_METHODS = frozenset({"to", "cuda", "xla", "prepare", "xla_device", "device", "MpDeviceLoader"})
+
+
+def _places_on_device(node: cst.Call) -> bool:
+    """The call places something on a device, or names one (``device=``): evidence that the module's tensors
+    may live on an accelerator."""
+    func = node.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+    if name in _DEVICE_METHODS:
+        return True
+    return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
+
+
+# Types whose instances are never tensors: `isinstance(v, (str, Path))` narrows `v` to a Python value.
+_PYTHON_TYPES = frozenset({"str", "bytes", "int", "float", "bool", "complex", "list", "tuple", "dict", "set",
+                           "Path", "PurePath", "PathLike", "Number", "Integral", "Real", "ndarray", "Image"})
+
+
+def _python_type_test(test) -> Optional[str]:
+    """``isinstance(v, str)`` / ``isinstance(v, (str, Path))``: the name ``v`` when every type named is a
+    Python type whose instances are never tensors (``_PYTHON_TYPES``, by its last name)."""
+    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance":
+        return None
+    args = positional_args(test)
+    if len(args) != 2 or type(args[0]) is not cst.Name:
+        return None
+    types = [e.value for e in args[1].elements] if type(args[1]) is cst.Tuple else [args[1]]
+    names = [last_name(t) for t in types]
+    return args[0].value if names and all(n in _PYTHON_TYPES for n in names) else None
+
+
 # node type -> the method of the model that walks it (install_dispatch fills _SPECIAL)
 _SPECIAL_METHODS = {
     "SimpleStatementLine": "_simple_stmt_line",
@@ -482,6 +559,8 @@ _SPECIAL_METHODS = {
     "For": "_for",
     "While": "_while",
     "If": "_if",
+    "IfExp": "_if_exp",
+    "BooleanOperation": "_boolean_operation",
     "Try": "_try",
     "TryStar": "_try",
     "With": "_with",

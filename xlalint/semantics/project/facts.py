@@ -37,6 +37,7 @@ class Facts:
         self._site_targets: dict = {}  # caller module -> the callees its sites went to
         self._subclasses: Optional[dict] = None
         self._answers: dict = {}  # the answer to each question, as a FactsView records it
+        self._imported: Optional[set] = None  # the names some module imports (imported())
         # the answers update() may drop, by what they depend on (so it never scans all of them)
         self._by_module: dict = {}  # module -> the "ret|" answers about its functions
         self._by_callee: dict = {}  # callee gkey -> its "sites|" and "veto|" answers
@@ -91,7 +92,7 @@ class Facts:
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa", "perm"):
+        elif op in ("clsm", "clsa", "perm", "imp"):
             self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
@@ -185,6 +186,19 @@ class Facts:
         mod, _, key = gkey.partition(":")
         s = self.summaries.get(mod)
         return s.get("periodic", {}).get(key) if s else None
+
+    def imported(self, module: str) -> bool:
+        """Some module of the project imports ``module`` (or a name from it)."""
+        if self._imported is None:
+            names = set()
+            for importer, s in self.summaries.items():
+                for target in list(s["imports"].values()) + list(s.get("stars", ())):
+                    hit = self.index.split(target, importer)  # a script's sibling resolves as its own directory's
+                    if hit is not None:
+                        parts = hit[0].split(".")
+                        names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            self._imported = names
+        return module in self._imported
 
     def periodic_method(self, name: str) -> Optional[str]:
         """The period of the project's methods called ``name`` that return a periodic test, when there are
@@ -380,6 +394,8 @@ class FactsView:
             return f.periodic(arg)
         if op == "perm":
             return f.periodic_method(arg)
+        if op == "imp":
+            return f.imported(arg)
         if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
             return k[0] if k is not None else None
@@ -445,6 +461,9 @@ class FactsView:
 
     def periodic_method(self, name: str) -> Optional[str]:
         return self._ask("perm|" + name)
+
+    def imported(self, module: str) -> bool:
+        return self._ask("imp|" + module)
 
     # a class is read piece by piece: a module that asks one attribute is not walked again when another
     # changes

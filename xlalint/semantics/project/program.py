@@ -45,13 +45,14 @@ class Program:
     def _load(self, mod: str, s: dict, path: str) -> None:
         callee = mod + "\0"  # + a callee: self.site_key(mod, callee) without a call per call site
         top = FuncInfo(key=f"{mod}:<module>", name="<module>", class_key=None, node=None, parent=None,
-                       module=mod, path=path)
+                       module=mod, path=path, excluded=bool(s.get("excluded")))
         funcs = {"": top}
         for key, rec in s["funcs"].items():
             f = FuncInfo(key=f"{mod}:{key}", name=rec[0], class_key=rec[1], node=None, parent=None,
                          root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
                          barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
-                         module=mod, path=path, runs_model=len(rec) > 11 and rec[11])
+                         module=mod, path=path, runs_model=len(rec) > 11 and rec[11],
+                         excluded=len(rec) > 12 and rec[12])
             funcs[key] = f
             self.funcs[f.key] = f
         self.tops.append(top)
