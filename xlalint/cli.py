@@ -13,7 +13,7 @@ from typing import Optional
 
 from xlalint import __version__
 from xlalint.config import ConfigError
-from xlalint.report import FORMATS, get_reporter
+from xlalint.report import FORMATS, get_reporter, printable
 from xlalint.rules import all_rules, rules_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -98,7 +98,7 @@ def main(argv: Optional[list] = None) -> int:
     try:
         return _run(args, program_args)
     except ConfigError as e:
-        print(f"xlalint: error: {e}", file=sys.stderr)
+        print(f"xlalint: error: {printable(str(e))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("xlalint: interrupted", file=sys.stderr)
@@ -284,9 +284,9 @@ def _run(args, program_args: list) -> int:
 
 def _flush_warnings(warnings: list, missing: list) -> None:
     for w in warnings:
-        print(f"xlalint: warning: {w}", file=sys.stderr)
+        print(f"xlalint: warning: {printable(w)}", file=sys.stderr)
     for p in missing:
-        print(f"xlalint: error: {p}: no such file or directory", file=sys.stderr)
+        print(f"xlalint: error: {printable(p)}: no such file or directory", file=sys.stderr)
 
 
 def _report(findings, n_files, missing, args, out, sources, resolver) -> None:
