@@ -250,7 +250,8 @@ def _run(args, program_args: list) -> int:
     if args.fix or args.diff:
         from xlalint import fix as fixer
 
-        findings, status, changed = fixer.run(findings, sources, resolver, args, out, warnings.append)
+        before = findings
+        findings, status, changed, line_maps = fixer.run(findings, sources, resolver, args, out, warnings.append)
         if args.diff:
             _flush_warnings(warnings, missing)
             return EXIT_ERROR if missing else status
@@ -261,6 +262,8 @@ def _run(args, program_args: list) -> int:
                 if redo:
                     findings.extend(_lint_files(redo, settings, args, warnings.append))
             findings.sort()
+            args.fixed, args.introduced = fixer.account([f for f in before if f.path in changed],
+                                                        [f for f in findings if f.path in changed], line_maps)
 
     report_out = out
     if args.output_file:
@@ -307,4 +310,4 @@ def _report(findings, n_files, missing, args, out, sources, resolver) -> None:
         get_reporter(fmt).render(findings, out, color=color, root=root)
     if fmt in ("full", "concise", "text") and not args.quiet and not args.statistics:
         text.render_summary(findings, n_files, out, color=color, missing=missing, unsafe=unsafe,
-                            fixed=getattr(args, "fixed_count", 0))
+                            fixed=len(getattr(args, "fixed", ())), introduced=getattr(args, "introduced", ()))

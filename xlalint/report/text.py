@@ -179,20 +179,30 @@ def _hidden(n: int) -> str:
     return f"{n} hidden fix{'es' if n != 1 else ''}"
 
 
-def render_summary(findings, n_files: int, out, *, color: bool = False, missing=(), unsafe: bool = False, fixed: int = 0) -> None:
+def render_summary(findings, n_files: int, out, *, color: bool = False, missing=(), unsafe: bool = False, fixed: int = 0,
+                   introduced=()) -> None:
+    """The closing lines. After --fix: how many findings there were, how many were fixed and how many
+    of those remain; a finding the fixes introduced (a line they changed that now fires another rule)
+    is named on a line of its own, so that the counts add up: found = fixed + remaining, and the list
+    above holds the remaining and the introduced ones."""
     checked = f"{_plural(n_files, 'file')} checked"
     if missing:
         # never "All checks passed" when a path was not there: it was not checked
         lost = f"{_plural(len(missing), 'path')} not found"
         found = f"Found {_plural(len(findings), 'finding')}" if findings else "No findings"
         out.write(f"{found} in {checked}; {lost} (see the errors below).\n")
+    elif fixed or introduced:
+        remaining = len(findings) - len(introduced)
+        out.write(f"Found {_plural(remaining + fixed, 'finding')} ({fixed} fixed, {remaining} remaining) in {checked}.\n")
     elif findings:
-        extra = f" ({fixed} fixed, {len(findings)} remaining)" if fixed else ""
-        out.write(f"Found {_plural(len(findings) + fixed, 'finding')}{extra} in {checked}.\n")
-    elif fixed:
-        out.write(f"Found {_plural(fixed, 'finding')} ({fixed} fixed, 0 remaining) in {checked}.\n")
+        out.write(f"Found {_plural(len(findings), 'finding')} in {checked}.\n")
     else:
         out.write(f"All checks passed ({checked}).\n")
+    if introduced and not missing:
+        from xlalint.fix import places
+
+        n = len(introduced)
+        out.write(printable(f"The fixes introduced {_plural(n, 'new finding')}, listed above: {places(list(introduced))}.") + "\n")
     n_fix = sum(1 for f in findings if fixable(f, unsafe))
     hidden = sum(1 for f in findings if f.edits and not fixable(f, unsafe))
     if n_fix:
