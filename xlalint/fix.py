@@ -17,7 +17,7 @@ import sys
 
 from xlalint import engine
 from xlalint.report import printable
-from xlalint.report.text import fixable
+from xlalint.report.text import fixable, places
 
 MAX_ROUNDS = 10
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -186,14 +186,6 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         print(printable(line) + ".", file=sys.stderr)
         return sorted(left), 1 if diffs else 0, changed, maps
     return sorted(left), 0, changed, maps
-
-
-def places(findings: list, most: int = 5) -> str:
-    """``path:line:col: CODE`` of each finding, the first ``most`` of them, then how many more."""
-    shown = [f"{f.path}{f':cell {f.cell}' if getattr(f, 'cell', None) is not None else ''}:{f.line}:{f.column}: {f.code}"
-             for f in sorted(findings)[:most]]
-    more = len(findings) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
 def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:

@@ -179,6 +179,14 @@ def _hidden(n: int) -> str:
     return f"{n} hidden fix{'es' if n != 1 else ''}"
 
 
+def places(findings: list, most: int = 5) -> str:
+    """``path:line:col: CODE`` of each finding, the first ``most`` of them, then how many more."""
+    shown = [f"{f.path}{f':cell {f.cell}' if getattr(f, 'cell', None) is not None else ''}:{f.line}:{f.column}: {f.code}"
+             for f in sorted(findings)[:most]]
+    more = len(findings) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
 def render_summary(findings, n_files: int, out, *, color: bool = False, missing=(), unsafe: bool = False, fixed: int = 0,
                    introduced=()) -> None:
     """The closing lines. After --fix: how many findings there were, how many were fixed and how many
@@ -199,8 +207,6 @@ def render_summary(findings, n_files: int, out, *, color: bool = False, missing=
     else:
         out.write(f"All checks passed ({checked}).\n")
     if introduced and not missing:
-        from xlalint.fix import places
-
         n = len(introduced)
         out.write(printable(f"The fixes introduced {_plural(n, 'new finding')}, listed above: {places(list(introduced))}.") + "\n")
     n_fix = sum(1 for f in findings if fixable(f, unsafe))
