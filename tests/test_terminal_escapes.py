@@ -10,10 +10,13 @@ an f-string that a finding quotes, and on the line of a syntax error.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import assert_no_traceback, run_xlalint, write
+from conftest import ROOT, assert_no_traceback, run_xlalint, write
 from xlalint.report import printable
 
 HOSTILE = "\x1b[2J\x1b[31m\x07\x08\x7f\x9b\u202e"
@@ -67,6 +70,15 @@ def test_the_code_frame_shows_the_line_escaped_with_the_carets_under_the_express
     start, end = carets.index("^"), carets.rindex("^") + 1
     assert shown[start:end] == 'f"\\x1b[2J\\x1b[31m\\x07\\x08\\x7f\\x9b\\u202e{loss}"'
     assert lines[i - 1] == "5 |     # \\x1b[2J\\x1b[31m\\x07\\x08\\x7f\\x9b\\u202e a comment"
+
+
+def test_flake8_gets_the_message_escaped(hostile):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins")])}
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "XLA", "x.py"], cwd=hostile, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "XLA006" in r.stdout, r.stdout + r.stderr
+    _clean(r.stdout)
+    assert "\\x1b[2J\\x1b[31m\\x07\\x08\\x7f\\x9b\\u202e" in r.stdout
 
 
 def test_a_hostile_file_name_and_warnings_are_escaped(tmp_path):
