@@ -10,16 +10,18 @@ export PJRT_DEVICE ?= CPU
 .PHONY: run test browser bench fuzz clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "== creating $(VENV) (a virtualenv in the clone) and installing xlalint into it"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
-	touch $@
+	@$(BIN)/python -m pip install --quiet -e .
+	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test,verify]'
-	touch $@
+	@echo "== installing the test and verify extras into $(VENV) (torch and torch_xla: about 7 GB)"
+	@$(BIN)/python -m pip install --quiet -e '.[test,verify]'
+	@touch $@
 
 run: $(VENV)/.installed
 	@echo "== xlalint examples/slow_train.py (the slow script: expect findings)"
@@ -35,10 +37,11 @@ run: $(VENV)/.installed
 	@echo "  make test                                       # + torch 2.9 and torch_xla 2.9 for --verify"
 
 # Both cores (pytest-xdist); --dist loadfile keeps a file's tests on one worker, so a file's session
-# fixtures (the pre-commit hook's environment) are built once. -v prints one line per test as it ends.
+# fixtures (the pre-commit hook's environment) are built once; --no-loadscope-reorder keeps the order of
+# tests/conftest.py (the longest files first). -v prints one line per test as it ends.
 PYTEST_JOBS ?= auto
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile -v --durations=10 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder -v --durations=10 $(PYTEST_ARGS)
 
 # The browser of tests/test_verify_html.py, which renders the `--verify --html` page headless: Debian's
 # chromium package with what it needs and no recommended extras (25 packages, about 120 MB to download,

@@ -16,9 +16,11 @@ What depends on the machine is normalised in the README and masked in the compar
 
 * the copy's absolute path is written ``/path/to/xlalint``, temporary directories ``$TMPDIR``;
 * lines longer than ``WIDTH`` characters are cut, with ``…``;
-* times (``12.3 ms``, the per-step table's wall-time column, the wall-time line) are the run's in the
-  README, and masked as ``#`` when compared; so are the README's "17 ms a step instead of 1,259 ms",
-  which are rewritten from the two ``--verify`` samples' medians.
+* times (``12.3 ms``, the per-step table's wall-time column, the wall-time line) are masked as ``#``
+  when compared. In the README they are a real run's: a sample whose timed lines are unchanged but for
+  their times keeps its times (``--new-times`` writes this run's, on a quiet machine), so that a busy
+  machine does not rewrite them; the README's "17 ms a step instead of 1,259 ms" are the two
+  ``--verify`` samples' medians.
 
 Run it when a change alters what a command prints (a rule's message, the report's layout), on a quiet
 machine (the times are the run's), and commit the README with the change.
@@ -43,7 +45,7 @@ WIDTH = 160
 EXIT = re.compile(r"#\s*exit\s+(\d+)")
 # times: a number followed by "ms", the last column of a per-step row, every number of the wall-time line
 _MS = re.compile(r"\d[\d,]*(?:\.\d+)? ms\b")
-_STEP_ROW = re.compile(r"^(\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+)[\d.]+(\s*(?:\(warm-up\))?)$")
+_STEP_ROW = re.compile(r"^(\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+)\s+[\d.]+(\s*(?:\(warm-up\))?)$")  # right-aligned
 _WALL = re.compile(r"^\s+wall time: ")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _SPEED = re.compile(r"\*\*[\d,.]+ ms a step instead of [\d,.]+ ms\*\*")
@@ -99,7 +101,7 @@ def mask_times(lines: list) -> list:
         if _WALL.match(line):
             line = _NUMBER.sub("#", line)
         else:
-            line = _STEP_ROW.sub(lambda m: m.group(1) + "#" + m.group(2), line)
+            line = _STEP_ROW.sub(lambda m: m.group(1) + " #" + m.group(2), line)
             line = _MS.sub("# ms", line)
         out.append(line)
     return out
@@ -121,17 +123,37 @@ def _median_ms(sample: list) -> str:
     raise ValueError("no median in the --verify sample")
 
 
-def rewrite(text: str, fresh: dict) -> str:
-    """``text`` with each sample replaced by ``fresh[command]`` (normalised lines), and the speed-up
-    sentence taken from the two --verify samples."""
+def keep_times(old: list, new: list) -> list:
+    """``new``, with the times of ``old`` when its timed lines (the per-step rows, the wall-time line, any
+    "N ms") are the same lines once the times are masked: the times then stay those of the run that last
+    changed them, all of them from that one run, and a busy machine does not rewrite them. Otherwise
+    ``new`` as it is."""
+    def timed(lines):
+        return [i for i, line in enumerate(lines) if mask_times([line])[0] != line]
+
+    old_t, new_t = timed(old), timed(new)
+    if len(old_t) != len(new_t) or mask_times([old[i] for i in old_t]) != mask_times([new[i] for i in new_t]):
+        return new
+    out = list(new)
+    for i, j in zip(old_t, new_t):
+        out[j] = old[i]
+    return out
+
+
+def rewrite(text: str, fresh: dict, keep: bool = True) -> str:
+    """``text`` with each sample replaced by ``fresh[command]`` (normalised lines; the times kept, see
+    ``keep_times``, unless ``keep`` is false), and the speed-up sentence taken from the two --verify
+    samples."""
     lines = text.splitlines()
     for command, _, sample, (first, last) in reversed(blocks(text)):
         if sample is not None and command in fresh:
-            lines[first:last] = fresh[command]
+            lines[first:last] = keep_times(sample, fresh[command]) if keep else fresh[command]
     new = "\n".join(lines) + ("\n" if text.endswith("\n") else "")
     slow = next((s for c, s in fresh.items() if c.startswith("xlalint --verify examples/slow_train.py")), None)
     fast = next((s for c, s in fresh.items() if c.startswith("xlalint --verify examples/fast_train.py")), None)
     if slow and fast:
+        slow, fast = (next(s for c, _, s, _ in blocks(new) if c.startswith(f"xlalint --verify examples/{n}"))
+                      for n in ("slow_train.py", "fast_train.py"))  # the times as written
         new = _SPEED.sub(f"**{_median_ms(fast)} ms a step instead of {_median_ms(slow)} ms**", new)
     return new
 
@@ -178,13 +200,16 @@ def run_commands(tmp: Path, text: str):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--check", action="store_true", help="only compare: exit 1 if a sample differs from a fresh run")
+    p.add_argument("--new-times", action="store_true",
+                   help="write this run's times even where only the times changed (on a quiet machine)")
+    p.add_argument("--first", type=int, metavar="N", help="run only the first N commands (their samples only)")
     args = p.parse_args(argv)
     text = README.read_text(encoding="utf-8")
     samples = {c: s for c, _, s, _ in blocks(text) if s is not None}
     fresh, stale = {}, []
     with tempfile.TemporaryDirectory(prefix="xlalint-readme-") as d:
         tmp = Path(d)
-        for command, expected, r, seconds, clone in run_commands(tmp, text):
+        for n, (command, expected, r, seconds, clone) in enumerate(run_commands(tmp, text), 1):
             print(f"$ {command}  -> exit {r.returncode} in {seconds:.0f} s", file=sys.stderr)
             if r.returncode != expected:
                 print(r.stdout[-3000:], file=sys.stderr)
@@ -197,11 +222,13 @@ def main(argv=None) -> int:
                     stale.append(command)
                     if args.check:
                         print(diff, file=sys.stderr)
+            if args.first and n >= args.first:
+                break
     if args.check:
         print(f"{len(stale)} of {len(samples)} samples differ from a fresh run" if stale else
               f"all {len(samples)} samples match a fresh run (times masked)", file=sys.stderr)
         return 1 if stale else 0
-    new = rewrite(text, fresh)
+    new = rewrite(text, fresh, keep=not args.new_times)
     if new != text:
         README.write_text(new, encoding="utf-8")
     print(f"rewrote {len(fresh)} samples ({len(stale)} had changed beyond their times)", file=sys.stderr)

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 README = ROOT / "README.md"
@@ -42,6 +44,27 @@ def test_the_readme_shows_the_commands_this_test_runs():
     with_samples = [c for c, _, sample, _ in samples.blocks(text) if sample]
     assert with_samples[:2] == ["make run", ".venv/bin/xlalint --select XLA001 examples/slow_train.py    # exit 1: it has findings"]
     assert len(with_samples) == 6, with_samples  # make run, the full format, the notebook, two --verify, flake8
+    verified = [c.split()[2] for c in commands if c.startswith("xlalint --verify")]
+    assert verified == ["examples/slow_train.py", "examples/fast_train.py"]  # check_verified_example's
+
+
+def test_the_checks_of_the_verified_examples_can_fail():
+    slow = (ROOT / "examples" / "slow_train.py")
+    rows = ["Per step:  step  uncached  cached  transfers  fallbacks  wall ms",
+            "              0         7       0          6          1   4077.6  (warm-up)",
+            "              2         1       4          4          1   1164.0"]
+    findings = [f"  examples/slow_train.py:{line}:1: {code} rule-name: CONFIRMED: evidence" for line, code in sorted(_marks(slow))]
+    good = "\n".join(["Findings:", *findings, *rows, "8 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 1"])
+    check_verified_example("xlalint --verify examples/slow_train.py --max-steps 10", good)
+    for bad in (good.replace(": CONFIRMED:", ": NOT CONFIRMED:", 1), good.replace(findings[0] + "\n", ""),
+                good.replace("0 missed", "1 missed")):
+        with pytest.raises(AssertionError):
+            check_verified_example("xlalint --verify examples/slow_train.py --max-steps 10", bad)
+    fast = "\n".join([rows[0], rows[1], "              2         0       1          3          0     17.9",
+                      "0 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 0"])
+    check_verified_example("xlalint --verify examples/fast_train.py --max-steps 10", fast)
+    with pytest.raises(AssertionError):  # a compile after warm-up
+        check_verified_example("xlalint --verify examples/fast_train.py --max-steps 10", fast.replace("  0       1  ", "  1       1  "))
 
 
 def test_the_comparison_masks_times_only():
@@ -50,8 +73,47 @@ def test_the_comparison_masks_times_only():
     assert not samples.differences([row, wall], [row.replace("1164.0", "17.9"), wall.replace("1259.04", "17.43")])
     assert samples.differences([row], [row.replace("  4  ", "  5  ")])  # a count, not a time
     assert samples.differences(["Found 8 findings in 1 file checked."], ["Found 9 findings in 1 file checked."])
+    other = row.replace("1164.0", "  17.9")  # the column is right-aligned: its padding is part of the time
+    assert samples.keep_times([row, wall], [other, "wall time line, not timed"]) == [other, "wall time line, not timed"]
+    assert samples.keep_times([row, "x"], [other, "y"]) == [row, "y"]  # the old run's times, the new text
+    assert samples.keep_times([row], [other.replace("  4  ", "  5  ")]) == [other.replace("  4  ", "  5  ")]
     cut = samples.normalise("x" * 200 + "\n", Path("/nowhere"), Path("/nowhere"))
     assert cut == ["x" * (samples.WIDTH - 1) + "…"]
+
+
+MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
+VERDICT = re.compile(r"^  examples/(?P<file>\w+\.py):(?P<line>\d+):\d+: (?P<code>XLA\d+) [\w-]+: (?P<status>[A-Z ]+):")
+STEP_ROW = re.compile(r"^\s+(?P<step>\d+)\s+(?P<uncached>\d+)\s+(?P<cached>\d+)\s+(?P<transfers>\d+)\s+(?P<fallbacks>\d+)\s+[\d.]+(?P<warmup>\s+\(warm-up\))?$")
+
+
+def _marks(path: Path) -> set:
+    out = set()
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = MARK.search(line)
+        if m:
+            out |= {(i, c) for c in re.split(r"[,\s]+", m.group(1).strip()) if c}
+    return out
+
+
+def check_verified_example(command: str, output: str) -> None:
+    """What tests/test_verify_fixtures.py checks of its fixtures, on the bundled examples, from the README's
+    --verify runs (so that they run under torch_xla once): every `# expect:` mark of the slow one is
+    CONFIRMED and nothing is missed; the fixed twin has no finding and no miss, and after warm-up no
+    uncached compile and no CPU fallback."""
+    name = command.split()[2].rsplit("/", 1)[-1]
+    verdicts = {(int(m["line"]), m["code"]): m["status"] for m in map(VERDICT.match, output.splitlines()) if m}
+    steady = [m for m in map(STEP_ROW.match, output.splitlines()) if m and not m["warmup"]]
+    assert steady, output
+    assert all(int(m["fallbacks"]) == 0 for m in steady) or name == "slow_train.py", output
+    assert ", 0 missed; exit" in output, output
+    if name == "slow_train.py":
+        marks = _marks(ROOT / "examples" / name)
+        assert len(marks) >= 8 and set(verdicts) == marks, (sorted(verdicts), sorted(marks))
+        assert set(verdicts.values()) == {"CONFIRMED"}, verdicts
+    else:
+        assert not verdicts and not _marks(ROOT / "examples" / name)
+        assert all(int(m["uncached"]) == 0 for m in steady), output
+        assert output.rstrip().endswith("0 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 0"), output
 
 
 def test_every_readme_command_works_as_written_and_prints_its_sample(tmp_path):
@@ -65,6 +127,8 @@ def test_every_readme_command_works_as_written_and_prints_its_sample(tmp_path):
         if command == "make run":
             assert "Found 8 findings in 1 file checked." in r.stdout and "All checks passed (1 file checked)." in r.stdout
             assert ".venv/bin/xlalint" in r.stdout.split("Next:")[1]
+        if command.startswith("xlalint --verify examples/"):
+            check_verified_example(command, r.stdout)
         if command in expected_samples:
             diff = samples.differences(expected_samples[command], samples.normalise(r.stdout, clone, tmp_path))
             if diff:
