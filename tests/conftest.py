@@ -82,6 +82,19 @@ def finding_lines(stdout: str) -> list[str]:
     return out
 
 
+# The files whose tests run programs under torch_xla or build environments, longest first (a 2-core run:
+# each takes minutes, the verify ones on both cores). Collected first, they start first: under
+# `make test` (pytest-xdist, --dist loadfile --no-loadscope-reorder) the two workers begin with the two
+# longest, and the short files fill in around the rest instead of leaving one worker alone at the end.
+LONGEST_FIRST = ("test_verify_fixtures.py", "test_readme.py", "test_fixture_projects.py", "test_verify.py",
+                 "test_fix.py", "test_precommit.py", "test_fallback_table.py", "test_conventions.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
+
+
 @pytest.fixture
 def xlalint_cli():
     return run_xlalint

@@ -81,6 +81,71 @@ def test_accumulating_a_host_read_is_an_unsafe_fix():
     assert new == ACCUMULATE.replace("total += loss.item()", "total += loss.detach()")
 
 
+EVALUATE = textwrap.dedent("""\
+    import torch
+    import torch_xla
+
+
+    def evaluate(model, batches):
+        correct, seen = 0, 0
+        for x, y in batches:
+            correct += (model(x).argmax(-1) == y).sum().item()
+            seen += len(y)
+        if seen == 0:
+            return {"accuracy": correct}
+        return correct / seen
+
+
+    def train(loader, val_loader):
+        device = torch_xla.device()
+        model = torch.nn.Linear(4, 2).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        val = [(x.to(device), y.to(device)) for x, y in val_loader]
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.to(device)).sum()
+            loss.backward()
+            optimizer.step()
+            if step % 100 == 0:
+                print(f"accuracy {evaluate(model, val):.3f}")
+            torch_xla.sync()
+""")
+
+
+def test_an_accumulated_read_that_a_function_returns_is_read_once_at_the_return():
+    """The function still returns a number: no caller starts formatting a tensor (XLA006 at the print)."""
+    (f,) = [f for f in lint_source(EVALUATE, "t.py") if f.code == "XLA001"]
+    assert f.fix_title == ("replace with `(model(x).argmax(-1) ==….sum().detach()` and read `correct` once at the "
+                           "`return` (`float(correct)`); `correct` becomes a device tensor until then")
+    new, n, left = _fix(EVALUATE, unsafe=True)
+    assert n == 1
+    assert new == (EVALUATE.replace(".sum().item()", ".sum().detach()")
+                   .replace('{"accuracy": correct}', '{"accuracy": float(correct)}')
+                   .replace("return correct / seen", "return float(correct) / seen"))
+    # what is left: one read per evaluation, at each return, every 100 steps; no format of a tensor at line 26
+    assert [(f.code, f.line) for f in left] == [("XLA001", 11), ("XLA001", 12)], left
+    assert all("`float(correct)` reads a device value to the host every 100 steps" in f.message for f in left)
+    namespace = {}
+    exec(compile(new, "t.py", "exec"), namespace)  # an empty evaluation returns a number too
+    assert namespace["evaluate"](None, []) == {"accuracy": 0.0}
+
+
+@pytest.mark.parametrize("ret", ["correct[0] / seen", "correct.sum() / seen", "[c for c in correct]"])
+def test_a_return_that_uses_the_accumulator_otherwise_than_as_a_value_is_left_alone(ret):
+    src = EVALUATE.replace("return correct / seen", f"return {ret}").replace('{"accuracy": correct}', "0")
+    (f,) = [f for f in lint_source(src, "t.py") if f.code == "XLA001"]
+    assert len(f.edits) == 1 and f.fix_title.endswith("becomes a device tensor, read it once after the loop")
+
+
+def test_a_findings_edits_are_applied_together_or_not_at_all():
+    from xlalint.fix import apply_edits
+
+    text = "a = x.item()\nb = y\nreturn a\n"
+    first = ((1, 7, 1, 13, "detach()"), (3, 8, 3, 9, "float(a)"))
+    overlapping = ((2, 5, 2, 6, "z"), (3, 8, 3, 9, "int(a)"))  # its second edit overlaps the first group's
+    assert apply_edits(text, [first, overlapping]) == ("a = x.detach()\nb = y\nreturn float(a)\n", 1)
+    assert apply_edits(text, [overlapping]) == ("a = x.item()\nb = z\nreturn int(a)\n", 1)
+
+
 def test_dataloader_gets_drop_last_keeping_its_layout():
     new, n, left = _fix(LOADERS, unsafe=True)
     assert n == 3 and [f.code for f in left] == []
@@ -135,6 +200,40 @@ def test_fix_writes_safe_fixes_and_reports_what_is_left(tmp_path):
     r = run_xlalint("--fix", "--unsafe-fixes", "-q", "--output-format", "concise", "b.py", cwd=tmp_path)
     assert (r.returncode, r.stdout) == (0, "")
     assert "total += loss.detach()" in (tmp_path / "b.py").read_text()
+
+
+def test_the_counts_after_fix_add_up_and_name_what_the_fixes_introduced(tmp_path):
+    """The bundled example: 8 findings, 3 fixed; the read at evaluate()'s return is new (one read per
+    evaluation, every `args.eval_every` steps), and named with its line."""
+    write(tmp_path, {"slow_train.py": (ROOT / "examples" / "slow_train.py").read_text()})
+    r = run_xlalint("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", "slow_train.py",
+                    cwd=tmp_path)
+    assert_no_traceback(r)
+    lines = r.stdout.splitlines()
+    assert lines[-2:] == ["Found 8 findings (3 fixed, 5 remaining) in 1 file checked.",
+                          "The fixes introduced 1 new finding, listed above: slow_train.py:65:12: XLA001."], r.stdout
+    assert len(finding_lines(r.stdout)) == 6 and "slow_train.py:65:12: XLA001 `float(correct)`" in r.stdout
+    assert "return float(correct) / sum(" in (tmp_path / "slow_train.py").read_text()
+
+
+def test_findings_that_a_fix_moved_are_not_counted_as_fixed_or_new(tmp_path):
+    """Two fixes add a line each above the `v = loss.item()` (XLA001, no fix): it moves from line 22 to 24
+    and is still the same finding."""
+    src = LOADERS.replace("for x in c:\n    model(x).sum().backward()\n",
+                          "for x in c:\n    loss = model(x).sum()\n    loss.backward()\n    v = loss.item()\n")
+    write(tmp_path, {"t.py": src})
+    before = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", "t.py", cwd=tmp_path)
+    assert finding_lines(before.stdout)[-1] == "t.py:22:9: XLA001", before.stdout
+    r = run_xlalint("--isolated", "--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", "t.py", cwd=tmp_path)
+    assert finding_lines(r.stdout) == ["t.py:24:9: XLA001"], r.stdout
+    assert r.stdout.splitlines()[-1] == "Found 4 findings (3 fixed, 1 remaining) in 1 file checked.", r.stdout
+
+
+def test_diff_says_what_it_would_fix_and_introduce(tmp_path):
+    write(tmp_path, {"slow_train.py": (ROOT / "examples" / "slow_train.py").read_text()})
+    r = run_xlalint("--isolated", "--no-cache", "--diff", "--unsafe-fixes", "slow_train.py", cwd=tmp_path)
+    assert r.returncode == 1 and "+    return float(correct) / sum(" in r.stdout
+    assert r.stderr.splitlines()[-1] == "Would fix 3 findings, and introduce 1: slow_train.py:65:12: XLA001."
 
 
 def test_diff_writes_nothing(tmp_path):

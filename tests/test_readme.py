@@ -1,94 +1,143 @@
 """Every command the README shows (each ``$ `` line of a ``console`` block) works as written, in order,
 on a fresh copy of this repository: ``make run``, ``.venv/bin/xlalint``, ``pip install .``,
-``pipx install .``, ``flake8``, ``xlalint --verify``. A trailing ``# exit N`` is the expected status
-(0 otherwise).
+``pipx install .``, ``flake8``, ``xlalint --verify``; and what it prints is the README's sample under it
+(times masked). A trailing ``# exit N`` is the expected status (0 otherwise).
 
-The copy holds what ``git ls-files`` lists (what a clone has, plus files not committed yet). HOME is
-a temporary directory, so pipx installs there; "the environment you train in" is a fresh virtualenv
-made here, and pipx itself is installed into it first (the README assumes the user has pipx).
-``xlalint --verify`` needs the verify extra (7 GB), so those two commands run with the xlalint of the
-environment running the tests, which has it (``make test`` installs it), from the copy's sources.
+scripts/readme_samples.py runs the commands (a copy holding what ``git ls-files`` lists, a temporary
+HOME, a fresh virtualenv with pipx as "the environment you train in"; ``xlalint --verify`` with the
+Python running the tests, which has the verify extra) and rewrites the samples: when this test fails
+on a sample, run ``python scripts/readme_samples.py`` and commit the README.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
 
 README = ROOT / "README.md"
-EXIT = re.compile(r"#\s*exit\s+(\d+)")
+_spec = importlib.util.spec_from_file_location("readme_samples", ROOT / "scripts" / "readme_samples.py")
+samples = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(samples)
 
 
 def readme_commands() -> list:
     """(command, expected exit status) for each ``$ `` line of the README's console blocks."""
-    out, in_console = [], False
-    for line in README.read_text(encoding="utf-8").splitlines():
-        if line.startswith("```"):
-            in_console = line.strip() == "```console" and not in_console
-            continue
-        if in_console and line.startswith("$ "):
-            m = EXIT.search(line)
-            out.append((line[2:].strip(), int(m.group(1)) if m else 0))
-    return out
+    return samples.commands(README.read_text(encoding="utf-8"))
 
 
 def test_the_readme_shows_the_commands_this_test_runs():
     commands = [c for c, _ in readme_commands()]
     assert commands[0] == "make run"
-    for needed in ("pip install .", "pipx install .", ".venv/bin/xlalint examples/slow_train.py"):
+    for needed in ("pip install .", "pipx install .", ".venv/bin/xlalint --select XLA001 examples/slow_train.py",
+                   "xlalint --verify examples/slow_train.py", "flake8 --select XLA"):
         assert any(c.startswith(needed) for c in commands), needed
     text = README.read_text(encoding="utf-8")
     assert "pip install xlalint" not in text and "rev: v0" not in text  # neither exists
+    with_samples = [c for c, _, sample, _ in samples.blocks(text) if sample]
+    assert with_samples[:2] == ["make run", ".venv/bin/xlalint --select XLA001 examples/slow_train.py    # exit 1: it has findings"]
+    assert len(with_samples) == 6, with_samples  # make run, the full format, the notebook, two --verify, flake8
+    verified = [c.split()[2] for c in commands if c.startswith("xlalint --verify")]
+    assert verified == ["examples/slow_train.py", "examples/fast_train.py"]  # check_verified_example's
 
 
-def _copy_of_the_repository(dest: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split("\0")
-    for rel in filter(None, listed):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
+def test_the_checks_of_the_verified_examples_can_fail():
+    slow = (ROOT / "examples" / "slow_train.py")
+    rows = ["Per step:  step  uncached  cached  transfers  fallbacks  wall ms",
+            "              0         7       0          6          1   4077.6  (warm-up)",
+            "              2         1       4          4          1   1164.0"]
+    findings = [f"  examples/slow_train.py:{line}:1: {code} rule-name: CONFIRMED: evidence" for line, code in sorted(_marks(slow))]
+    good = "\n".join(["Findings:", *findings, *rows, "8 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 1"])
+    check_verified_example("xlalint --verify examples/slow_train.py --max-steps 10", good)
+    for bad in (good.replace(": CONFIRMED:", ": NOT CONFIRMED:", 1), good.replace(findings[0] + "\n", ""),
+                good.replace("0 missed", "1 missed")):
+        with pytest.raises(AssertionError):
+            check_verified_example("xlalint --verify examples/slow_train.py --max-steps 10", bad)
+    fast = "\n".join([rows[0], rows[1], "              2         0       1          3          0     17.9",
+                      "0 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 0"])
+    check_verified_example("xlalint --verify examples/fast_train.py --max-steps 10", fast)
+    with pytest.raises(AssertionError):  # a compile after warm-up
+        check_verified_example("xlalint --verify examples/fast_train.py --max-steps 10", fast.replace("  0       1  ", "  1       1  "))
 
 
-def test_every_readme_command_works_as_written(tmp_path):
-    clone = _copy_of_the_repository(tmp_path / "xlalint")
-    home = tmp_path / "home"
-    home.mkdir()
-    env_dir = tmp_path / "train-env"
-    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
-    r = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", "pipx"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "NO_COLOR", "FORCE_COLOR")}
-    env = {**base, "HOME": str(home), "VIRTUAL_ENV": str(env_dir),
-           "PATH": os.pathsep.join([str(env_dir / "bin"), str(home / ".local" / "bin"), base.get("PATH", "")])}
-    verify_env = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]]),
-                  "PYTHONPATH": os.pathsep.join([str(clone), str(clone / "plugins")]), "PJRT_DEVICE": "CPU"}
-    log = []
-    for command, expected in readme_commands():
-        if command.startswith("make test"):
-            continue  # the command that runs this test
-        e = verify_env if command.startswith("xlalint --verify") else env
-        t0 = time.monotonic()
-        r = subprocess.run(["bash", "-c", command], cwd=clone, env=e, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL, timeout=900)
-        log.append(f"$ {command}  -> exit {r.returncode} in {time.monotonic() - t0:.0f} s")
-        assert r.returncode == expected, "\n".join(log) + f"\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
-        assert "Traceback" not in r.stderr, r.stderr[-3000:]
+def test_the_comparison_masks_times_only():
+    row = "              2         1       4          4          1   1164.0"
+    wall = "  wall time: warm-up 6269.01 ms (4077.58, 2191.43; step 0 includes setup); after warm-up median 1259.04 ms, mean 1329.05 ms"
+    assert not samples.differences([row, wall], [row.replace("1164.0", "17.9"), wall.replace("1259.04", "17.43")])
+    assert samples.differences([row], [row.replace("  4  ", "  5  ")])  # a count, not a time
+    assert samples.differences(["Found 8 findings in 1 file checked."], ["Found 9 findings in 1 file checked."])
+    other = row.replace("1164.0", "  17.9")  # the column is right-aligned: its padding is part of the time
+    assert samples.keep_times([row, wall], [other, "wall time line, not timed"]) == [other, "wall time line, not timed"]
+    assert samples.keep_times([row, "x"], [other, "y"]) == [row, "y"]  # the old run's times, the new text
+    assert samples.keep_times([row], [other.replace("  4  ", "  5  ")]) == [other.replace("  4  ", "  5  ")]
+    cut = samples.normalise("x" * 200 + "\n", Path("/nowhere"), Path("/nowhere"))
+    assert cut == ["x" * (samples.WIDTH - 1) + "…"]
+
+
+MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
+VERDICT = re.compile(r"^  examples/(?P<file>\w+\.py):(?P<line>\d+):\d+: (?P<code>XLA\d+) [\w-]+: (?P<status>[A-Z ]+):")
+STEP_ROW = re.compile(r"^\s+(?P<step>\d+)\s+(?P<uncached>\d+)\s+(?P<cached>\d+)\s+(?P<transfers>\d+)\s+(?P<fallbacks>\d+)\s+[\d.]+(?P<warmup>\s+\(warm-up\))?$")
+
+
+def _marks(path: Path) -> set:
+    out = set()
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = MARK.search(line)
+        if m:
+            out |= {(i, c) for c in re.split(r"[,\s]+", m.group(1).strip()) if c}
+    return out
+
+
+def check_verified_example(command: str, output: str) -> None:
+    """What tests/test_verify_fixtures.py checks of its fixtures, on the bundled examples, from the README's
+    --verify runs (so that they run under torch_xla once): every `# expect:` mark of the slow one is
+    CONFIRMED and nothing is missed; the fixed twin has no finding and no miss, and after warm-up no
+    uncached compile and no CPU fallback."""
+    name = command.split()[2].rsplit("/", 1)[-1]
+    verdicts = {(int(m["line"]), m["code"]): m["status"] for m in map(VERDICT.match, output.splitlines()) if m}
+    steady = [m for m in map(STEP_ROW.match, output.splitlines()) if m and not m["warmup"]]
+    assert steady, output
+    assert all(int(m["fallbacks"]) == 0 for m in steady) or name == "slow_train.py", output
+    assert ", 0 missed; exit" in output, output
+    if name == "slow_train.py":
+        marks = _marks(ROOT / "examples" / name)
+        assert len(marks) >= 8 and set(verdicts) == marks, (sorted(verdicts), sorted(marks))
+        assert set(verdicts.values()) == {"CONFIRMED"}, verdicts
+    else:
+        assert not verdicts and not _marks(ROOT / "examples" / name)
+        assert all(int(m["uncached"]) == 0 for m in steady), output
+        assert output.rstrip().endswith("0 confirmed, 0 not confirmed, 0 not reached, 0 missed; exit 0"), output
+
+
+def test_every_readme_command_works_as_written_and_prints_its_sample(tmp_path):
+    text = README.read_text(encoding="utf-8")
+    expected_samples = {c: s for c, _, s, _ in samples.blocks(text) if s is not None}
+    log, stale = [], []
+    for command, expected, r, seconds, clone in samples.run_commands(tmp_path, text):
+        log.append(f"$ {command}  -> exit {r.returncode} in {seconds:.0f} s")
+        assert r.returncode == expected, "\n".join(log) + f"\noutput:\n{r.stdout[-3000:]}"
+        assert "Traceback" not in r.stdout, r.stdout[-3000:]
         if command == "make run":
             assert "Found 8 findings in 1 file checked." in r.stdout and "All checks passed (1 file checked)." in r.stdout
             assert ".venv/bin/xlalint" in r.stdout.split("Next:")[1]
+        if command.startswith("xlalint --verify examples/"):
+            check_verified_example(command, r.stdout)
+        if command in expected_samples:
+            diff = samples.differences(expected_samples[command], samples.normalise(r.stdout, clone, tmp_path))
+            if diff:
+                stale.append(f"$ {command}\n{diff}")
     print("\n".join(log))  # shown with -s, and in the report of a failure above
-    assert (home / ".local" / "bin" / "xlalint").exists()  # pipx put it there
-    assert (env_dir / "bin" / "xlalint").exists()  # pip install . put it there
+    assert not stale, ("README samples differ from a fresh run (python scripts/readme_samples.py rewrites them):\n"
+                       + "\n\n".join(stale))
+    assert (tmp_path / "home" / ".local" / "bin" / "xlalint").exists()  # pipx put it there
+    assert (tmp_path / "train-env" / "bin" / "xlalint").exists()  # pip install . put it there
 
 
 def test_the_readmes_local_pre_commit_hook_works_and_honours_excludes(tmp_path):

@@ -1,7 +1,8 @@
 """``--verify --html``: the page renders in a real browser (headless Chromium) with the run's numbers.
 
-Needs torch_xla and Chromium (Debian package `chromium`); under CI=true a missing one fails the test
-instead of skipping it.
+Needs torch_xla and a Chromium or Chrome: the one named by ``XLALINT_BROWSER``, else the first of
+``BROWSERS`` on the PATH (``make browser`` installs Debian's ``chromium``; the test suite installs
+nothing). Without one the test is skipped with one line that says so; under CI=true it fails instead.
 """
 
 from __future__ import annotations
@@ -21,15 +22,22 @@ PROGRAM = os.path.join(HERE, "verify_programs", "item_per_step.py")
 CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
-def _need(ok: bool, what: str):
+def _need(ok: bool, what: str, why: str = ""):
     if not ok:
+        why = why or f"{what} is not installed"
         if CI:
-            pytest.fail(f"{what} is not installed, and CI=true")
-        pytest.skip(f"{what} is not installed")
+            pytest.fail(f"{why}, and CI=true")
+        pytest.skip(why)
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")  # as the Makefile's
 
 
 def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+    named = os.environ.get("XLALINT_BROWSER")
+    if named:
+        return shutil.which(named)
+    for name in BROWSERS:
         path = shutil.which(name)
         if path:
             return path
@@ -50,7 +58,8 @@ def _dump_dom(browser: str, page: str, profile: str) -> str:
 def test_html_report_renders_in_a_browser_with_the_runs_numbers(tmp_path):
     _need(importlib.util.find_spec("torch_xla") is not None, "torch_xla")
     browser = _chromium()
-    _need(browser is not None, "chromium")
+    looked = f"XLALINT_BROWSER={os.environ['XLALINT_BROWSER']}" if os.environ.get("XLALINT_BROWSER") else ", ".join(BROWSERS)
+    _need(browser is not None, "a browser", f"no headless browser on the PATH ({looked}): `make browser` installs Debian's chromium")
     page = str(tmp_path / "report.html")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")]), PJRT_DEVICE="CPU")
     proc = subprocess.run(

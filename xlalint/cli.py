@@ -13,7 +13,7 @@ from typing import Optional
 
 from xlalint import __version__
 from xlalint.config import ConfigError
-from xlalint.report import FORMATS, get_reporter
+from xlalint.report import FORMATS, get_reporter, printable
 from xlalint.rules import all_rules, rules_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -98,7 +98,7 @@ def main(argv: Optional[list] = None) -> int:
     try:
         return _run(args, program_args)
     except ConfigError as e:
-        print(f"xlalint: error: {e}", file=sys.stderr)
+        print(f"xlalint: error: {printable(str(e))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("xlalint: interrupted", file=sys.stderr)
@@ -250,7 +250,8 @@ def _run(args, program_args: list) -> int:
     if args.fix or args.diff:
         from xlalint import fix as fixer
 
-        findings, status, changed = fixer.run(findings, sources, resolver, args, out, warnings.append)
+        before = findings
+        findings, status, changed, line_maps = fixer.run(findings, sources, resolver, args, out, warnings.append)
         if args.diff:
             _flush_warnings(warnings, missing)
             return EXIT_ERROR if missing else status
@@ -261,6 +262,8 @@ def _run(args, program_args: list) -> int:
                 if redo:
                     findings.extend(_lint_files(redo, settings, args, warnings.append))
             findings.sort()
+            args.fixed, args.introduced = fixer.account([f for f in before if f.path in changed],
+                                                        [f for f in findings if f.path in changed], line_maps)
 
     report_out = out
     if args.output_file:
@@ -284,9 +287,9 @@ def _run(args, program_args: list) -> int:
 
 def _flush_warnings(warnings: list, missing: list) -> None:
     for w in warnings:
-        print(f"xlalint: warning: {w}", file=sys.stderr)
+        print(f"xlalint: warning: {printable(w)}", file=sys.stderr)
     for p in missing:
-        print(f"xlalint: error: {p}: no such file or directory", file=sys.stderr)
+        print(f"xlalint: error: {printable(p)}: no such file or directory", file=sys.stderr)
 
 
 def _report(findings, n_files, missing, args, out, sources, resolver) -> None:
@@ -307,4 +310,4 @@ def _report(findings, n_files, missing, args, out, sources, resolver) -> None:
         get_reporter(fmt).render(findings, out, color=color, root=root)
     if fmt in ("full", "concise", "text") and not args.quiet and not args.statistics:
         text.render_summary(findings, n_files, out, color=color, missing=missing, unsafe=unsafe,
-                            fixed=getattr(args, "fixed_count", 0))
+                            fixed=len(getattr(args, "fixed", ())), introduced=getattr(args, "introduced", ()))

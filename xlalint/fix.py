@@ -16,7 +16,8 @@ import re
 import sys
 
 from xlalint import engine
-from xlalint.report.text import fixable
+from xlalint.report import printable
+from xlalint.report.text import fixable, places
 
 MAX_ROUNDS = 10
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -32,23 +33,27 @@ def _offsets(text: str) -> list:
     return starts
 
 
-def apply_edits(text: str, edits: list) -> tuple:
-    """``text`` with the non-overlapping ``edits`` applied (later ones that overlap are left for the
-    next round); returns (new text, number applied)."""
+def apply_edits(text: str, groups: list) -> tuple:
+    """``text`` with ``groups`` of edits applied, each group (the edits of one finding) whole or not at
+    all: a group that overlaps one applied before it is left for the next round. Returns (new text,
+    number of groups applied)."""
     starts = _offsets(text)
 
     def offset(line: int, col: int) -> int:
         return starts[min(line, len(starts)) - 1] + col - 1
 
-    spans = sorted(((offset(l, c), offset(el, ec), content) for (l, c, el, ec, content) in edits))
-    out, pos, applied = [], 0, 0
-    for start, end, content in spans:
-        if start < pos:
-            continue  # overlaps the previous edit
+    spans = sorted(sorted((offset(l, c), offset(el, ec), content) for (l, c, el, ec, content) in g) for g in groups if g)
+    taken: list = []
+    applied = 0
+    for group in spans:
+        if all(end <= s or start >= e for start, end, _ in group for s, e, _ in taken):
+            taken.extend(group)
+            applied += 1
+    out, pos = [], 0
+    for start, end, content in sorted(taken):
         out.append(text[pos:start])
         out.append(content)
         pos = end
-        applied += 1
     out.append(text[pos:])
     return "".join(out), applied
 
@@ -58,10 +63,10 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
     applied = 0
     codes = settings.codes_for(path)
     for _ in range(MAX_ROUNDS):
-        edits = [e for f in findings if fixable(f, unsafe) for e in f.edits]
-        if not edits:
+        groups = [f.edits for f in findings if fixable(f, unsafe)]
+        if not groups:
             break
-        new, n = apply_edits(text, edits)
+        new, n = apply_edits(text, groups)
         if new == text:
             break
         text, applied = new, applied + n
@@ -69,15 +74,52 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
     return text, applied, findings
 
 
+def line_map(old: str, new: str) -> dict:
+    """Old line -> new line (1-based) for the lines an edit kept or replaced (a replaced block maps to
+    the first line of what replaced it); a line that is not in the map did not move."""
+    import difflib
+
+    a, b = old.splitlines(), new.splitlines()
+    out = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for i in range(i1, i2):
+            out[i + 1] = j1 + 1 + (i - i1 if tag == "equal" else 0)
+    return out
+
+
+def account(before: list, after: list, maps: dict) -> tuple:
+    """(fixed, introduced): the findings of ``before`` that ``after`` no longer has, and those of
+    ``after`` that were not in ``before`` (what the fixes introduced). A finding is the same one when its
+    file, cell, code and line (moved as the fixes moved it: ``maps``, path -> ``line_map``) agree."""
+    def key(f, line):
+        return f.path, getattr(f, "cell", None), f.code, line
+
+    waiting: dict = {}
+    for f in before:
+        m = maps.get(f.path) if getattr(f, "cell", None) is None else None
+        waiting.setdefault(key(f, m.get(f.line, f.line) if m else f.line), []).append(f)
+    introduced = []
+    for f in after:
+        same = waiting.get(key(f, f.line))
+        if same:
+            same.pop()
+        else:
+            introduced.append(f)
+    return sorted(g for group in waiting.values() for g in group), introduced
+
+
 def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
     """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff, the
-    paths rewritten). Between rounds a file is linted alone; the caller lints the rewritten files again
-    as part of their project for the report."""
+    paths rewritten, each rewritten file's ``line_map``). Between rounds a file is linted alone; the
+    caller lints the rewritten files again as part of their project for the report, and ``account``s
+    for them. With --diff, what the diff would fix and introduce (each file linted alone) goes to
+    standard error."""
     unsafe = bool(args.unsafe_fixes)
     by_path: dict = {}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
-    left, fixed, diffs, changed = [], 0, 0, set()
+    left, diffs, changed, maps = [], 0, set(), {}
+    would_fix, would_add = 0, []  # with --diff
     for path, fs in by_path.items():
         if not any(fixable(f, unsafe) for f in fs):
             left.extend(fs)
@@ -89,8 +131,8 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         if path.lower().endswith(".ipynb") and path not in sources:
             n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
             if n:
-                fixed += n
                 diffs += 1 if args.diff else 0
+                would_fix += n
                 if not args.diff:
                     changed.add(path)
             left.extend(fs)
@@ -111,7 +153,7 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
             warn(f"{path}: cannot decode it to fix it: {e}")
             left.extend(fs)
             continue
-        new, n, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
+        new, _, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
         if new == text:
             left.extend(fs)
             continue
@@ -121,7 +163,9 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
                 text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
             if not new.endswith(("\n", "\r")):
                 out.write("\n\\ No newline at end of file\n")
-            fixed += n
+            gone, added = account(fs, remaining, {path: line_map(text, new)})
+            would_fix += len(gone)
+            would_add.extend(added)
             left.extend(fs)
             continue
         try:
@@ -131,14 +175,17 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
             warn(f"{path}: cannot write the fixes: {e.strerror or e}")
             left.extend(fs)
             continue
-        fixed += n
         changed.add(path)
+        maps[path] = line_map(text, new)
         left.extend(remaining)
-    args.fixed_count = fixed
     if args.diff:
-        print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''}." if fixed else "No fixes would be applied.", file=sys.stderr)
-        return sorted(left), 1 if diffs else 0, changed
-    return sorted(left), 0, changed
+        n = would_fix
+        line = f"Would fix {n} finding{'s' if n != 1 else ''}" if n else "No fixes would be applied"
+        if would_add:
+            line += f", and introduce {len(would_add)}: {places(would_add)}"
+        print(printable(line) + ".", file=sys.stderr)
+        return sorted(left), 1 if diffs else 0, changed, maps
+    return sorted(left), 0, changed, maps
 
 
 def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:

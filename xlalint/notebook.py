@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
@@ -157,26 +157,68 @@ class NotebookError(ValueError):
 
 
 def read_notebook(data) -> dict:
-    """The notebook as nbformat v4 (a dict-like NotebookNode). Raises NotebookError with a reason."""
-    import nbformat
-
+    """The notebook's JSON, format 4 (or 3, its worksheets' cells with ``input`` as ``source``). Raises
+    NotebookError with a reason. Only the cells, their types and sources and the kernel's language are
+    read, so the standard library's json is enough: nbformat's conversions and schema validation (and
+    the packages they need) are not."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             raise NotebookError(f"not valid UTF-8: {e.reason} at byte {e.start}") from None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            nb = nbformat.reads(data, as_version=4, capture_validation_error={})
+        nb = _json_on_a_big_stack(data)
     except json.JSONDecodeError as e:
         raise NotebookError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except Exception as e:  # noqa: BLE001 - nbformat raises many kinds for a non-notebook
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise NotebookError(f"not a Jupyter notebook: {reason}") from None
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+    except RecursionError:
+        raise NotebookError("not a Jupyter notebook: JSON nested too deeply") from None
+    if not isinstance(nb, dict):
+        raise NotebookError("not a Jupyter notebook: not a JSON object")
+    version = nb.get("nbformat")
+    if type(version) is not int:
+        raise NotebookError("not a Jupyter notebook: no nbformat version")
+    if version == 3 and isinstance(nb.get("worksheets"), list):
+        cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                 for c in ws["cells"]]
+        nb = {**nb, "cells": [{**c, "source": c.get("input", "")} if isinstance(c, dict) and c.get("cell_type") == "code"
+                              else c for c in cells]}
+    elif version < 4:
+        raise NotebookError(f"not a Jupyter notebook of format 3 or 4 (format {version}): save it again with Jupyter")
+    if not isinstance(nb.get("cells"), list):
         raise NotebookError("not a Jupyter notebook: no list of cells")
     return nb
+
+
+JSON_STACK_SIZE = 512 * 1024 * 1024  # virtual; the pages a parse touches are all it costs
+
+
+def _json_on_a_big_stack(text: str):
+    """``json.loads(text)`` on a thread of its own with a big stack. json's C decoder recurses once per
+    level of nesting, as deep as the recursion limit allows, and the engine raises that limit for
+    libcst (200,000): a file of 100,000 nested brackets overflowed the main thread's stack, a crash
+    instead of an error (RecursionError here, "nested too deeply")."""
+    out: list = []
+
+    def parse():
+        try:
+            out.append((True, json.loads(text)))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
+            out.append((False, e))
+
+    try:
+        old = threading.stack_size(JSON_STACK_SIZE)
+    except (ValueError, RuntimeError):  # pragma: no cover - a platform without settable stacks
+        return json.loads(text)
+    try:
+        worker = threading.Thread(target=parse, name="xlalint-notebook-json", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(old)
+    worker.join()
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _language(nb) -> str:

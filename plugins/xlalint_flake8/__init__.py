@@ -25,6 +25,7 @@ from typing import Iterator, Optional
 from xlalint import __version__
 from xlalint import engine
 from xlalint.config import ConfigError, Settings, all_codes, build_settings, default_enabled, find_config
+from xlalint.report import printable
 
 
 class XlaLintChecker:
@@ -80,7 +81,8 @@ class XlaLintChecker:
             if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
                 continue
             # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
-            yield f.line, f.column - 1, f"{f.code} {f.message}", cls
+            # escaped as the CLI prints it: a message quotes the source, and flake8 prints it to a terminal
+            yield f.line, f.column - 1, f"{f.code} {printable(f.message)}", cls
 
 
 def _lint(filename: str, source: str, codes, settings) -> list:

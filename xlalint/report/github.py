@@ -3,18 +3,22 @@
 ``::warning file=train.py,line=20,col=21,endLine=20,endColumn=32,title=XLA001 host-read::message``
 GitHub shows it on the pull request's diff. The path is the one the finding carries, made relative to
 the working directory (the checkout, in a workflow) when it is under it. Escaping follows the runner's
-rules: ``%``, CR and LF in the message; also ``:`` and ``,`` in the properties.
+rules: ``%``, CR and LF in the message; also ``:`` and ``,`` in the properties. Any other character a
+terminal would act on (ESC, BEL, ...) is written as an escape (``\\x1b``): the log that shows these lines
+renders ANSI sequences.
 """
 
 from __future__ import annotations
 
 import os
 
+from xlalint.report import printable
+
 COMMANDS = {"error": "error", "warning": "warning"}  # anything else is a "notice"
 
 
 def escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(s, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(s: str) -> str:

@@ -26,6 +26,8 @@ import os
 import stat
 from collections import Counter
 
+from xlalint.report import printable
+
 BOLD, RED, CYAN, BLUE, RESET, DIM = "\033[1m", "\033[31m", "\033[36m", "\033[34m", "\033[0m", "\033[2m"
 CONTEXT = 2  # source lines shown above and below the reported one, as in ruff
 MAX_SPAN_LINES = 4
@@ -68,15 +70,14 @@ def render(findings, out, *, color: bool = False, root=None, full: bool = False,
         for f in findings:
             mark = "[*] " if fixable(f, unsafe) else ""
             cell = getattr(f, "cell", None)
+            path, message = printable(f.path), printable(f.message)
             if cell is not None:  # a notebook: notebook.ipynb:cell 4:12:5
-                path = f"{f.path}{CYAN}:{RESET}cell {cell}" if color else f"{f.path}:cell {cell}"
-            else:
-                path = f.path
+                path = f"{path}{CYAN}:{RESET}cell {cell}" if color else f"{path}:cell {cell}"
             if color:
                 out.write(f"{BOLD}{path}{RESET}{CYAN}:{RESET}{f.line}{CYAN}:{RESET}{f.column}{CYAN}:{RESET} "
-                          f"{BOLD}{RED}{f.code}{RESET} {mark}{f.message}\n")
+                          f"{BOLD}{RED}{f.code}{RESET} {mark}{message}\n")
             else:
-                out.write(f"{path}:{f.line}:{f.column}: {f.code} {mark}{f.message}\n")
+                out.write(f"{path}:{f.line}:{f.column}: {f.code} {mark}{message}\n")
         return
     src = _Sources(sources)
     for f in findings:
@@ -93,7 +94,14 @@ def _split_legacy(message: str, fix: str) -> tuple:
 
 def _place(f) -> str:
     cell = getattr(f, "cell", None)
-    return f"{f.path}:cell {cell}:{f.line}:{f.column}" if cell is not None else f"{f.path}:{f.line}:{f.column}"
+    path = printable(f.path)
+    return f"{path}:cell {cell}:{f.line}:{f.column}" if cell is not None else f"{path}:{f.line}:{f.column}"
+
+
+def _shown(source: str) -> str:
+    """A source line as the code frame shows it: non-printable characters escaped (``\\x1b``), tabs
+    expanded to 4 columns. The carets are placed by the width of the same rendering of the line's start."""
+    return printable(source, keep="\t").expandtabs(4)
 
 
 def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) -> str:
@@ -101,6 +109,7 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
         headline, cost, help_ = f.headline, f.cost, f.fix
     else:
         (headline, help_), cost = _split_legacy(f.message, f.fix), ""
+    headline, cost, help_ = printable(headline), printable(cost), printable(help_)
     mark = "[*] " if fixable(f, unsafe) else ""
     out = [f"{_c(f.code, BOLD + RED, color)} {mark}{_c(headline, BOLD, color)}"]
     if getattr(f, "cell", None) is not None:  # a notebook cell: its lines are not the file's lines
@@ -122,14 +131,14 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
         out.append(" " * width + f"{_c('-->', BLUE, color)} {_place(f)}")
         out.append(bar)
         for n in range(first, last + 1):
-            text = lines[n - 1].expandtabs(4)
+            text = _shown(lines[n - 1])
             out.append(f"{_c(str(n).rjust(width), BLUE, color)} {_c('|', BLUE, color)} {text}".rstrip())
             if f.line <= n <= span_end:
                 raw = lines[n - 1]
                 start = f.column - 1 if n == f.line else len(raw) - len(raw.lstrip())
                 end = f.end_column - 1 if n == f.end_line else len(raw.rstrip())
-                start_d = len(raw[:start].expandtabs(4))
-                end_d = max(len(raw[:end].expandtabs(4)), start_d + 1)
+                start_d = len(_shown(raw[:start]))
+                end_d = max(len(_shown(raw[:end])), start_d + 1)
                 out.append(f"{bar} {' ' * start_d}{_c('^' * (end_d - start_d), BOLD + RED, color)}")
         out.append(bar)
     if cost:
@@ -138,7 +147,7 @@ def render_full(f, lines: list, *, color: bool = False, unsafe: bool = False) ->
         out.append(f"{_c('help', BOLD, color)}: {help_}")
     if f.edits:
         how = "safe, `--fix`" if f.applicability == "safe" else "unsafe, `--fix --unsafe-fixes`"
-        out.append(f"{_c('fix', BOLD, color)} ({how}): {f.fix_title}")
+        out.append(f"{_c('fix', BOLD, color)} ({how}): {printable(f.fix_title)}")
     return "\n".join(out) + "\n"
 
 
@@ -170,20 +179,36 @@ def _hidden(n: int) -> str:
     return f"{n} hidden fix{'es' if n != 1 else ''}"
 
 
-def render_summary(findings, n_files: int, out, *, color: bool = False, missing=(), unsafe: bool = False, fixed: int = 0) -> None:
+def places(findings: list, most: int = 5) -> str:
+    """``path:line:col: CODE`` of each finding, the first ``most`` of them, then how many more."""
+    shown = [f"{f.path}{f':cell {f.cell}' if getattr(f, 'cell', None) is not None else ''}:{f.line}:{f.column}: {f.code}"
+             for f in sorted(findings)[:most]]
+    more = len(findings) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def render_summary(findings, n_files: int, out, *, color: bool = False, missing=(), unsafe: bool = False, fixed: int = 0,
+                   introduced=()) -> None:
+    """The closing lines. After --fix: how many findings there were, how many were fixed and how many
+    of those remain; a finding the fixes introduced (a line they changed that now fires another rule)
+    is named on a line of its own, so that the counts add up: found = fixed + remaining, and the list
+    above holds the remaining and the introduced ones."""
     checked = f"{_plural(n_files, 'file')} checked"
     if missing:
         # never "All checks passed" when a path was not there: it was not checked
         lost = f"{_plural(len(missing), 'path')} not found"
         found = f"Found {_plural(len(findings), 'finding')}" if findings else "No findings"
         out.write(f"{found} in {checked}; {lost} (see the errors below).\n")
+    elif fixed or introduced:
+        remaining = len(findings) - len(introduced)
+        out.write(f"Found {_plural(remaining + fixed, 'finding')} ({fixed} fixed, {remaining} remaining) in {checked}.\n")
     elif findings:
-        extra = f" ({fixed} fixed, {len(findings)} remaining)" if fixed else ""
-        out.write(f"Found {_plural(len(findings) + fixed, 'finding')}{extra} in {checked}.\n")
-    elif fixed:
-        out.write(f"Found {_plural(fixed, 'finding')} ({fixed} fixed, 0 remaining) in {checked}.\n")
+        out.write(f"Found {_plural(len(findings), 'finding')} in {checked}.\n")
     else:
         out.write(f"All checks passed ({checked}).\n")
+    if introduced and not missing:
+        n = len(introduced)
+        out.write(printable(f"The fixes introduced {_plural(n, 'new finding')}, listed above: {places(list(introduced))}.") + "\n")
     n_fix = sum(1 for f in findings if fixable(f, unsafe))
     hidden = sum(1 for f in findings if f.edits and not fixable(f, unsafe))
     if n_fix:

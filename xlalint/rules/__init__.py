@@ -45,7 +45,8 @@ class Rule:
         """``message`` is the headline: what this expression does, and ``{when}``; ``cost`` what it costs
         on XLA (said per occurrence: "each time", since ``{when}`` says how often); ``fix`` how to fix
         it, in words. ``edit`` is an automatic fix: ``(node, replacement node, "safe" or "unsafe",
-        title)``, a libcst transformation of this tree."""
+        title)``, a libcst transformation of this tree, optionally with a fifth item: more ``(node,
+        replacement)`` pairs in the same function, applied with the first or not at all."""
         self.model.report(self, node, message, fix, when)
         if cost or edit is not None:
             set_parts(self.model.candidates[-1], cost=cost, edit=edit)

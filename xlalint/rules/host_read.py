@@ -141,10 +141,7 @@ class HostRead(Rule):
                     what = T.HOST_READ_METHODS[meth]
                     edit = None
                     if meth == "item" and id(node) in self._accumulated:
-                        detached = node.with_changes(func=func.with_changes(attr=cst.Name("detach")))
-                        target = self.text(self._accumulated[id(node)].target)
-                        edit = (node, detached, "unsafe",
-                                f"replace with `{self.text(detached)}`; `{target}` becomes a device tensor, read it once after the loop")
+                        edit = self._accumulate_edit(node, self._accumulated[id(node)].target)
                     self._flag(node, f"`{t}` {what} {{when}}", edit=edit)
                 return
             if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
@@ -183,6 +180,23 @@ class HostRead(Rule):
 
     def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
         self.report(node, message, fix=fix, cost=COST, edit=edit)
+
+    def _accumulate_edit(self, node: cst.Call, target) -> tuple:
+        """``total += x.item()`` -> ``total += x.detach()``, unsafe: ``total`` becomes a device tensor. In a
+        function that returns it (``return correct / n``), the ``return`` reads it once
+        (``return float(correct) / n``): the function still returns a number, so no caller starts
+        formatting or testing a tensor it returns (a finding of the fix's own, in every caller)."""
+        detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+        name = self.text(target)
+        func = self.model.func.node
+        reads = _returned_uses(func, name) if type(target) is cst.Name and func is not None else None
+        if reads:
+            more = tuple((use, cst.Call(func=cst.Name("float"), args=[cst.Arg(value=use)])) for use in reads)
+            return (node, detached, "unsafe",
+                    f"replace with `{self.text(detached)}` and read `{name}` once at the `return` "
+                    f"(`float({name})`); `{name}` becomes a device tensor until then", more)
+        return (node, detached, "unsafe",
+                f"replace with `{self.text(detached)}`; `{name}` becomes a device tensor, read it once after the loop")
 
 
 def _sink(m, node: cst.Call):
@@ -226,3 +240,64 @@ def _is_module_ref(m, node) -> bool:
         return False
     head = dn.split(".")[0]
     return head in m.imports and m.kind(node) == K.NOT_TENSOR and string_value(node) is None
+
+
+_READS = frozenset(("float", "int", "bool", "round"))
+
+
+def _returned_uses(func, name: str):
+    """The ``Name`` nodes of ``name`` in the ``return`` values of ``func`` (not of functions, classes or
+    lambdas inside it) that are not already read by ``float(...)``/``int(...)``/``bool(...)``/``round(...)``,
+    or None when one of them is used otherwise than as a value (``name.item()``, ``name[0]``, ``name(...)``):
+    wrapping those in ``float()`` would break them."""
+    uses: list = []
+    ok = [True]
+
+    def value_uses(expr, parent=None):
+        if type(expr) is cst.Name:
+            if expr.value == name:
+                if type(parent) in (cst.Attribute, cst.Subscript) or (type(parent) is cst.Call and parent.func is expr):
+                    ok[0] = False
+                elif not (type(parent) is cst.Call and type(parent.func) is cst.Name and parent.func.value in _READS):
+                    uses.append(expr)
+            return
+        if type(expr) in (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp, cst.Slice, cst.NamedExpr):
+            if name in {n.value for n in _names(expr)}:
+                ok[0] = False  # a new scope, a slice bound (an int), an assignment: leave it alone
+            return
+        if type(expr) is cst.Attribute:
+            value_uses(expr.value, expr)  # never the attribute's own name
+            return
+        for child in expr.children:
+            if type(child) is cst.Arg:
+                value_uses(child.value, expr)  # never a keyword's name
+            elif isinstance(child, cst.BaseExpression):
+                value_uses(child, expr)
+            elif type(child) is cst.SubscriptElement:
+                value_uses(child.slice, child)
+            elif type(child) is cst.Index:
+                value_uses(child.value, child)
+            else:
+                for grand in getattr(child, "children", ()):
+                    if isinstance(grand, cst.BaseExpression):
+                        value_uses(grand, child)
+
+    def statements(node):
+        for child in node.children:
+            if type(child) in (cst.FunctionDef, cst.ClassDef):
+                continue
+            if type(child) is cst.Return:
+                if child.value is not None:
+                    value_uses(child.value)
+            elif isinstance(child, cst.CSTNode) and not isinstance(child, cst.BaseExpression):
+                statements(child)
+
+    statements(func.body)
+    return uses if ok[0] else None
+
+
+def _names(node):
+    if type(node) is cst.Name:
+        yield node
+    for child in node.children:
+        yield from _names(child)

@@ -116,13 +116,15 @@ class Export:
 
     def _fix_parts(self, locator, c) -> list:
         """The message's parts a rule attached (``rules.set_parts``): the cost, and an automatic fix as
-        text edits of this tree (node, replacement node -> its span and the replacement's code)."""
+        text edits of this tree (node, replacement node -> its span and the replacement's code; a fifth
+        item of the edit holds more (node, replacement) pairs in the same function, applied together)."""
         edit = getattr(c, "edit", None)
         edits, applicability, title = (), "", ""
         if edit is not None:
-            node, replacement, applicability, title = edit
-            line, col, end_line, end_col = locator.span(node, c.top_index, self._within(c))
-            edits = ((line, col, end_line, end_col, self.module.code_for_node(replacement)),)
+            node, replacement, applicability, title, *more = edit
+            within = self._within(c)
+            edits = tuple((*locator.span(n, c.top_index, within), self.module.code_for_node(r))
+                          for n, r in ((node, replacement), *(more[0] if more else ())))
         return [getattr(c, "cost", ""), edits, applicability, title]
 
     def _within(self, c):

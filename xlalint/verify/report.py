@@ -68,6 +68,31 @@ def stop_text(report) -> str:
     return stop
 
 
+# Steady-state recompile groups shown in full in the text report; the others are summed up in one line
+# (a shape that changes recompiles the graph before each host read: one group per graph cut, the same
+# root cause each time). --format json lists every group.
+MAX_RECOMPILE_GROUPS = 4
+
+
+def _lines_by_file(places) -> str:
+    """``a.py:3, 9; b.py:4`` for ``(path, line)`` pairs."""
+    by_file: dict = {}
+    for path, line in sorted(set(places)):
+        by_file.setdefault(shown_path(path), []).append(str(line))
+    return "; ".join(f"{p}:{', '.join(lines)}" for p, lines in by_file.items())
+
+
+def _folded(groups) -> str:
+    count = sum(rc.count for rc in groups)
+    steps = sorted({s for rc in groups for s in rc.steps})
+    cuts = _lines_by_file((rc.cut_path, rc.cut_line) for rc in groups if rc.cut_path)
+    causes = _lines_by_file((c["path"], c["line"]) for rc in groups for c in rc.root_causes if c.get("user") and c.get("path"))
+    rules = sorted({code for rc in groups for code in rc.explained_by})
+    text = (f"… {len(groups)} more groups: {count} uncached compile(s) at steps {', '.join(map(str, steps))}"
+            f"{f'; graph cuts at {cuts}' if cuts else ''}{f'; root causes at {causes}' if causes else ''}")
+    return text + (f"; explained by {', '.join(rules)}" if rules else "") + " (--format json lists every group)"
+
+
 def render_text(report) -> str:
     out = []
     w = out.append
@@ -115,7 +140,7 @@ def render_text(report) -> str:
     if real:
         w("")
         w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
-        for rc in real:
+        for rc in real[:MAX_RECOMPILE_GROUPS]:
             cut = f"graph cut at {shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
             # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
@@ -132,6 +157,8 @@ def render_text(report) -> str:
                 w(f"    explained by {', '.join(rc.explained_by)}")
             elif len(rc.steps) < 2:
                 w("    happened on one step only: listed, not counted as a miss")
+        if real[MAX_RECOMPILE_GROUPS:]:
+            w(f"  {_folded(real[MAX_RECOMPILE_GROUPS:])}")
     if fresh:
         w("")
         w("New code paths compiled after warm-up (first compiles, not recompiles):")
