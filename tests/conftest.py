@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The fixtures are programs to lint, some of them unit tests of their own projects: never collected here
+collect_ignore_glob = ["fixtures/*"]
 _SCRIPT = Path(sys.executable).parent / "xlalint"
 
 # One host read per step: the smallest file with exactly one XLA001 finding (line 4, column 9).

@@ -279,3 +279,14 @@ def test_cli_fix_rewrites_the_cells_of_a_notebook(tmp_path: Path):
     assert nb.cells[2].source == "print('done')"
     again = run_xlalint("--isolated", "--no-cache", "--output-format", "concise", "nb.ipynb", cwd=tmp_path)
     assert "XLA001" not in again.stdout
+
+
+def test_a_notebook_that_never_places_a_tensor_on_a_device_is_host_code():
+    """A CPU tutorial notebook (tensors made without a device, nothing moved, no project code imported):
+    its `.item()` reads a host tensor; the same cells moving the batch to the device are XLA code."""
+    cells = ["import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)",
+             "for step in range(100):\n    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+             "    loss.backward()\n    opt.step()\n    print(loss.item())\n"]
+    assert lint_source(make(cells), "n.ipynb") == []
+    on_device = [cells[0] + "\nmodel = model.to(device)", cells[1].replace("torch.randn(8, 4)", "torch.randn(8, 4, device=device)")]
+    assert [(f.cell, f.line, f.code) for f in lint_source(make(on_device), "n.ipynb")] == [(2, 5, "XLA001")]
