@@ -10,17 +10,10 @@ from xlalint.rules import Rule, set_parts
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
 from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.value_uses import ValueUses
 
-COST = (
-    "the input shape varies from batch to batch, and each new shape compiles a new XLA graph "
-    "(measured: random lengths 8-64 recompile on ~9 steps in 10)"
-)
-FIX_PAD = (
-    "pad to a few fixed lengths (buckets, e.g. the next multiple of 64, or `padding=\"max_length\"` with "
-    "`max_length=`) and warm each bucket up once"
-)
-FIX_COLLATOR = "pass `pad_to_multiple_of=64` (or pad to a fixed `max_length`) and warm the few lengths up once"
-FIX_DROP_LAST = "pass `drop_last=True` (or pad the last batch to the full batch size)"
+from xlalint.rules.variable_length_project import resolve_padding_across_modules
+from xlalint.rules.variable_length_text import COST, FIX_COLLATOR, FIX_DROP_LAST, FIX_PAD
 
 
 class UnbucketedVariableLength(Rule):
@@ -76,6 +69,10 @@ class UnbucketedVariableLength(Rule):
         that changed between the recompiling steps.
     """
     VALID = [
+        # padded to the longest only to compare lengths (a truncation warning): it never reaches a model
+        "import torch\nids = tokenizer(prompt, padding='max_length', max_length=77, truncation=True, return_tensors='pt').input_ids\nuntruncated = tokenizer(prompt, padding='longest', return_tensors='pt').input_ids\nif untruncated.shape[-1] > ids.shape[-1] and not torch.equal(ids, untruncated):\n    print(tokenizer.batch_decode(untruncated[:, 76:-1]))\nout = text_encoder(ids.to(device))\n",
+        # one literal batch, tokenized once outside any loop: one shape
+        "import torch\nenc = tokenizer(['a photo of a dog'], padding=True, return_tensors='pt')\nout = model(**enc)\n",
         "import torch\nenc = tokenizer(texts, padding='max_length', max_length=128, truncation=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)\n",
         # bucketing: the batch max is rounded up to a fixed length
@@ -95,8 +92,8 @@ class UnbucketedVariableLength(Rule):
     INVALID = [
         "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ndef collate_fn(batch):\n    return pad_sequence(batch, batch_first=True)\n",
         "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
-        "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n",
-        "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\n",
+        "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\nout = model(**enc)\n",
+        "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\nreturn_value = enc.to(device)\n",
         "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
         # padding=True through functools.partial into the collate function's parameter
@@ -130,6 +127,8 @@ class UnbucketedVariableLength(Rule):
         self._site_cands: list = []  # (candidate, callee key): such a site's own finding
         self._collate_keys: set = set()  # callee keys passed as collate_fn= (through functools.partial too)
         self._collate_pending: list = []  # (candidate, function key, headline): padding in a function maybe passed as collate_fn= elsewhere
+        self._uses = ValueUses()  # where a tokenizer's padded output goes: a model, or only a length check
+        self._result_of: dict = {}  # id(call) -> (function id, the name its result is bound to)
 
     # ------------------------------------------------------------------ walk
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -142,6 +141,14 @@ class UnbucketedVariableLength(Rule):
         for t in node.targets:
             if type(t.target) is cst.Name:
                 self._rebound.add((id(m.func), t.target.value))
+                self._uses.assigned(id(m.func), t.target.value, node.value)
+            else:
+                self._uses.leaves(id(m.func), node.value)  # batch["ids"] = ids, self.ids = ids
+        inner = node.value
+        while type(inner) in (cst.Attribute, cst.Subscript):
+            inner = inner.value  # `ids = tokenizer(...).input_ids`
+        if type(inner) is cst.Call and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            self._result_of[id(inner)] = (id(m.func), node.targets[0].target.value)
         if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name:
             return
         name = node.targets[0].target.value
@@ -188,8 +195,15 @@ class UnbucketedVariableLength(Rule):
             for n in names_in(node):
                 self._bucketed.add((id(self.model.func), n))
 
+    def on_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._uses.leaves(id(self.model.func), node.value)
+
+    on_Yield = on_Return
+
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
+        self._uses.called(m, id(m.func), node)
         func = node.func
         name = last_name(func) or ""
         low = name.lower()
@@ -358,6 +372,11 @@ class UnbucketedVariableLength(Rule):
                 )
                 self._emit(cand, f"`{extra}(...)` {how} pads each batch to its own longest example", FIX_COLLATOR, edit)
             elif kind == "tokenizer":
+                result = self._result_of.get(id(cand.node))
+                if result is not None and not self._uses.may_be_consumed(*result):
+                    continue  # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`, only compared
+                if _one_off_literal(cand):
+                    continue  # `tokenizer(["a prompt"], padding=True)` outside any loop: one shape, once
                 how, by_default = extra if isinstance(extra, tuple) else (extra, False)
                 self._emit(cand, _tokenizer_headline(self.text(cand.node.func), cand.node, how, by_default), FIX_PAD,
                            _max_length_padding(cand.node))
@@ -430,40 +449,7 @@ class UnbucketedVariableLength(Rule):
                 return f"@{self.model.module_name}:{callee}"
         return callee
 
-    @classmethod
-    def resolve_project(cls, program, data: dict, cands: dict) -> None:
-        """A collate function of one module passed as ``collate_fn=`` in another, and a ``padding=``
-        parameter given ``True``/``"longest"`` by a caller or a ``functools.partial`` in another module."""
-        from xlalint.semantics.project import Program
-
-        collate, pads = set(), {}
-        for mod, d in data.items():
-            for ref in d.get("collate", ()):
-                collate.update(program.targets(Program.site_key(mod, ref)))
-            for ref, how in d.get("sites", ()):
-                for t in program.targets(Program.site_key(mod, ref)):
-                    pads.setdefault(t, how)
-        for mod, d in data.items():
-            for ci, key, what in d.get("collate_cands", ()):
-                if key in collate:
-                    c = cands[mod][ci]
-                    c.frequency = Frequency(EVERY)
-                    set_parts(c, message=what + " (a collate function: it runs for every batch)", cost=COST, fix=FIX_PAD)
-        reached = set()
-        for mod, d in data.items():
-            for ci, key, name, msg in d.get("params", ()):
-                how = pads.get(key)
-                if how is not None:
-                    c = cands[mod][ci]
-                    c.frequency = Frequency(EVERY)
-                    reached.add(key)
-                    if how == "longest":
-                        msg = msg.replace("`padding=True`", '`padding="longest"`')
-                    set_parts(c, message=msg, cost=COST, fix=FIX_PAD)
-        for mod, d in data.items():  # the partial/call that passes it: reported at the tokenizer call instead
-            for ci, ref in d.get("site_cands", ()):
-                if any(t in reached for t in program.targets(Program.site_key(mod, ref))):
-                    cands[mod][ci].frequency = None
+    resolve_project = staticmethod(resolve_padding_across_modules)
 
     def _is_collate(self, func) -> bool:
         f = func
@@ -671,3 +657,14 @@ def _max_length_padding(call: cst.Call):
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",
             'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')
+
+
+def _one_off_literal(cand) -> bool:
+    """A tokenizer call on a literal (a string, a list of strings) outside any loop: one batch, one shape."""
+    args = positional_args(cand.node)
+    if not args or cand.ctx.loops:
+        return False
+    a = args[0]
+    if type(a) in (cst.List, cst.Tuple):
+        return bool(a.elements) and all(string_value(e.value) is not None for e in a.elements)
+    return string_value(a) is not None or type(a) is cst.FormattedString
