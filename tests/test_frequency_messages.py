@@ -77,3 +77,38 @@ def test_first_batches_and_last_batch_guards_are_not_per_step(tmp_path):
         "        print(loss.item())\n"
     )
     assert sorted(_messages(_lint(tmp_path), "t.py")) == [12]
+
+
+def test_a_branch_taken_only_while_evaluating_says_every_evaluation_batch(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "class Criterion(torch.nn.Module):\n"
+        "    def forward(self, logits, target, model, stage):\n"
+        "        loss = (logits - target).pow(2).mean()\n"
+        "        if not model.training:\n"
+        "            self.preds = logits.detach().cpu().tolist()\n"
+        "        if stage != Stage.TRAIN:\n"
+        "            print(loss.item())\n"
+        "        print(loss.item())\n"
+        "        return loss\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every evaluation batch" in msgs[7] and "every evaluation batch" in msgs[9]
+    assert "every step" in msgs[10]
+
+
+def test_the_operand_after_a_short_circuit_on_xla_is_never_tested(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "from torch_xla.core.xla_model import is_xla_tensor\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, logits, neg_is_pos):\n"
+        "        if is_xla_tensor(logits) or neg_is_pos.any():\n"
+        "            logits = logits * 2\n"
+        "        if logits.sum() > 0 or neg_is_pos.any():\n"
+        "            logits = logits * 3\n"
+        "        return logits\n"
+    )
+    assert sorted(_messages(_lint(tmp_path), "t.py", "XLA002")) == [8]

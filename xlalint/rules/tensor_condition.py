@@ -6,6 +6,7 @@ import libcst as cst
 
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
+from xlalint.semantics.steps import xla_polarity
 
 FIX = "keep the decision on the device with `torch.where(cond, a, b)` / multiplying by a mask, or move the check out of the step (every N steps, or in `xm.add_step_closure`)"
 
@@ -108,6 +109,9 @@ class TensorCondition(Rule):
         self._done.add(id(e))
         if type(e) is cst.BooleanOperation:
             left = self._first_tensor_operand(e.left)
+            polarity = xla_polarity(e.left, self.model.func.polarities)
+            if polarity == ("xla" if type(e.operator) is cst.Or else "non-xla"):
+                return left  # `is_xla_tensor(x) or m.any()`: on XLA the right operand is never evaluated
             right = self._first_tensor_operand(e.right)
             return left if left is not None else right
         if type(e) is cst.UnaryOperation and type(e.operator) is cst.Not:

@@ -256,14 +256,17 @@ class CallSites:
 
 
 def _sets_up(q: Optional[str], func) -> bool:
-    """The call sets a training run up (an optimizer, a loader, an accelerator): see T.SETUP_FUNCTIONS."""
+    """The call sets a training run up (an optimizer, a loader, an accelerator: see T.SETUP_FUNCTIONS) or loads
+    a model from disk (T.MODEL_LOAD_FUNCTIONS)."""
     if q is not None:
-        if q in T.SETUP_FUNCTIONS:
+        if q in T.SETUP_FUNCTIONS or q in T.MODEL_LOAD_FUNCTIONS:
             return True
         if q.startswith(T.SETUP_FUNCTION_PREFIXES):
             last = q.rsplit(".", 1)[-1]
             return last[:1].isupper() and "." not in q[len("torch.optim."):]
     if type(func) is cst.Attribute:
+        if func.attr.value in T.MODEL_LOAD_METHODS:
+            return True
         hints = T.SETUP_METHODS.get(func.attr.value)
         recv = (last_name(func.value) or "").lower()
         return bool(hints) and any(h in recv for h in hints)

@@ -53,7 +53,8 @@ class Export:
                 f = ctx.func
                 i = ctx_ids[id(ctx)] = len(ctxs)
                 ctxs.append([f.key if f is not self.top else "", [loop_ids[id(lp)] for lp in ctx.loops if id(lp) in loop_ids],
-                             ctx.period, ctx.non_xla, ctx.closure or f.closure, ctx.seq, ctx.error_path, ctx.once, line])
+                             ctx.period, ctx.non_xla, ctx.closure or f.closure, ctx.seq, ctx.error_path, ctx.once, line,
+                             ctx.eval_only])
             return i
 
         funcs = {}

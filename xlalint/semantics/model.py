@@ -108,6 +108,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self.closure_depth = 0
         self.error_depth = 0
         self.cond_depth = 0
+        self.eval_depth = 0  # inside branches taken only while evaluating (steps.mode_test)
         self.seq = 0
         self._block_syncs: list[list] = [[]]  # sync points recorded in each open block (their reach ends with it)
         self.stmt: Optional[cst.CSTNode] = None
@@ -124,7 +125,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
             non_xla = non_xla or nx
             once = once or o
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
-                   self.error_depth > 0, once)
+                   self.error_depth > 0, once, eval_only=self.eval_depth > 0)
 
     def type_tested(self, expr) -> bool:
         """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code

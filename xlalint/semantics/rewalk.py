@@ -132,11 +132,13 @@ class Rewalk:
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
         self._rewalking_quietly = not record
+        saved_eval, self.eval_depth = self.eval_depth, 0
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
             self.walk_block(f.node.body)
         finally:
+            self.eval_depth = saved_eval
             self._rewalking_quietly = False
             (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
              self.top_index, self.closure_depth, self.error_depth) = saved

@@ -83,6 +83,7 @@ class Ctx:
     error_path: bool = False  # a `raise` or an assert message: runs only when something is wrong
     once: bool = False  # under `if step == 0:` / `if step == last:` / `if step >= max: break`: not every step
     line: int = 0  # for a call site into another module: its line (the path shown in messages)
+    eval_only: bool = False  # under `if not self.training:` / `if stage != Stage.TRAIN:`: evaluation steps only
 
 
 @dataclass(frozen=True)
@@ -218,9 +219,9 @@ class Steps:
 
     def _whole(self, key: str) -> bool:
         """One call of the function is a whole decode, evaluation or run: it has a hot loop or a step loop
-        of its own (itself or in what it calls outside its loops). A loop calling it (over prompts, over
+        of its own, or sets a run up or loads a model (itself or in what it calls outside its loops). A loop calling it (over prompts, over
         epochs) is not hot: what the call costs once is not a per-step cost."""
-        return self._through_calls(self._whole_memo, key, lambda f: any(
+        return self._through_calls(self._whole_memo, key, lambda f: f.sets_up or any(
             self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())))
 
     def is_hot_loop(self, loop: LoopInfo) -> bool:
@@ -279,6 +280,9 @@ class Steps:
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ff.level == PERIODIC and not ctx.loops and self._after_whole_loop(ctx):
             after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
+        if ctx.eval_only and ff.hot is None:  # a branch taken only when evaluating: every evaluation batch
+            return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
+                             H.EVAL)
         if ctx.period or after != ff.after_sync:
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
                              ff.hot)
@@ -294,14 +298,16 @@ class Steps:
                    for lp in self._loops_of.get(id(loop.func), ()))
 
     def _after_whole_loop(self, ctx: Ctx) -> bool:
-        """``ctx`` comes after one of its function's own evaluation or step loops (not nested in another):
-        what the function computed over the whole loop is read once, at its end."""
+        """``ctx`` comes after one of its function's own loops (not nested in another), in a function run every
+        N steps (an evaluation, a report): what the function computed over the whole loop is read once, at
+        its end."""
         return any(lp.outer is None and lp.end_seq and ctx.seq > lp.end_seq
-                   and (self.is_hot_loop(lp) or self.is_step_loop(lp))
                    for lp in self._loops_of.get(id(ctx.func), ()))
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
         after = self._after_sync(ctx, loop.sync_points)
+        if ctx.eval_only and hot is None:
+            hot = H.EVAL
         return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot)
 
     def _after_sync(self, ctx: Ctx, points) -> bool:
@@ -483,6 +489,38 @@ _POLARITY_DEPTH = 8
 # flags that select another inference backend or device (`elif self.dnn:` in a multi-backend model's forward)
 _OTHER_BACKEND_FLAGS = frozenset({"onnx", "dnn", "tflite", "edgetpu", "openvino", "coreml", "tensorrt", "ncnn",
                                   "mps", "use_mps", "on_mps", "is_mps", "use_onnx", "use_tensorrt"})
+
+
+def mode_test(test) -> Optional[str]:
+    """'eval' when the test is true only while evaluating (``not self.training``, ``stage != Stage.TRAIN``,
+    ``mode == "val"``), 'train' when only while training (``self.training``, ``stage == Stage.TRAIN``)."""
+    negate = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        negate = not negate
+        test = test.expression
+    result = None
+    if type(test) is cst.Attribute and test.attr.value == "training":
+        result = "train"
+    elif type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        result = mode_test(test.left) or mode_test(test.right)
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        for side in (test.left, c.comparator):
+            word = (string_value(side) or (dotted_name(side) or "").rpartition(".")[2]).lower()
+            if word in _TRAIN_WORDS or word in _EVAL_WORDS:
+                mode = "train" if word in _TRAIN_WORDS else "eval"
+                if type(c.operator) is cst.Equal:
+                    result = mode
+                elif type(c.operator) is cst.NotEqual and mode == "train":
+                    result = "eval"
+                break
+    if result is not None and negate:
+        result = "eval" if result == "train" else "train"
+    return result
+
+
+_TRAIN_WORDS = frozenset({"train", "training"})
+_EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev"})
 
 
 def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:

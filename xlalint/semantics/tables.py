@@ -134,6 +134,10 @@ SETUP_FUNCTIONS = frozenset(
 )
 SETUP_FUNCTION_PREFIXES = ("torch.optim.",)  # an optimizer class: torch.optim.AdamW(...)
 SETUP_METHODS = {"prepare": ("accelerator",)}  # accelerator.prepare(model, optimizer, loader)
+# Loading a model or a checkpoint from disk: a function that does it is a whole run (an export, a benchmark of
+# one configuration), not one pass of the model, even when it then runs the model once
+MODEL_LOAD_FUNCTIONS = frozenset({"torch.load", "torch.jit.load", "torch.hub.load", "safetensors.torch.load_file"})
+MODEL_LOAD_METHODS = frozenset({"from_pretrained", "load_from_checkpoint"})
 
 # Methods of an accelerate ``Accelerator`` (receivers named like one) and what they return: "arg" is
 # the kind of their first argument (a tensor or a tuple/dict of tensors, gathered or padded on the device).

@@ -19,7 +19,9 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
-from xlalint.semantics.steps import FuncInfo, LoopInfo, ends_block, negated_period, period_of, runs_once, xla_polarity
+from xlalint.semantics.steps import (
+    FuncInfo, LoopInfo, ends_block, mode_test, negated_period, period_of, runs_once, xla_polarity,
+)
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, positional_args, string_value,
 )
@@ -171,6 +173,7 @@ class StatementWalk:
         self.guards = []
         self.stmt = node
         self.cond_depth = 0
+        saved_eval, self.eval_depth = self.eval_depth, 0
         if info.class_key is None:
             self.class_key = None
         self._bind_params(node, info)
@@ -189,6 +192,7 @@ class StatementWalk:
         if plain_method:
             self._format_seen[key] = self._read_attributes(info.class_key, self._attr_reads)
         self._attr_reads = saved_reads
+        self.eval_depth = saved_eval
         self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth, self.no_grad_depth = saved
 
     def _lambda(self, node: cst.Lambda) -> None:
@@ -282,6 +286,8 @@ class StatementWalk:
         once = period is None and runs_once(node.test, node.body, self.func.step_counters)
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
+        mode = mode_test(node.test)
+        self.eval_depth += mode == "eval"
         exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
         self.error_depth += exits
         tested = _tensor_type_test(node.test)
@@ -300,13 +306,16 @@ class StatementWalk:
         if tested:
             self._type_tested.pop()
         self.error_depth -= exits
+        self.eval_depth -= mode == "eval"
         self.guards.pop()
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
+            self.eval_depth += mode == "train"
             if type(node.orelse) is cst.If:
                 self._if(node.orelse)
             else:
                 self.walk_block(node.orelse.body)
+            self.eval_depth -= mode == "train"
             self.guards.pop()
         self.cond_depth -= 1
         if node.orelse is None and ends_block(node.body):
@@ -526,8 +535,9 @@ def _places_on_device(node: cst.Call) -> bool:
     return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
 
 
-# Types whose instances are never tensors: `isinstance(v, (str, Path))` narrows `v` to a Python value.
-_PYTHON_TYPES = frozenset({"str", "bytes", "int", "float", "bool", "complex", "list", "tuple", "dict", "set",
+# Types whose instances are never tensors nor hold them: `isinstance(v, (str, Path))` narrows `v` to a
+# Python value (not containers: `isinstance(x, dict)` then `x.get("patch_valid")` may be a tensor).
+_PYTHON_TYPES = frozenset({"str", "bytes", "int", "float", "bool", "complex",
                            "Path", "PurePath", "PathLike", "Number", "Integral", "Real", "ndarray", "Image"})
 
 

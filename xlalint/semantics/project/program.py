@@ -67,9 +67,9 @@ class Program:
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []
-        for fk, loop_ids, period, non_xla, closure, seq, error, once, line in s["ctxs"]:
+        for fk, loop_ids, period, non_xla, closure, seq, error, once, line, *more in s["ctxs"]:
             ctxs.append(Ctx(funcs.get(fk, top), tuple(loops[i] for i in loop_ids), period, non_xla, closure, seq,
-                            error, once, line))
+                            error, once, line, bool(more and more[0])))
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             f = funcs[key]
