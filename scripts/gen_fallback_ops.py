@@ -47,6 +47,11 @@ ALT_LSTSQ = "`torch.linalg.pinv(A) @ b` (lowered)"
 ALT_SOLVE = "`torch.linalg.inv(A) @ b` (lowered)"
 ALT_NONZERO_STATIC = "keep the mask instead of indices (`torch.where(mask, x, 0)`, `x * mask`), or `torch.topk(mask.int(), K)` for K positions (lowered)"
 ALT_CUMMIN = "`-torch.cummax(-x, dim).values` (cummax is lowered)"
+ALT_NANSUM = "`torch.where(torch.isnan(x), torch.zeros_like(x), x).sum()`"
+ALT_NANMEAN = "`ok = ~torch.isnan(x); torch.where(ok, x, 0).sum() / ok.sum()`"
+ALT_ISIN = "compare on the device: `(x.unsqueeze(-1) == values).any(-1)`"
+ALT_ASSERT_ASYNC = "check every N steps (or only in debug runs): each call runs on the CPU"
+ALT_POLAR = "`torch.complex(r * torch.cos(theta), r * torch.sin(theta))`"
 ALT_TRIL = "build the indices once outside the step (they depend only on the size) and reuse them"
 
 # (qualified name or ".method", code run with x (f32 [8, 16] in [0, 1)), i (i64 [32] in 0..9), s (sorted f32 [5]),
@@ -134,6 +139,14 @@ CANDIDATES = [
     ("torch.nn.functional.one_hot", "F.one_hot(i, 10)", None, ""),
     ("torch.nn.functional.embedding", "F.embedding(i, torch.randn(10, 3, device=d))", None, ""),
     ("torch.nn.functional.max_pool2d", "F.max_pool2d(img, 3)", None, ""),
+    # issue 33 item 9: ops that trainers call and that the first table missed
+    ("torch.nansum", "torch.nansum(x)", None, ALT_NANSUM),
+    (".nansum", "x.nansum()", None, ALT_NANSUM),
+    ("torch.nanmean", "torch.nanmean(x)", None, ALT_NANMEAN),
+    (".nanmean", "x.nanmean()", None, ALT_NANMEAN),
+    ("torch.isin", "torch.isin(i, i[:4])", None, ALT_ISIN),
+    ("torch._assert_async", "torch._assert_async(x.sum() > -1)", None, ALT_ASSERT_ASYNC),
+    ("torch.polar", "torch.polar(x, x)", None, ALT_POLAR),
 ]
 
 

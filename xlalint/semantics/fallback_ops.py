@@ -8,7 +8,12 @@ call must have to fall back (None: always). ``alternative`` is the cheapest lowe
 MEASURED_ON = 'torch 2.9.0+cu128, torch_xla 2.9.0'
 
 # qualified function name -> [{when, ops, alternative, probe}]
-FALLBACK_FUNCTIONS = {'torch.bincount': [{'alternative': 'a fixed-size count on the device: `F.one_hot(x, K).sum(0)` or '
+FALLBACK_FUNCTIONS = {'torch._assert_async': [{'alternative': 'check every N steps (or only in debug runs): each call runs on the '
+                                         'CPU',
+                          'ops': ['aten::_assert_async'],
+                          'probe': 'torch._assert_async(x.sum() > -1)',
+                          'when': None}],
+ 'torch.bincount': [{'alternative': 'a fixed-size count on the device: `F.one_hot(x, K).sum(0)` or '
                                     '`torch.zeros(K, device=x.device).scatter_add_(0, x, '
                                     'torch.ones_like(x))`',
                      'ops': ['aten::bincount'],
@@ -91,6 +96,10 @@ FALLBACK_FUNCTIONS = {'torch.bincount': [{'alternative': 'a fixed-size count on 
                   'ops': ['aten::histc'],
                   'probe': 'torch.histc(x, bins=10, min=0.0, max=1.0)',
                   'when': None}],
+ 'torch.isin': [{'alternative': 'compare on the device: `(x.unsqueeze(-1) == values).any(-1)`',
+                 'ops': ['aten::isin.Tensor_Tensor'],
+                 'probe': 'torch.isin(i, i[:4])',
+                 'when': None}],
  'torch.linalg.cholesky': [{'alternative': '',
                             'ops': ['aten::linalg_cholesky_ex'],
                             'probe': 'torch.linalg.cholesky(m @ m.T + torch.eye(6, device=d))',
@@ -136,11 +145,19 @@ FALLBACK_FUNCTIONS = {'torch.bincount': [{'alternative': 'a fixed-size count on 
                         'ops': ['aten::multinomial'],
                         'probe': 'torch.multinomial(p, 3)',
                         'when': None}],
+ 'torch.nanmean': [{'alternative': '`ok = ~torch.isnan(x); torch.where(ok, x, 0).sum() / ok.sum()`',
+                    'ops': ['aten::nansum'],
+                    'probe': 'torch.nanmean(x)',
+                    'when': None}],
  'torch.nanmedian': [{'alternative': '`torch.sort(x, dim)` (NaNs sort last) and take the middle of the '
                                      'non-NaN count with `gather`',
                       'ops': ['aten::nanmedian.dim_values'],
                       'probe': 'torch.nanmedian(x, dim=1)',
                       'when': None}],
+ 'torch.nansum': [{'alternative': '`torch.where(torch.isnan(x), torch.zeros_like(x), x).sum()`',
+                   'ops': ['aten::nansum'],
+                   'probe': 'torch.nansum(x)',
+                   'when': None}],
  'torch.nn.functional.adaptive_max_pool1d': [{'alternative': '`F.max_pool2d` with a kernel and stride that '
                                                              'divide the input (`kernel_size=H // out_h`)',
                                               'ops': ['aten::adaptive_max_pool2d'],
@@ -192,6 +209,10 @@ FALLBACK_FUNCTIONS = {'torch.bincount': [{'alternative': 'a fixed-size count on 
                            'ops': ['aten::nonzero_static'],
                            'probe': 'torch.nonzero_static(x > 0.5, size=8)',
                            'when': None}],
+ 'torch.polar': [{'alternative': '`torch.complex(r * torch.cos(theta), r * torch.sin(theta))`',
+                  'ops': ['aten::polar.out'],
+                  'probe': 'torch.polar(x, x)',
+                  'when': None}],
  'torch.searchsorted': [{'alternative': 'compare against the boundaries on the device and count: '
                                         '`(x.unsqueeze(-1) > boundaries).sum(-1)`',
                          'ops': ['aten::searchsorted.Tensor'],
@@ -247,11 +268,19 @@ FALLBACK_METHODS = {'bincount': [{'alternative': 'a fixed-size count on the devi
                   'ops': ['aten::multinomial'],
                   'probe': 'p.multinomial(3)',
                   'when': None}],
+ 'nanmean': [{'alternative': '`ok = ~torch.isnan(x); torch.where(ok, x, 0).sum() / ok.sum()`',
+              'ops': ['aten::nansum'],
+              'probe': 'x.nanmean()',
+              'when': None}],
  'nanmedian': [{'alternative': '`torch.sort(x, dim)` (NaNs sort last) and take the middle of the non-NaN '
                                'count with `gather`',
                 'ops': ['aten::nanmedian.dim_values'],
                 'probe': 'x.nanmedian(dim=1)',
                 'when': None}],
+ 'nansum': [{'alternative': '`torch.where(torch.isnan(x), torch.zeros_like(x), x).sum()`',
+             'ops': ['aten::nansum'],
+             'probe': 'x.nansum()',
+             'when': None}],
  'nonzero_static': [{'alternative': 'keep the mask instead of indices (`torch.where(mask, x, 0)`, `x * '
                                     'mask`), or `torch.topk(mask.int(), K)` for K positions (lowered)',
                      'ops': ['aten::nonzero_static'],
