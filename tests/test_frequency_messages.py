@@ -112,3 +112,11 @@ def test_the_operand_after_a_short_circuit_on_xla_is_never_tested(tmp_path):
         "        return logits\n"
     )
     assert sorted(_messages(_lint(tmp_path), "t.py", "XLA002")) == [8]
+
+
+def test_a_hot_loop_inside_a_periodic_function_names_both():
+    """nanoGPT's estimate_loss(): `losses[k] = loss.item()` in its loop over eval_iters, called every
+    eval_interval steps, reads every evaluation batch, not once every eval_interval steps (issue #35)."""
+    msgs = _messages(_lint(FIXTURES / "nanogpt_eval_interval.py"), "nanogpt_eval_interval.py")
+    assert "every evaluation batch (the loop runs every `eval_interval` steps)" in msgs[97]
+    assert "accumulate on the device" in msgs[97]

@@ -94,13 +94,17 @@ class Frequency:
     loop: Optional[LoopInfo] = None  # the step loop that makes it per-step, when known
     via: tuple = ()  # the call sites (Ctx) through which it runs, innermost first
     hot: Optional[str] = None  # the kind of hot loop that makes it per-step (hot_loops), None: a step
+    within: Optional[str] = None  # a hot loop's function runs every N steps: N (an evaluation every N steps)
 
     @property
     def per_step(self) -> bool:
         return self.level > NEVER
 
     def describe(self, module: Optional[str] = None) -> str:
-        text = H.when_text(self.hot, self.period if self.level == PERIODIC else None)
+        text = H.when_text(self.hot, self.period if self.level == PERIODIC and not self.within else None)
+        if text is not None and self.within:
+            n = self.within if self.within.isdigit() else f"`{self.within}`"
+            text = f"{text} (the loop runs every {n} steps)"
         if text is None and self.level == PERIODIC and self.period:
             n = self.period
             text = f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
@@ -277,6 +281,11 @@ class Steps:
             return NOT_PER_STEP
         if len(loops) < len(ctx.loops):
             return NOT_PER_STEP  # in a loop before training, in a function that runs per step (rare)
+        if ff.hot is None and ff.level == PERIODIC and not ctx.period:
+            for loop in reversed(loops):  # `losses[k] = loss.item()` in estimate_loss()'s loop, every N steps
+                if self.is_hot_loop(loop):
+                    after = self._after_sync(ctx, loop.sync_points)
+                    return Frequency(PERIODIC, ff.period, after, loop, ff.via, self.hot_kind(loop, False), ff.period)
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ff.level == PERIODIC and not ctx.loops and self._after_whole_loop(ctx):
             after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
