@@ -287,14 +287,14 @@ class Steps:
                     after = self._after_sync(ctx, loop.sync_points)
                     return Frequency(PERIODIC, ff.period, after, loop, ff.via, self.hot_kind(loop, False), ff.period)
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
-        if ff.level == PERIODIC and not ctx.loops and self._after_whole_loop(ctx):
+        if ff.level == PERIODIC and ff.hot is None and not ctx.loops and self._after_whole_loop(ctx):
             after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
         if ctx.eval_only and ff.hot is None:  # a branch taken only when evaluating: every evaluation batch
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
                              H.EVAL)
         if ctx.period or after != ff.after_sync:
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
-                             ff.hot)
+                             ff.hot, None if ctx.period else ff.within)
         return ff
 
     def before_training(self, loop: LoopInfo) -> bool:
@@ -359,7 +359,7 @@ class Steps:
             if fr.level > best.level:
                 best, best_ctx = fr, ctx
         if any_site:
-            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via, best.hot)
+            best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via, best.hot, best.within)
         cache[f.key] = best
         return best
 
