@@ -1,4 +1,4 @@
-"""Command line: arguments -> settings -> engine -> reporter. Nothing else lives here.
+"""Command line: arguments -> settings -> the run (xlalint/run/) -> reporter. Nothing else lives here.
 
 Exit status: 0 no findings, 1 findings, 2 a usage or config error or a path that does not exist.
 """
@@ -112,14 +112,14 @@ def main(argv: Optional[list] = None) -> int:
 
 
 def _lint_files(files: list, settings, args, warn) -> list:
-    """The files through the cache and the process pool (xlalint/parallel.py)."""
+    """The files through the cache and the process pool (xlalint/run/)."""
     if args.jobs < 0:
         raise ConfigError(f"--jobs must be a positive number (or 0 for one per core), got {args.jobs}")
-    from xlalint import parallel
-    from xlalint.cache import Cache
+    from xlalint.run.cache import Cache
+    from xlalint.run.project import lint_files
 
     cache = None if args.no_cache or not files else Cache.open(args.cache_dir, settings, warn)
-    return parallel.lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
+    return lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
 
 
 VERIFY_MISSING = (
@@ -183,8 +183,11 @@ def _run(args, program_args: list) -> int:
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
                           timeout=args.timeout, fmt=fmt, out=out, html=args.html)
 
-    from xlalint import engine
+    from xlalint.analysis.module import problem_finding
+    from xlalint.analysis.source import lint_source
     from xlalint.config import Resolver
+    from xlalint.sources.discover import iter_python_files
+    from xlalint.sources.read import too_large
 
     # `--stdin-filename NAME` with no path reads standard input, as in ruff
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
@@ -228,15 +231,15 @@ def _run(args, program_args: list) -> int:
                 continue
             data = sys.stdin.buffer.read(settings.max_file_size + 1)
             if len(data) > settings.max_file_size:
-                findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
+                findings.append(problem_finding(too_large(None, settings.max_file_size), stdin_name))
             else:
                 sources[stdin_name] = data
-                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
+                findings.extend(lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
             n_files += 1
             continue
         if args.force_exclude and resolver.for_path(p).is_excluded(p, ancestors=True):
             continue
-        for f in engine.iter_python_files([p], resolver, warn=warnings.append):
+        for f in iter_python_files([p], resolver, warn=warnings.append):
             key = os.path.realpath(f)
             if key in seen:  # given twice, or by name and inside a directory
                 continue

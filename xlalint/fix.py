@@ -15,8 +15,9 @@ import difflib
 import re
 import sys
 
-from xlalint import engine
+from xlalint.analysis.source import lint_source
 from xlalint.report.text import fixable
+from xlalint.sources import notebook
 
 MAX_ROUNDS = 10
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -65,7 +66,7 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
         if new == text:
             break
         text, applied = new, applied + n
-        findings = engine.lint_source(text, path, codes, limits=settings.limits)
+        findings = lint_source(text, path, codes, limits=settings.limits)
     return text, applied, findings
 
 
@@ -142,16 +143,14 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
 
 
 def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:
-    """A notebook's code cells fixed as the one program they are linted as (xlalint/notebook.py), the
+    """A notebook's code cells fixed as the one program they are linted as (xlalint/sources/notebook.py), the
     cells written back in place (outputs and metadata kept); with --diff, the program's diff. Returns
     the number of fixes."""
-    from xlalint import notebook
-
     codes = settings.codes_for(path)
     count = [0]
 
     def fix_program(program: str) -> str:
-        findings = engine.lint_source(program, path, codes, limits=settings.limits)
+        findings = lint_source(program, path, codes, limits=settings.limits)
         new, n, _ = fix_source(program, path, findings, settings, unsafe)
         count[0] = n
         return new

@@ -24,9 +24,11 @@ import traceback
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
-from xlalint import __version__, engine
+from xlalint import __version__
+from xlalint.analysis.source import lint_source
 from xlalint.config import ConfigError, Settings, build_settings, find_config
 from xlalint.findings import Finding
+from xlalint.sources.comments import NOQA
 
 try:
     from lsprotocol import types
@@ -53,23 +55,23 @@ def lint_document(path: str, text: str, settings: Settings) -> list:
     """Lint one open document, as part of its project (the modules connected to it by imports, read from
     disk and the cache). Every lint the server does goes through here; ``path`` is the file's path on
     disk, ``text`` the editor's buffer.
-    The parse is incremental (xlalint/incremental.py): after an edit only the edited top-level
+    The parse is incremental (xlalint/parse/incremental.py): after an edit only the edited top-level
     statement is parsed again."""
-    from xlalint.incremental import IncrementalParser
+    from xlalint.parse.incremental import IncrementalParser
 
     parser = _PARSERS.pop(path, None) or IncrementalParser()
     _PARSERS[path] = parser  # the most recently linted last
     while len(_PARSERS) > MAX_PARSERS:
         del _PARSERS[next(iter(_PARSERS))]
     if not os.path.isfile(path):  # an unsaved buffer: the text alone
-        return engine.lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
+        return lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
     # as part of its project (a helper's findings depend on its callers), the rest from the cache
-    from xlalint import parallel
-    from xlalint.cache import Cache
+    from xlalint.run.cache import Cache
+    from xlalint.run.project import lint_project
     from xlalint.semantics.project import find_root
 
     cache = Cache.open(None, settings, lambda _msg: None)
-    return parallel.lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
+    return lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
                                  parse={path: parser})
 
 
@@ -334,11 +336,11 @@ def build_server() -> "XlaLintServer":
 
 
 def hover_for(codes: list):
-    from xlalint.report.sarif import _markdown
+    from xlalint.report.sarif import rule_markdown
     from xlalint.rules import rules_by_code
 
     rules = rules_by_code()
-    parts = [_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
+    parts = [rule_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
     if not parts:
         return None
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(parts)))
@@ -384,7 +386,7 @@ def noqa_edit(lines: list, row: int, code: str):
     if row >= len(lines):
         return None
     text = lines[row]
-    m = engine.NOQA.search(text)
+    m = NOQA.search(text)
     if m is not None:
         codes = m.group("codes")
         if not codes:
