@@ -15,6 +15,7 @@ import difflib
 import re
 import sys
 
+from xlalint.analysis.file_findings import internal_error
 from xlalint.analysis.source import lint_source
 from xlalint.report.text import fixable
 from xlalint.sources import notebook
@@ -73,7 +74,8 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
 def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
     """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff, the
     paths rewritten). Between rounds a file is linted alone; the caller lints the rewritten files again
-    as part of their project for the report."""
+    as part of their project for the report. An exception while fixing a file leaves it as it was, with
+    an XLA902 (internal-error) finding; the other files are fixed."""
     unsafe = bool(args.unsafe_fixes)
     by_path: dict = {}
     for f in findings:
@@ -83,63 +85,62 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         if not any(fixable(f, unsafe) for f in fs):
             left.extend(fs)
             continue
-        if path in sources and not args.diff:
-            warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
-            left.extend(fs)
-            continue
-        if path.lower().endswith(".ipynb") and path not in sources:
-            n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
-            if n:
-                fixed += n
-                diffs += 1 if args.diff else 0
-                if not args.diff:
-                    changed.add(path)
-            left.extend(fs)
-            continue
-        data = sources.get(path)
-        if data is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as e:
-                warn(f"{path}: cannot read it to fix it: {e.strerror or e}")
-                left.extend(fs)
-                continue
         try:
-            encoding = _encoding(data)
-            text = data.decode(encoding)
-        except (ValueError, LookupError, SyntaxError) as e:
-            warn(f"{path}: cannot decode it to fix it: {e}")
+            remaining, n, diff, wrote = _fix_file(path, fs, sources, resolver, unsafe, args, out, warn)
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, the other files fixed
             left.extend(fs)
+            left.append(internal_error(path, "fixing the file", e))
             continue
-        new, n, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
-        if new == text:
-            left.extend(fs)
-            continue
-        if args.diff:
-            diffs += 1
-            out.writelines(difflib.unified_diff(
-                text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
-            if not new.endswith(("\n", "\r")):
-                out.write("\n\\ No newline at end of file\n")
-            fixed += n
-            left.extend(fs)
-            continue
-        try:
-            with open(path, "wb") as fh:
-                fh.write(new.encode(encoding))
-        except OSError as e:
-            warn(f"{path}: cannot write the fixes: {e.strerror or e}")
-            left.extend(fs)
-            continue
-        fixed += n
-        changed.add(path)
         left.extend(remaining)
+        fixed += n
+        diffs += diff
+        if wrote:
+            changed.add(path)
     args.fixed_count = fixed
     if args.diff:
         print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''}." if fixed else "No fixes would be applied.", file=sys.stderr)
         return sorted(left), 1 if diffs else 0, changed
     return sorted(left), 0, changed
+
+
+def _fix_file(path: str, fs: list, sources: dict, resolver, unsafe: bool, args, out, warn) -> tuple:
+    """(the findings left, fixes applied, diffs printed, the file rewritten) for one file."""
+    if path in sources and not args.diff:
+        warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
+        return fs, 0, 0, False
+    if path.lower().endswith(".ipynb") and path not in sources:
+        n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
+        return fs, n, 1 if n and args.diff else 0, bool(n) and not args.diff
+    data = sources.get(path)
+    if data is None:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            warn(f"{path}: cannot read it to fix it: {e.strerror or e}")
+            return fs, 0, 0, False
+    try:
+        encoding = _encoding(data)
+        text = data.decode(encoding)
+    except (ValueError, LookupError, SyntaxError) as e:
+        warn(f"{path}: cannot decode it to fix it: {e}")
+        return fs, 0, 0, False
+    new, n, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
+    if new == text:
+        return fs, 0, 0, False
+    if args.diff:
+        out.writelines(difflib.unified_diff(
+            text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
+        if not new.endswith(("\n", "\r")):
+            out.write("\n\\ No newline at end of file\n")
+        return fs, n, 1, False
+    try:
+        with open(path, "wb") as fh:
+            fh.write(new.encode(encoding))
+    except OSError as e:
+        warn(f"{path}: cannot write the fixes: {e.strerror or e}")
+        return fs, 0, 0, False
+    return remaining, n, 0, True
 
 
 def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:

@@ -9,7 +9,8 @@
   ``exclude`` globs apply (an excluded file gets no diagnostics). A bad config is one diagnostic.
 
 Every lint goes through ``lint_document``: the one place to swap for a project-wide analysis. A request
-that fails is answered with an error (or, for a notification, logged) and the session goes on.
+that fails is answered with an error (or, for a notification, logged) and the session goes on; an
+internal error while linting (a bug of xlalint's) is one XLA902 diagnostic, with the other findings.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Optional
 from urllib.parse import unquote, urlparse
 
 from xlalint import __version__
+from xlalint.analysis.file_findings import internal_error
 from xlalint.analysis.source import lint_source
 from xlalint.config import ConfigError, Settings, build_settings, find_config
 from xlalint.findings import Finding
@@ -200,7 +202,11 @@ class XlaLintServer(LanguageServer):
             findings = []
         else:
             loop = asyncio.get_running_loop()
-            findings = await loop.run_in_executor(None, lint_document, path, text, settings)
+            try:
+                findings = await loop.run_in_executor(None, lint_document, path, text, settings)
+            except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902 diagnostic, the server stays up
+                _log_crash(self, f"linting {uri}")
+                findings = [internal_error(path, "the language server's lint", e)]
         current = self.workspace.get_text_document(uri)
         if current.version != version:  # an edit came in while linting: its own lint will publish
             return

@@ -8,6 +8,7 @@ stays flake8's:
 - ``# noqa``: the engine is asked for the unsuppressed findings and flake8 applies its own noqa;
 - syntax errors: flake8 reports E999 before any tree plugin runs; a file that ``ast`` accepts but
   libcst cannot parse gives no finding here (``xlalint`` itself reports it as XLA900);
+- an internal error of xlalint's (a bug) is one XLA902 for the file, with every other finding;
 - file discovery and excludes.
 
 What is xlalint's still applies: ``[tool.xlalint]`` per-file-ignores (and rule options), read once per
@@ -23,6 +24,7 @@ import dataclasses
 from typing import Iterator, Optional
 
 from xlalint import __version__
+from xlalint.analysis.file_findings import INTERNAL_ERROR, internal_error
 from xlalint.analysis.module import RELEVANT_TEXT
 from xlalint.analysis.source import lint_source
 from xlalint.config import ConfigError, Settings, all_codes, build_settings, default_enabled, find_config
@@ -77,8 +79,12 @@ class XlaLintChecker:
         limit = cls._settings.max_file_size
         if len(source) * 4 > limit and len(source.encode("utf-8", "surrogatepass")) > limit:
             return
-        for f in _lint(self.filename, source, codes, cls._settings):
-            if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
+        try:
+            found = _lint(self.filename, source, codes, cls._settings)
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, flake8's run goes on
+            found = [internal_error(self.filename, "xlalint's flake8 plugin", e)]
+        for f in found:
+            if f.code.startswith("XLA9") and f.code != INTERNAL_ERROR:  # not linted: flake8 reports its own E999
                 continue
             # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
             yield f.line, f.column - 1, f"{f.code} {f.message}", cls

@@ -1,7 +1,10 @@
 """One module, one parse, one walk of the semantic model with every enabled rule, exported as plain data.
 
 What a file cannot give (bad bytes, a syntax error, too big or too deep) is one XLA900/XLA901 finding,
-never an exception. ``declare`` is the project pass's first look at a module, before any walk.
+never an exception. An exception in a rule is one XLA902 finding naming the rule, and the module is
+walked again without it (the one place rules run on a module: a failure costs that rule's findings in
+that file, never the walk's speed); an exception anywhere else in the module's analysis is one XLA902
+naming the phase. ``declare`` is the project pass's first look at a module, before any walk.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from xlalint.findings import Finding, Problem, finding_row
+from xlalint.analysis.file_findings import (
+    failing_rule, file_finding, file_result, internal_error, problem_finding, row, rule_words)
 from xlalint.parse import guard
 from xlalint.parse.locate import Locator
 from xlalint.parse.stack import on_big_stack
 from xlalint.parse.tree import cpython_syntax_error, parse_module
-from xlalint.rules import all_rules, rules_by_code
+from xlalint.rules import all_rules
 from xlalint.semantics.model import SemanticModel
 from xlalint.semantics.project import declarations
 from xlalint.sources import notebook as nb
@@ -30,22 +34,6 @@ RELEVANT_TEXT = tuple(k.decode("ascii") for k in RELEVANT)
 
 # pathological input is answered by xlalint/parse/guard.py before libcst sees it
 DEFAULT_MAX_TOKENS = guard.DEFAULT_MAX_TOKENS
-
-
-def file_finding(code: str, path: str, message: str, line: int = 1, column: int = 1) -> Finding:
-    """A finding about the file as a whole (XLA9xx), with its rule's name and severity."""
-    rule = rules_by_code()[code]
-    return Finding(path, line, column, code, line, column + 1, rule.name, message, rule.severity, "")
-
-
-def problem_finding(problem: Problem, path: str) -> Finding:
-    """Why ``path`` is not linted (``findings.Problem``), as the finding that reports it."""
-    return file_finding(problem.code, path, problem.message, problem.line, problem.column)
-
-
-def file_result(findings: list[Finding], codes) -> dict:
-    """The analysis of a file that has only findings about itself: ``{"file": [rows]}`` (XLA9xx always)."""
-    return {"file": [list(finding_row(f)) for f in findings if f.code in codes or f.code.startswith("XLA9")]}
 
 
 def analyse_module(
@@ -74,6 +62,15 @@ def analyse_module(
     lines by cell (xlalint/sources/notebook.py). ``parse``: a replacement for ``libcst.parse_module``
     that returns the same tree (the language server's incremental parse, xlalint/parse/incremental.py).
     ``checked``: ``declare`` found these contents fine (guard and CPython): not checked again."""
+    try:
+        return _analyse_module(data, path, enabled, module, is_package, facts, max_tokens, decl, notebook, parse,
+                               limits, checked)
+    except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, the run goes on
+        return {"file": [row(internal_error(path, "the analysis of the module", e))]}
+
+
+def _analyse_module(data, path: str, enabled, module: str, is_package: bool, facts, max_tokens, decl, notebook,
+                    parse, limits, checked: bool) -> dict:
     if notebook or (notebook is None and path.lower().endswith(".ipynb")):
         if notebook or not nb.is_program(data):
             return _analyse_notebook(data, path, enabled, module=module, is_package=is_package, facts=facts,
@@ -116,12 +113,15 @@ def _analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
     ``decide`` to report the findings by cell. An unreadable notebook is one XLA900."""
     try:
         program = nb.program_for(data)
+        cells = program.table()
     except nb.NotebookError as e:
-        return {"file": [list(finding_row(file_finding("XLA900", path, str(e))))]}  # XLA9xx always reported
+        return {"file": [row(file_finding("XLA900", path, str(e)))]}  # XLA9xx always reported
+    except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902
+        return {"file": [row(internal_error(path, "reading the notebook's cells", e))]}
     if program.language != "python" or not program.text:
         return {"file": []}
     result = analyse_module(program.text, path, enabled, notebook=False, **kwargs)
-    result["cells"] = program.table()
+    result["cells"] = cells
     return result
 
 
@@ -152,7 +152,10 @@ def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) 
         tree = on_big_stack(compile_both)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
-    decl = declarations(tree, module, is_package)
+    try:
+        decl = declarations(tree, module, is_package)
+    except Exception:  # noqa: BLE001 - the walk computes them again, and reports the error as XLA902
+        return None
     if decl is not None:
         decl["checked"] = True
     return decl
@@ -177,19 +180,45 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
     # Alone, a file that never mentions torch or a tensor cannot hold a finding; in a project, its values
     # may come from modules that do (a helper of train.py), so its rules run on the project's facts.
     relevant = view is not None or any(k in text for k in RELEVANT_TEXT)
-    rules = [r() for r in all_rules() if r.walks and r.code in codes] if relevant else []
-    model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view)
+    classes = [r for r in all_rules() if r.walks and r.code in codes] if relevant else []
+    failed: list = []  # an XLA902 row for each rule that raised; the walk is done again without it
+    while True:
+        rules = [r() for r in classes]
+        model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view)
+        phase = "the semantic model's walk"
+        try:
+            try:
+                model.run()
+                for r in rules:
+                    r.finalize()
+            except RecursionError:
+                return {"file": [row(file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
+            phase = "the module's declarations"
+            noqa = noqa_map(text.splitlines())  # marks what `# noqa` suppresses: decide() drops it, or not (flake8)
+            if decl is None and view is not None:
+                decl = declarations(text, module, is_package)
+            decl = decl or {}
+            phase = "the export of the module's summary"
+            result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text, decl.get("defs")), noqa,
+                                  decl.get("calls"))
+            result["reads"] = view.export() if view is not None else {}
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, the others' findings kept
+            rule = failing_rule(e, rules)
+            _release(model)
+            if rule is None:
+                return {"file": failed + [row(internal_error(path, phase, e))]}
+            classes.remove(type(rule))
+            failed.append(row(internal_error(path, rule_words(rule), e)))
+            continue
+        model.release()
+        if failed:
+            result["file"] = failed
+        return result
+
+
+def _release(model) -> None:
+    """``model.release()`` after a walk that raised, whatever state it left."""
     try:
-        model.run()
-        for r in rules:
-            r.finalize()
-    except RecursionError:
-        return {"file": [list(finding_row(file_finding("XLA901", path, "skipped: nested too deeply to analyse")))]}
-    noqa = noqa_map(text.splitlines())  # marks what `# noqa` suppresses: decide() drops it, or not (flake8)
-    if decl is None and view is not None:
-        decl = declarations(text, module, is_package)
-    decl = decl or {}
-    result = model.export(Locator(tree, getattr(parse, "locate_cache", None), text, decl.get("defs")), noqa, decl.get("calls"))
-    result["reads"] = view.export() if view is not None else {}
-    model.release()
-    return result
+        model.release()
+    except Exception:  # noqa: BLE001 - only breaking cycles; the collector frees the rest
+        pass

@@ -14,8 +14,8 @@ import os
 import sys
 from typing import Optional
 
-from xlalint.analysis.module import analyse_module, problem_finding
-from xlalint.findings import finding_row
+from xlalint.analysis.file_findings import problem_finding, row
+from xlalint.analysis.module import analyse_module
 from xlalint.run import memory, store
 from xlalint.run.cache import Cache
 from xlalint.run.inputs import Inputs
@@ -109,7 +109,7 @@ def analyse_one(path: str, index, facts, inputs: Inputs) -> tuple:
     """(path, cache key or None, result) for one file: read once, parse once."""
     data, err = inputs.read(path)
     if err is not None:
-        return path, None, {"file": [list(finding_row(problem_finding(err, path)))]}
+        return path, None, {"file": [row(problem_finding(err, path))]}
     settings = inputs.settings
     codes = settings.codes_for(path) if settings is not None else None
     module, is_pkg = index.module_of(path)

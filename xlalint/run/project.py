@@ -12,6 +12,7 @@ import sys
 from typing import Callable, Iterable, Optional
 
 from xlalint.analysis import decision
+from xlalint.analysis.file_findings import failing_module, has_internal_error, internal_error, row
 from xlalint.findings import Finding
 from xlalint.run import memory, pool, store
 from xlalint.run.cache import Cache
@@ -46,7 +47,10 @@ def lint_files(
     pool.raise_recursion_limit()
     out: list[Finding] = []
     for root, asked in by_root(paths).items():
-        out.extend(lint_project(root, asked, settings, jobs=jobs, cache=cache, warn=warn))
+        try:
+            out.extend(lint_project(root, asked, settings, jobs=jobs, cache=cache, warn=warn))
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: the other projects are still linted
+            out.extend(internal_error(p, "the run over the file's project", e) for p in asked)
     return sorted(out)
 
 
@@ -87,8 +91,13 @@ def analyse_project(root: str, asked: list, files: list, index, inputs: Inputs, 
     """``lint_project`` when nothing stored answers: declare, walk in rounds until the facts agree,
     decide, and store the project's results when ``state`` is known and the whole project was walked."""
     whole = True
+    errors: dict = {}  # path -> XLA902 findings of the project pass (each phase falls back on what is safe)
     if len(files) > len(asked):  # only the modules connected to the asked ones by imports can matter
-        connected = connected_files(index, asked, inputs.read_text)
+        try:
+            connected = connected_files(index, asked, inputs.read_text)
+        except Exception as e:  # noqa: BLE001 - every file is connected, then
+            _blame(errors, e, "the project's import graph", files, asked, index)
+            connected = files
         whole = len(connected) == len(files)
         files = connected
         index = ProjectIndex(root, files)
@@ -101,7 +110,11 @@ def analyse_project(root: str, asked: list, files: list, index, inputs: Inputs, 
             inputs.decls[p] = d
     # the facts: every module's declarations, each replaced by its walked summary once walked
     facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in inputs.decls.values()})
-    levels = dependency_levels(index, inputs.decls) if len(files) > 1 else {}
+    try:
+        levels = dependency_levels(index, inputs.decls) if len(files) > 1 else {}
+    except Exception as e:  # noqa: BLE001 - one level: the same findings, in more rounds
+        _blame(errors, e, "the order of the project's walks", files, asked, index)
+        levels = {}
     pending = files
     for n in range(MAX_ROUNDS):
         if os.environ.get("XLALINT_DEBUG_ROUNDS"):
@@ -117,9 +130,9 @@ def analyse_project(root: str, asked: list, files: list, index, inputs: Inputs, 
                     changes[r["summary"]["module"]] = r["summary"]
                 else:
                     changes[index.module_of(p)[0]] = None
-            facts.update(changes)
+            _update(facts, changes, wave, index, results)
         pending = [p for p in files if "reads" in results[p] and results[p]["reads"]
-                   and not facts.agrees(results[p]["summary"]["module"], results[p]["reads"])]
+                   and not _agrees(facts, p, results)]
         if not pending:
             break
     memory.release_memory(memory.TRIM_EVERY)  # the last walks' trees, before deciding and storing
@@ -129,10 +142,54 @@ def analyse_project(root: str, asked: list, files: list, index, inputs: Inputs, 
     # flake8 asks for every file of a project, one at a time, over one state: decide them all at once
     decided = asked if honor_noqa or state is None or not whole else files
     found = decision.decide(results, decided, root, index, honor_noqa)
+    found.extend(f for p in decided for f in errors.get(p, ()))
+    if any(has_internal_error(r) for r in results.values()) or any(f.code == "XLA902" for f in found):
+        state = None  # an internal error is never stored: a run with --show-internal-errors meets it again
     if state is not None and whole:
         store.store_project(cache, root, state, results)
         store.store_findings(cache, root, state, decided, found, honor_noqa, fresh=True)
     return store.only_of(found, asked)
+
+
+def _update(facts, changes: dict, wave: list, index, results: dict) -> None:
+    """``facts.update(changes)``; when it raises, module by module, and a module whose summary cannot
+    be taken in is left out of the facts, with an XLA902 (its own findings then come from no walk)."""
+    try:
+        facts.update(changes)
+        return
+    except Exception:  # noqa: BLE001 - found again below, module by module
+        pass
+    for p in wave:
+        mod = index.module_of(p)[0]
+        r = results[p]
+        if "summary" in r:
+            mod = r["summary"]["module"]
+        try:
+            facts.update({mod: changes.get(mod)})
+        except Exception as e:  # noqa: BLE001
+            results[p] = {"file": r.get("file", []) + [row(internal_error(p, "the project's facts", e))]}
+            try:
+                facts.update({mod: None})
+            except Exception:  # noqa: BLE001 - as left by the failed update; decide() copes
+                pass
+
+
+def _agrees(facts, path: str, results: dict) -> bool:
+    """The facts a module's walk read still hold (else it is walked again); a module whose reads cannot
+    be checked keeps its walk, with an XLA902."""
+    r = results[path]
+    try:
+        return facts.agrees(r["summary"]["module"], r["reads"])
+    except Exception as e:  # noqa: BLE001
+        results[path] = {**r, "file": r.get("file", []) + [row(internal_error(path, "the project's facts", e))]}
+        return True
+
+
+def _blame(errors: dict, exc: Exception, where: str, files: list, asked: list, index) -> None:
+    """An XLA902 for a project-wide phase: at the module it raised on, else at every file asked for."""
+    culprit = failing_module(exc, {**{p: p for p in files}, **{index.module_of(p)[0]: p for p in files}})
+    for p in [culprit] if culprit in asked else asked:
+        errors.setdefault(p, []).append(internal_error(p, where, exc))
 
 
 def _waves(paths: list, levels: dict) -> list:

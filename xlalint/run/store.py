@@ -15,6 +15,7 @@ import time
 from typing import Optional
 
 from xlalint.analysis import decision
+from xlalint.analysis.file_findings import has_internal_error
 from xlalint.analysis.module import declare
 from xlalint.findings import Finding, finding_row
 from xlalint.run.cache import Cache
@@ -73,9 +74,9 @@ def cached_result(path: str, index, facts, inputs: Inputs, cache: Optional[Cache
 
 def keep_result(results: dict, cache: Optional[Cache], path: str, key: Optional[str], result: dict) -> None:
     """``result`` is the file's: in ``results``, and in the cache under ``key`` beside the variants of
-    other reads."""
+    other reads (unless it holds an internal error)."""
     results[path] = result
-    if cache is not None and key is not None:
+    if cache is not None and key is not None and not has_internal_error(result):
         old = cache.load(key, count=False) or []
         variants = [_pack(result)] + [v for v in old if "packed" in v and v.get("reads") != result.get("reads")]
         cache.store(key, variants[:MAX_VARIANTS])
