@@ -192,7 +192,7 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
                 for r in rules:
                     r.finalize()
             except RecursionError:
-                return {"file": [row(file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
+                return {"file": failed + [row(file_finding("XLA901", path, "skipped: nested too deeply to analyse"))]}
             phase = "the module's declarations"
             noqa = noqa_map(text.splitlines())  # marks what `# noqa` suppresses: decide() drops it, or not (flake8)
             if decl is None and view is not None:
