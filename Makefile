@@ -65,6 +65,7 @@ clean:
 
 # A long soak of the generated-program property (tests/test_generated.py); a counterexample is written
 # as a fixture with `# expect:` marks to tests/fixtures/generated/. FUZZ_EXAMPLES=N for a longer run.
+# tests/test_crash_sweep.py soaks too: generated project layouts, never an internal error (XLA902).
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(VENV)/.installed-test
-	XLALINT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_generated.py tests/test_metamorphic.py
+	XLALINT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_generated.py tests/test_metamorphic.py tests/test_crash_sweep.py

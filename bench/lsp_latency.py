@@ -10,7 +10,7 @@ a few findings), then
   how many times the server linted during the burst (the debounce should make it once);
 - in this process, for comparison: the server's lint after a one-line edit (`xlalint.server.lint_document`,
   whose parse is incremental: only the edited top-level statement is parsed again), and the CLI's
-  lint of the whole file (`engine.lint_source`, one full parse).
+  lint of the whole file (`lint_source`, one full parse).
 
 Appends a section to bench/RESULTS.md (`--output` to write elsewhere, `--no-write` to only print).
 Target: under 300 ms after an edit.
@@ -228,14 +228,14 @@ def main(argv=None) -> int:
     n_lines = src.count("\n")
 
     # the lint alone, in this process
-    from xlalint import engine
+    from xlalint.analysis.source import lint_source
 
     settings = build_settings(None)
-    findings = engine.lint_source(src, str(path))
+    findings = lint_source(src, str(path))
     full_ms, full_cpu_ms, lint_ms, lint_cpu_ms = [], [], [], []
     for _ in range(10):
         t, c = time.perf_counter(), time.process_time()
-        engine.lint_source(src, str(path))
+        lint_source(src, str(path))
         full_ms.append((time.perf_counter() - t) * 1000)
         full_cpu_ms.append((time.process_time() - c) * 1000)
     server.lint_document(str(path), src, settings)
@@ -320,7 +320,7 @@ def main(argv=None) -> int:
         f"| the server's CPU time per edit (user + system, /proc, 10 ms ticks) | {len(edit_cpu_ms)} | {statistics.median(edit_cpu_ms):.0f} | {pct(edit_cpu_ms, 0.9):.0f} | {max(edit_cpu_ms):.0f} |",
         f"| in process: the server's lint after a one-line edit (incremental parse), wall | {len(lint_ms)} | {statistics.median(lint_ms):.0f} | {pct(lint_ms, 0.9):.0f} | {max(lint_ms):.0f} |",
         f"| in process: the same, CPU | {len(lint_cpu_ms)} | {statistics.median(lint_cpu_ms):.0f} | {pct(lint_cpu_ms, 0.9):.0f} | {max(lint_cpu_ms):.0f} |",
-        f"| in process: `engine.lint_source` of the whole file (full parse, as the CLI), CPU | {len(full_cpu_ms)} | {statistics.median(full_cpu_ms):.0f} | {pct(full_cpu_ms, 0.9):.0f} | {max(full_cpu_ms):.0f} |",
+        f"| in process: `lint_source` of the whole file (full parse, as the CLI), CPU | {len(full_cpu_ms)} | {statistics.median(full_cpu_ms):.0f} | {pct(full_cpu_ms, 0.9):.0f} | {max(full_cpu_ms):.0f} |",
         f"| open: `didOpen` -> diagnostics | 1 | {open_ms:.0f} | | |",
         f"| server start: `initialize` answered | 1 | {start_ms:.0f} | | |",
         "",

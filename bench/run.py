@@ -41,7 +41,7 @@ REPO = BENCH.parent
 TORCHFIX_VENV = Path(os.environ.get("XLALINT_TORCHFIX_VENV", BENCH / ".venv-torchfix"))
 PARSE_ONLY = r"""
 import sys, libcst
-from xlalint.engine import decode_source
+from xlalint.sources.read import decode_source
 sys.setrecursionlimit(10000)
 bad = 0
 for path in open(sys.argv[1]).read().splitlines():
@@ -56,8 +56,8 @@ print(f"{bad} files failed to parse")
 # xlalint's checks before libcst (xlalint/guard.py): the token scan, then CPython's compile, per file
 GUARD_ONLY = r"""
 import sys
-from xlalint import guard
-from xlalint.engine import decode_source
+from xlalint.parse import guard
+from xlalint.sources.read import decode_source
 refused = 0
 for path in open(sys.argv[1]).read().splitlines():
     with open(path, "rb") as fh:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import HOST_READ, assert_no_traceback, finding_lines, run_xlalint, write
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 GOOD = "good.py:4:9: XLA001"
 
@@ -158,7 +158,7 @@ def test_nesting_limit_is_cpythons():
 def test_very_long_chain_does_not_crash_the_interpreter():
     # `a and a and ...` is valid Python (CPython compiles it) but recurses once per operand in libcst's
     # native parser: in-process, a crash here would kill pytest itself, so run it in a child
-    code = ("from xlalint.engine import lint_source\n"
+    code = ("from xlalint.analysis.source import lint_source\n"
             "src = 'import torch\\nx = ' + ' and '.join(['a'] * 10000) + '\\n'\n"
             "print([f.code for f in lint_source(src, 'x.py')])\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -209,7 +209,7 @@ def test_directory_named_like_a_python_file_is_walked(tmp_path):
 def test_unreadable_file(tmp_path):
     # chmod 000 blocks reading only for non-root users; root reads anything. A directory entry that
     # cannot be opened as a file is the same failure for everyone: opening it raises IsADirectoryError.
-    from xlalint.engine import read_file
+    from xlalint.sources.read import read_file
 
     data, err = read_file(str(tmp_path), 10_000)
     assert data is None and err.code == "XLA901"
@@ -307,7 +307,7 @@ def test_the_guard_bounds_the_depth_of_cpythons_tree(expr):
     # the guard's depth is an upper bound: what it lets through is no deeper for CPython's compiler
     import ast
 
-    from xlalint.guard import measure
+    from xlalint.parse.guard import measure
 
     src = f"x = {expr}\n"
     tree_depth = _ast_depth(ast.parse(src)) - 2  # minus Module and Assign
@@ -316,8 +316,8 @@ def test_the_guard_bounds_the_depth_of_cpythons_tree(expr):
 
 def test_real_code_is_far_under_the_limits():
     # the deepest statements of this repository's own sources and fixtures
-    from xlalint.engine import decode_source
-    from xlalint.guard import DEFAULT_MAX_EXPRESSION_DEPTH, DEFAULT_MAX_NESTING_COST, measure
+    from xlalint.sources.read import decode_source
+    from xlalint.parse.guard import DEFAULT_MAX_EXPRESSION_DEPTH, DEFAULT_MAX_NESTING_COST, measure
 
     from conftest import ROOT
 
@@ -401,8 +401,8 @@ _TOKENS_THAT_COUNT = r"""
 def test_skipping_blanks_and_names_measures_what_the_counting_tokens_alone_measure(monkeypatch):
     import re
 
-    from xlalint import guard
-    from xlalint.engine import decode_source
+    from xlalint.parse import guard
+    from xlalint.sources.read import decode_source
 
     from conftest import ROOT
 

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xlalint import cli, parallel
-from xlalint.cache import MAGIC, Cache, salt_for
+from xlalint import cli
+from xlalint.run import project as run_project
+from xlalint.run import store
+from xlalint.run.project import lint_files
+from xlalint.run.cache import MAGIC, Cache, salt_for
 from xlalint.config import build_settings
 
 SLOW = (
@@ -67,26 +70,26 @@ def test_settings_change_the_salt(tmp_path):
 def test_hits_and_renames(project, tmp_path):
     settings = build_settings(None)
     files = _files(project)
-    first = parallel.lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    first = lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
     assert first
     warm = Cache.open(tmp_path / "c", settings, pytest.fail)
-    assert parallel.lint_files(files, settings, jobs=1, cache=warm) == first
+    assert lint_files(files, settings, jobs=1, cache=warm) == first
     assert warm.hits == len(files) and warm.misses == 0
     # a renamed file is another module (its name is in its summary, and relative imports depend on
     # it): it alone is analysed again, and reports its new path
     (project / "a.py").rename(project / "renamed.py")
     again = Cache.open(tmp_path / "c", settings, pytest.fail)
-    out = parallel.lint_files(_files(project), settings, jobs=1, cache=again)
+    out = lint_files(_files(project), settings, jobs=1, cache=again)
     assert again.misses == 1 and again.hits == len(files) - 1
     assert {f.path for f in out} == {str(project / "b.py"), str(project / "renamed.py")}
 
 
 def test_changed_file_misses(project, tmp_path):
     settings = build_settings(None)
-    parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
     (project / "a.py").write_text(SLOW.replace("print(loss.item())", "pass"))
     c = Cache.open(tmp_path / "c", settings, pytest.fail)
-    out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
+    out = lint_files(_files(project), settings, jobs=1, cache=c)
     assert c.misses == 1
     assert not [f for f in out if f.path.endswith("a.py")]
 
@@ -95,20 +98,20 @@ def test_a_file_rewritten_with_its_old_timestamp_is_read_again(project, tmp_path
     # the project's state is remembered per file by its stat, in one process (flake8 asks for every file
     # in turn): a rewrite of the same size that puts the old modification time back (`cp -p`, a tool
     # restoring timestamps) still changes the inode's change time, so the file is read again
-    monkeypatch.setattr(parallel, "RACY_NS", 0)  # every stat trusted at once (by default: after 3 s)
+    monkeypatch.setattr(store, "RACY_NS", 0)  # every stat trusted at once (by default: after 3 s)
     settings = build_settings(None)
     a = project / "a.py"
     old = (1_600_000_000, 1_600_000_000)
     os.utime(a, old)
-    first = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    first = lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
     assert [f.code for f in first if f.path.endswith("a.py")] == ["XLA001"]
-    assert any(k[0] == str(a) for k in parallel._STATE_PARTS)  # remembered
+    assert any(k[0] == str(a) for k in store._STATE_PARTS)  # remembered
     time.sleep(0.05)  # past the kernel's timestamp tick
     quiet = SLOW.replace("print(loss.item())", "pass".ljust(len("print(loss.item())")))
     assert len(quiet) == len(SLOW)
     a.write_text(quiet)
     os.utime(a, old)
-    again = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    again = lint_files(_files(project), settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
     assert not [f for f in again if f.path.endswith("a.py")]
 
 
@@ -123,9 +126,9 @@ def test_a_file_rewritten_with_its_old_timestamp_is_read_again(project, tmp_path
 def test_corrupt_entries_are_relinted_with_a_warning(project, tmp_path, damage, jobs):
     settings = build_settings(None)
     files = _files(project)
-    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    expected = lint_files(files, settings, jobs=1, cache=None)
     cold = Cache.open(tmp_path / "c", settings, pytest.fail)
-    parallel.lint_files(files, settings, jobs=1, cache=cold)
+    lint_files(files, settings, jobs=1, cache=cold)
     entries = _entries(cold)
     # each file's analysis and its declarations; the whole project's analyses and its decided findings
     assert len(entries) == 2 * len(files) + 2
@@ -133,11 +136,11 @@ def test_corrupt_entries_are_relinted_with_a_warning(project, tmp_path, damage, 
         e.write_bytes(damage(e.read_bytes()))
     warnings = []
     c = Cache.open(tmp_path / "c", settings, warnings.append)
-    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert lint_files(files, settings, jobs=jobs, cache=c) == expected
     assert len(warnings) == 1 and "corrupt" in warnings[0]
     # the entries were rewritten: the next run hits
     healed = Cache.open(tmp_path / "c", settings, pytest.fail)
-    assert parallel.lint_files(files, settings, jobs=1, cache=healed) == expected
+    assert lint_files(files, settings, jobs=1, cache=healed) == expected
     assert healed.hits == len(files)
 
 
@@ -172,13 +175,13 @@ def test_cache_dir_that_is_a_file_degrades_to_no_cache(project, tmp_path, capsys
 def test_unwritable_entries_degrade_with_one_warning(project, tmp_path, jobs):
     settings = build_settings(None)
     files = _files(project) * 3  # enough files for the pool
-    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    expected = lint_files(files, settings, jobs=1, cache=None)
     warnings = []
     c = Cache.open(tmp_path / "c", settings, warnings.append)
     # every shard directory the entries need is taken by a file: each write fails
     for shard in range(256):
         (c.dir / f"{shard:02x}").write_text("")
-    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert lint_files(files, settings, jobs=jobs, cache=c) == expected
     assert len(warnings) == 1 and "cannot write" in warnings[0]
     assert not c.writable
 
@@ -187,7 +190,7 @@ def test_unwritable_entries_degrade_with_one_warning(project, tmp_path, jobs):
 def test_read_only_cache_dir(project, tmp_path):
     settings = build_settings(None)
     files = _files(project)
-    parallel.lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
+    lint_files(files, settings, jobs=1, cache=Cache.open(tmp_path / "c", settings, pytest.fail))
     os.chmod(tmp_path / "c", 0o555)
     for d in (tmp_path / "c").iterdir():
         if d.is_dir():
@@ -196,8 +199,8 @@ def test_read_only_cache_dir(project, tmp_path):
         (project / "new.py").write_text(SLOW)
         warnings = []
         c = Cache.open(tmp_path / "c", settings, warnings.append)
-        out = parallel.lint_files(_files(project), settings, jobs=1, cache=c)
-        assert out == parallel.lint_files(_files(project), settings, jobs=1, cache=None)
+        out = lint_files(_files(project), settings, jobs=1, cache=c)
+        assert out == lint_files(_files(project), settings, jobs=1, cache=None)
         assert warnings == [] and c.hits == len(files) and not c.writable  # used read-only, silently
     finally:
         for d in (tmp_path / "c").rglob("*"):
@@ -256,15 +259,15 @@ def test_read_only_file_system_cache_reads_hits_and_writes_nothing(project, tmp_
     import errno
     import tempfile
 
-    from xlalint import cache as cache_mod
+    from xlalint.run import cache as cache_mod
 
     settings = build_settings(None)
     warm = Cache.open(tmp_path / "c", settings, pytest.fail)
-    parallel.lint_files(_files(project), settings, jobs=1, cache=warm)
+    lint_files(_files(project), settings, jobs=1, cache=warm)
     for i in range(6):
         (project / f"new{i}.py").write_text(SLOW.replace("loss.item()", f"loss.item() + {i}"))
     files = _files(project)
-    expected = parallel.lint_files(files, settings, jobs=1, cache=None)
+    expected = lint_files(files, settings, jobs=1, cache=None)
     before = _snapshot(tmp_path / "c")
     attempts = []
 
@@ -285,7 +288,7 @@ def test_read_only_file_system_cache_reads_hits_and_writes_nothing(project, tmp_
     assert cache_mod.tempfile.mkstemp is read_only_fs
     warnings = []
     c = Cache.open(tmp_path / "c", settings, warnings.append)
-    assert parallel.lint_files(files, settings, jobs=jobs, cache=c) == expected
+    assert lint_files(files, settings, jobs=jobs, cache=c) == expected
     assert c.hits == 3 and c.misses == 6  # the old entries were read
     assert len(attempts) == 1 and not c.writable  # one write tried, then none
     assert warnings == []
@@ -306,7 +309,7 @@ def test_a_full_disk_still_warns_once(project, tmp_path, monkeypatch):
     warnings = []
     c = Cache.open(tmp_path / "c", settings, warnings.append)
     files = _files(project) * 2
-    assert parallel.lint_files(files, settings, jobs=1, cache=c) == parallel.lint_files(files, settings, jobs=1, cache=None)
+    assert lint_files(files, settings, jobs=1, cache=c) == lint_files(files, settings, jobs=1, cache=None)
     assert len(warnings) == 1 and "No space left" in warnings[0] and "read-only" in warnings[0]
 
 
@@ -319,17 +322,18 @@ def test_a_project_is_analysed_by_one_process_at_a_time(project, tmp_path, monke
     cache_dir, signal = tmp_path / "c", tmp_path / "deciding"
     child = subprocess.Popen([sys.executable, "-c", f"""
 import pathlib, time, sys
-from xlalint import engine, parallel
-from xlalint.cache import Cache
+from xlalint.analysis import decision
+from xlalint.run.project import lint_files
+from xlalint.run.cache import Cache
 from xlalint.config import build_settings
-real = engine.decide
+real = decision.decide
 def slow(*a, **k):  # inside the analysis, before its results are stored
     pathlib.Path({str(signal)!r}).write_text("1")
     time.sleep(2)
     return real(*a, **k)
-engine.decide = slow
+decision.decide = slow
 s = build_settings(None)
-parallel.lint_files({_files(project)!r}, s, jobs=1, cache=Cache.open({str(cache_dir)!r}, s, print))
+lint_files({_files(project)!r}, s, jobs=1, cache=Cache.open({str(cache_dir)!r}, s, print))
 """])
     try:
         deadline = time.time() + 60
@@ -337,10 +341,10 @@ parallel.lint_files({_files(project)!r}, s, jobs=1, cache=Cache.open({str(cache_
             time.sleep(0.02)
         assert signal.exists(), "the other process never got to its analysis"
         analysed = []
-        real = parallel._analyse_project
-        monkeypatch.setattr(parallel, "_analyse_project", lambda *a, **k: analysed.append(1) or real(*a, **k))
+        real = run_project.analyse_project
+        monkeypatch.setattr(run_project, "analyse_project", lambda *a, **k: analysed.append(1) or real(*a, **k))
         settings = build_settings(None)
-        out = parallel.lint_files(_files(project), settings, jobs=1, cache=Cache.open(cache_dir, settings, pytest.fail))
+        out = lint_files(_files(project), settings, jobs=1, cache=Cache.open(cache_dir, settings, pytest.fail))
     finally:
         assert child.wait(timeout=60) == 0
-    assert analysed == [] and out == parallel.lint_files(_files(project), settings, jobs=1, cache=None)
+    assert analysed == [] and out == lint_files(_files(project), settings, jobs=1, cache=None)

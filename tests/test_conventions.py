@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import CLEAN, HOST_READ, ROOT, assert_no_traceback, finding_lines, run_xlalint, write
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 CONFIG = "[tool.xlalint]\nextend-exclude = [\"third_party\", \"gen/*.py\"]\n"
 

@@ -7,8 +7,9 @@ import threading
 import pytest
 
 from conftest import HOST_READ, write
-from xlalint import engine
-from xlalint.engine import lint_paths, lint_source
+from xlalint.parse.stack import on_big_stack
+from xlalint.analysis.source import lint_source
+from xlalint.run.project import lint_paths
 from xlalint.findings import Finding
 
 LOOP = "import torch\nfor x in loader:\n    loss = model(x).sum()\n"
@@ -111,20 +112,20 @@ def test_the_big_stack_thread_is_kept_and_serves_nested_calls_errors_and_forked_
     import select
     import signal
 
-    first = engine._on_big_stack(threading.current_thread)
-    assert first is engine._on_big_stack(threading.current_thread)  # one thread, kept
+    first = on_big_stack(threading.current_thread)
+    assert first is on_big_stack(threading.current_thread)  # one thread, kept
     assert first is not threading.current_thread()
-    assert engine._on_big_stack(lambda: engine._on_big_stack(lambda: 42)) == 42  # nested: runs in place
+    assert on_big_stack(lambda: on_big_stack(lambda: 42)) == 42  # nested: runs in place
     with pytest.raises(ZeroDivisionError):
-        engine._on_big_stack(lambda: 1 / 0)
-    assert engine._on_big_stack(sum, [1, 2]) == 3  # an error does not stop the thread
+        on_big_stack(lambda: 1 / 0)
+    assert on_big_stack(sum, [1, 2]) == 3  # an error does not stop the thread
     if not hasattr(os, "fork"):
         return
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child has no copy of the thread: it starts its own instead of waiting forever
         try:
-            os.write(w, str(engine._on_big_stack(lambda: 6 * 7)).encode())
+            os.write(w, str(on_big_stack(lambda: 6 * 7)).encode())
         finally:
             os._exit(0)
     os.close(w)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 from xlalint.semantics import fallback_ops as FB
 
 ROOT = Path(__file__).resolve().parent.parent

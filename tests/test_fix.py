@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, assert_no_traceback, finding_lines, run_xlalint, write
 from xlalint.config import build_settings
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 from xlalint.fix import fix_source
 
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if not p.name.startswith("_"))

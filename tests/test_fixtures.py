@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from xlalint import parallel
+from xlalint.run.project import lint_files
 from xlalint.config import build_settings
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -48,7 +48,7 @@ def _one_module(path: Path) -> list:
 def _as_the_cli_does(path: Path) -> list:
     # the project pass (the CLI, pre-commit, flake8 and the editor): the file is a module of its project;
     # XLA008 is off by default, lint_source runs every rule
-    return parallel.lint_files([str(path)], build_settings(None, extend_select=["XLA008"]), jobs=1, cache=None)
+    return lint_files([str(path)], build_settings(None, extend_select=["XLA008"]), jobs=1, cache=None)
 
 
 @pytest.mark.parametrize("lint", [_one_module, _as_the_cli_does], ids=["one-module", "project"])

@@ -202,16 +202,17 @@ def test_a_tree_is_decided_once_not_once_per_file(checker_cls, monkeypatch, tmp_
     # flake8 hands the plugin one file at a time, and each file's findings depend on the whole project:
     # the first file decides every file of the project and the cache keeps them; the others read theirs
     # back (deciding the whole call graph per file, flake8 over torch's 2,131 files never finished)
-    from xlalint import engine, parallel
+    from xlalint.analysis import decision
+    from xlalint.run.project import lint_files
     from xlalint.config import all_codes, build_settings, find_config
 
     root = tmp_path / "proj"
     shutil.copytree(PROJECTS / "trainer_callbacks", root)
     monkeypatch.chdir(root)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py"))
-    real = engine.decide
+    real = decision.decide
     decided = []
-    monkeypatch.setattr(engine, "decide", lambda *a, **k: decided.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(decision, "decide", lambda *a, **k: decided.append(a[1]) or real(*a, **k))
     rows = []
     for name in files:
         lines = Path(name).read_text().splitlines(keepends=True)
@@ -219,5 +220,5 @@ def test_a_tree_is_decided_once_not_once_per_file(checker_cls, monkeypatch, tmp_
     assert len(decided) == 1 and len(decided[0]) == len(files)
     # what the CLI reports with every rule on (flake8 does the selecting)
     settings = dataclasses.replace(build_settings(find_config(".")), enabled=frozenset(all_codes()))
-    expected = [(f.path, f.line, f.column, f.code) for f in parallel.lint_files(files, settings, jobs=1, cache=None)]
+    expected = [(f.path, f.line, f.column, f.code) for f in lint_files(files, settings, jobs=1, cache=None)]
     assert sorted(rows) == sorted(expected) and len(rows) == 3

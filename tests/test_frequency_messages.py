@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlalint import engine, parallel
+from xlalint.run.project import lint_files
+from xlalint.sources.discover import iter_python_files
 from xlalint.config import build_settings
 
 ROOT = Path(__file__).resolve().parent
@@ -19,8 +20,8 @@ FIXTURES = ROOT / "fixtures"
 
 def _lint(*paths) -> list:
     settings = build_settings(None)
-    files = [str(p) for p in engine.iter_python_files([str(p) for p in paths], settings)]
-    return parallel.lint_files(files, settings, jobs=1, cache=None)
+    files = [str(p) for p in iter_python_files([str(p) for p in paths], settings)]
+    return lint_files(files, settings, jobs=1, cache=None)
 
 
 def _messages(findings, name: str, code: str = "XLA001") -> dict:

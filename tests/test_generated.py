@@ -20,11 +20,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 
 from gen_programs import programs
-from xlalint import engine
-from xlalint.engine import lint_source
+from xlalint.parse.stack import WALK_RECURSION_LIMIT
+from xlalint.analysis.source import lint_source
 
 # the engine raises the recursion limit on its first file; hypothesis warns when it changes mid-test
-sys.setrecursionlimit(max(sys.getrecursionlimit(), engine.WALK_RECURSION_LIMIT))
+sys.setrecursionlimit(max(sys.getrecursionlimit(), WALK_RECURSION_LIMIT))
 
 FUZZ = int(os.environ.get("XLALINT_FUZZ_EXAMPLES", "0"))
 GENERATED = Path(__file__).resolve().parent / "fixtures" / "generated"

@@ -13,9 +13,9 @@ import textwrap
 
 import pytest
 
-from xlalint import parallel
+from xlalint.run.project import lint_files
 from xlalint.config import build_settings
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 HEAD = "import torch\nimport torch.nn.functional as F\nimport torch_xla\ndevice = torch_xla.device()\n"
 
@@ -350,7 +350,7 @@ def test_hooks_across_modules(tmp_path):
         events.add_callback("on_epoch_end", cbs.at_epoch_end)
         """))
     files = sorted(str(p) for p in tmp_path.glob("*.py"))
-    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    found = lint_files(files, build_settings(None), jobs=1, cache=None)
     got = {(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found}
     assert got == {("cbs.py", 8, "XLA002"), ("cbs.py", 13, "XLA001")}, found
 
@@ -386,7 +386,7 @@ def test_decode_loop_calling_a_helper_in_another_module(tmp_path):
                 break
         """))
     files = sorted(str(p) for p in tmp_path.glob("*.py"))
-    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    found = lint_files(files, build_settings(None), jobs=1, cache=None)
     got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
     assert got == [("sample.py", 10, "XLA002")], found
     assert "every iteration of a loop that runs the model" in found[0].message
@@ -467,7 +467,7 @@ def test_trainer_validation_method_switches_modes_across_modules(tmp_path):
         trainer.final_report(vx, vy)
         """))
     files = sorted(str(p) for p in tmp_path.glob("*.py"))
-    found = parallel.lint_files(files, build_settings(None), jobs=1, cache=None)
+    found = lint_files(files, build_settings(None), jobs=1, cache=None)
     got = [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found]
     assert got == [("trainer.py", 19, "XLA004")], found
     assert "every 10 steps" in found[0].message

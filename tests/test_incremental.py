@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from xlalint.engine import lint_source
-from xlalint.incremental import IncrementalParser, split
+from xlalint.analysis.source import lint_source
+from xlalint.parse.incremental import IncrementalParser, split
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(glob.glob(str(ROOT / "tests" / "fixtures" / "*.py"))) + sorted(glob.glob(str(ROOT / "examples" / "*.py"))) + sorted(

@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xlalint.locate import Locator, render_with_positions
+from xlalint.parse.locate import Locator, render_with_positions
 from xlalint.semantics.model import SemanticModel
 from xlalint.semantics.syntax import child_nodes
 
@@ -158,7 +158,7 @@ def test_def_keys_finds_functions_in_every_kind_of_block():
     # `for`/`else` and `if`/`else` is found where CPython says its `def` is
     import ast
 
-    from xlalint.locate import def_keys
+    from xlalint.parse.locate import def_keys
 
     src = textwrap.dedent("""\
         match cmd:

@@ -20,7 +20,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xlalint.engine import lint_paths, lint_source
+from xlalint.analysis.source import lint_source
+from xlalint.run.project import lint_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if p.name != "_shims.py")

@@ -15,8 +15,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from tests.conftest import assert_no_traceback, run_xlalint
-from xlalint import notebook
-from xlalint.engine import lint_source
+from xlalint.sources import notebook
+from xlalint.analysis.source import lint_source
 from xlalint.findings import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,17 +203,17 @@ def test_cli_bad_notebook_does_not_stop_the_others(tmp_path: Path):
 
 
 def test_cache_keeps_the_cell(tmp_path: Path):
-    from xlalint import parallel
-    from xlalint.cache import Cache
+    from xlalint.run.project import lint_files
+    from xlalint.run.cache import Cache
     from xlalint.config import build_settings
 
     p = str(write_nb(tmp_path, ["import torch", LOOP]))
     settings = build_settings(None)
     warnings = []
     cold = Cache.open(str(tmp_path / "c"), settings, warnings.append)
-    first = parallel.lint_files([p], settings, jobs=1, cache=cold)
+    first = lint_files([p], settings, jobs=1, cache=cold)
     warm = Cache.open(str(tmp_path / "c"), settings, warnings.append)
-    assert parallel.lint_files([p], settings, jobs=1, cache=warm) == first
+    assert lint_files([p], settings, jobs=1, cache=warm) == first
     assert [f.cell for f in first] == [2] and warm.hits == 1 and not warnings
 
 

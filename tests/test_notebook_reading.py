@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
-LOOP = "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    v = loss.item()\n"
+LOOP = "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    v = loss.item()\n"
 
 
 def _v4(cells) -> bytes:
@@ -59,7 +59,7 @@ def test_notebooks_are_linted_without_nbformat_installed():
     """nbformat is made unimportable in a fresh interpreter: the bundled Colab notebook is linted as usual."""
     code = (
         "import sys; sys.modules['nbformat'] = None\n"  # `import nbformat` now raises ImportError
-        "from xlalint.engine import lint_source\n"
+        "from xlalint.analysis.source import lint_source\n"
         "path = sys.argv[1]\n"
         "print(sorted((f.code, f.cell, f.line) for f in lint_source(open(path, 'rb').read(), path)))\n"
     )

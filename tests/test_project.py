@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from xlalint import engine, parallel
-from xlalint.cache import Cache
+from xlalint.analysis import decision
+from xlalint.analysis.module import analyse_module, declare
+from xlalint.run import memory, pool, store
+from xlalint.run.inputs import Inputs
+from xlalint.run.project import lint_files, lint_project
+from xlalint.sources.discover import iter_python_files
+from xlalint.run.cache import Cache
 from xlalint.config import build_settings
 from xlalint.findings import finding_row
 from tests.test_fixtures import expected_marks
@@ -30,7 +35,7 @@ def _settings():
 
 
 def _files(root: Path) -> list[str]:
-    return [str(p) for p in engine.iter_python_files([str(root)], _settings())]
+    return [str(p) for p in iter_python_files([str(root)], _settings())]
 
 
 def _found(findings, root: Path) -> set:
@@ -53,7 +58,7 @@ def test_there_are_projects():
 @pytest.mark.parametrize("name", NAMES)
 def test_whole_project_matches_the_marks(name):
     root = PROJECTS / name
-    found = _found(parallel.lint_files(_files(root), _settings(), jobs=1, cache=None), root)
+    found = _found(lint_files(_files(root), _settings(), jobs=1, cache=None), root)
     expected = _marks(name)
     known = {m for m in expected if (name, m[0], m[1]) in KNOWN_MISSES}
     assert found - expected == set(), "findings without a mark (false positives)"
@@ -64,9 +69,9 @@ def test_whole_project_matches_the_marks(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_one_file_at_a_time_gives_the_same_findings(name):
     root = PROJECTS / name
-    whole = parallel.lint_files(_files(root), _settings(), jobs=1, cache=None)
+    whole = lint_files(_files(root), _settings(), jobs=1, cache=None)
     for f in _files(root):
-        alone = parallel.lint_files([f], _settings(), jobs=1, cache=None)
+        alone = lint_files([f], _settings(), jobs=1, cache=None)
         assert alone == [x for x in whole if x.path == f], f
 
 
@@ -74,7 +79,7 @@ def test_one_file_at_a_time_gives_the_same_findings(name):
 def test_jobs_give_the_same_findings(name):
     root = PROJECTS / name
     files = _files(root)
-    assert parallel.lint_files(files, _settings(), jobs=2, cache=None) == parallel.lint_files(
+    assert lint_files(files, _settings(), jobs=2, cache=None) == lint_files(
         files, _settings(), jobs=1, cache=None)
 
 
@@ -86,7 +91,7 @@ def test_a_callers_edit_changes_the_helpers_cached_findings(tmp_path):
 
     def lint_helper():
         cache = Cache.open(cache_dir, _settings(), pytest.fail)
-        return [(f.line, f.code) for f in parallel.lint_files([helper], _settings(), jobs=1, cache=cache)], cache
+        return [(f.line, f.code) for f in lint_files([helper], _settings(), jobs=1, cache=cache)], cache
 
     before, _ = lint_helper()
     assert before == [(6, "XLA006")]
@@ -117,24 +122,24 @@ def test_an_unchanged_project_is_served_whole_from_the_cache(tmp_path, monkeypat
 
     def lint():
         cache = Cache.open(cache_dir, _settings(), pytest.fail)
-        return _found(parallel.lint_files(_files(root), _settings(), jobs=1, cache=cache), root)
+        return _found(lint_files(_files(root), _settings(), jobs=1, cache=cache), root)
 
     cold = lint()
     assert cold
     walked = []
-    real = parallel._analyse_one
-    monkeypatch.setattr(parallel, "_analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))
-    monkeypatch.setattr(parallel, "_declarations", lambda *a, **k: pytest.fail("declarations read on a warm run"))
+    real = pool.analyse_one
+    monkeypatch.setattr(pool, "analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(store, "declarations", lambda *a, **k: pytest.fail("declarations read on a warm run"))
     assert lint() == cold and walked == []
     # one file of it, spelled from inside the project: the same entry (paths are stored under the root)
     monkeypatch.chdir(root)
     cache = Cache.open(cache_dir, _settings(), pytest.fail)
-    one = parallel.lint_files(["reporting.py"], _settings(), jobs=1, cache=cache)
+    one = lint_files(["reporting.py"], _settings(), jobs=1, cache=cache)
     assert {(f.line, f.code) for f in one} == {(line, code) for path, line, code in cold if path == "reporting.py"}
     assert one and walked == []
     # an edit of the caller: the project changed, its modules are read and walked again
     monkeypatch.undo()
-    monkeypatch.setattr(parallel, "_analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(pool, "analyse_one", lambda *a, **k: walked.append(a[0]) or real(*a, **k))
     train = root / "train.py"
     train.write_text(train.read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)'))
     edited = lint()
@@ -153,20 +158,20 @@ def test_a_one_file_run_over_an_unchanged_project_decides_nothing(tmp_path, monk
     monkeypatch.chdir(root)
 
     def lint(paths):
-        return parallel.lint_files(paths, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
+        return lint_files(paths, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
 
     whole = lint(_files(Path(".")))
     mine = [f for f in whole if Path(f.path).name == "reporting.py"]
     assert mine and any("called from" in f.message for f in mine)  # a message that names another file
-    real_decide = engine.decide
-    monkeypatch.setattr(engine, "decide", lambda *a, **k: pytest.fail("decided again on an unchanged project"))
+    real_decide = decision.decide
+    monkeypatch.setattr(decision, "decide", lambda *a, **k: pytest.fail("decided again on an unchanged project"))
     assert lint(["reporting.py"]) == mine
     assert lint(["./reporting.py", "train.py"]) == sorted(
         [f.__class__("./reporting.py", *finding_row(f)) for f in mine] + [f for f in whole if f.path == "train.py"])
     # from elsewhere the messages name other paths: decided again, as a run without a cache decides
-    monkeypatch.setattr(engine, "decide", real_decide)
+    monkeypatch.setattr(decision, "decide", real_decide)
     monkeypatch.chdir(tmp_path)
-    fresh = parallel.lint_files(["proj/reporting.py"], _settings(), jobs=1, cache=None)
+    fresh = lint_files(["proj/reporting.py"], _settings(), jobs=1, cache=None)
     assert lint(["proj/reporting.py"]) == fresh and fresh != mine
     assert any("proj/train.py" in f.message for f in fresh)
     # an edit anywhere in the project: decided again
@@ -174,8 +179,8 @@ def test_a_one_file_run_over_an_unchanged_project_decides_nothing(tmp_path, monk
     train = root / "train.py"
     train.write_text(train.read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)'))
     decided = []
-    monkeypatch.setattr(engine, "decide", lambda *a, **k: decided.append(1) or real_decide(*a, **k))
-    assert lint(["reporting.py"]) == parallel.lint_files(["reporting.py"], _settings(), jobs=1, cache=None)
+    monkeypatch.setattr(decision, "decide", lambda *a, **k: decided.append(1) or real_decide(*a, **k))
+    assert lint(["reporting.py"]) == lint_files(["reporting.py"], _settings(), jobs=1, cache=None)
     assert decided
 
 
@@ -186,14 +191,14 @@ def test_a_buffer_that_differs_from_the_disk_is_what_is_linted(tmp_path):
     shutil.copytree(PROJECTS / "seq2seq_returns", root)
     cache_dir = tmp_path / "cache"
     files = _files(root)
-    parallel.lint_files(files, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
+    lint_files(files, _settings(), jobs=1, cache=Cache.open(cache_dir, _settings(), pytest.fail))
     train = str(root / "train.py")
     text = Path(train).read_text().replace('log_scalar("loss", loss, step)', 'log_scalar("loss", loss.item(), step)')
     assert text != Path(train).read_text()
-    on_disk = parallel.lint_project(str(root), [train], _settings(), files=files)
-    with_cache = parallel.lint_project(str(root), [train], _settings(), files=files, sources={train: text},
+    on_disk = lint_project(str(root), [train], _settings(), files=files)
+    with_cache = lint_project(str(root), [train], _settings(), files=files, sources={train: text},
                                        cache=Cache.open(cache_dir, _settings(), pytest.fail))
-    without = parallel.lint_project(str(root), [train], _settings(), files=files, sources={train: text})
+    without = lint_project(str(root), [train], _settings(), files=files, sources={train: text})
     assert with_cache == without != on_disk
 
 
@@ -216,13 +221,13 @@ def test_facts_updated_in_place_answer_as_facts_built_afresh(name, monkeypatch):
 
     monkeypatch.setattr(Facts, "update", update)
     root = PROJECTS / name
-    parallel.lint_files(_files(root), _settings(), jobs=1, cache=None)
+    lint_files(_files(root), _settings(), jobs=1, cache=None)
     assert checked
 
 
 def test_the_path_is_named_in_the_message():
     root = PROJECTS / "classifier_pkg"
-    found = parallel.lint_files([str(root / "utils" / "metrics.py")], _settings(), jobs=1, cache=None)
+    found = lint_files([str(root / "utils" / "metrics.py")], _settings(), jobs=1, cache=None)
     assert found and all("called from" in f.message and "train.py:" in f.message for f in found)
 
 
@@ -249,7 +254,7 @@ def _project(root: Path, files: dict) -> None:
 
 def _lint(root: Path, files=None) -> set:
     asked = [str(root / f) for f in files] if files else _files(root)
-    return _found(parallel.lint_files(asked, _settings(), jobs=1, cache=None), root)
+    return _found(lint_files(asked, _settings(), jobs=1, cache=None), root)
 
 
 def test_a_star_import_of_a_project_module_is_followed(tmp_path):
@@ -294,7 +299,7 @@ def test_a_star_reexport_resolves_before_any_walk(tmp_path):
     })
     files = _files(root)
     index = ProjectIndex(str(root), files)
-    decls = {p: parallel._declarations(p, index, _settings(), None) for p in files}
+    decls = {p: store.declarations(p, index, Inputs(_settings()), None) for p in files}
     facts = Facts(index, {d["summary"]["module"]: d["summary"] for d in decls.values()})
     assert facts.resolve("pkg.make_mask", "train") == ("func", "pkg.core:make_mask")
     assert facts.resolve("pkg._hidden", "train") is None  # a star import binds public names only
@@ -332,7 +337,7 @@ def test_a_cycle_of_modules_is_walked_callees_first(tmp_path, monkeypatch):
     })
     files = _files(root)
     index = ProjectIndex(str(root), files)
-    decls = {p: parallel._declarations(p, index, _settings(), None) for p in files}
+    decls = {p: store.declarations(p, index, Inputs(_settings()), None) for p in files}
     levels = {Path(p).relative_to(root).as_posix(): lv for p, lv in dependency_levels(index, decls).items()}
     assert levels["pkg/ops.py"] < levels["pkg/__init__.py"] < levels["pkg/layers.py"] < levels["train.py"]
     # layers.py never goes round again for ops's return (in a cycle walked at one level it read the
@@ -477,8 +482,8 @@ def test_declarations_name_what_the_walk_names(name):
 
     text = textwrap.dedent(SHAPES[name]).lstrip("\n")
     data = text.encode()
-    declared = engine.declare(data, "m.py", "pkg.m", False)
-    walked = engine.analyse_module(data, "m.py", module="pkg.m", is_package=False, checked=True)
+    declared = declare(data, "m.py", "pkg.m", False)
+    walked = analyse_module(data, "m.py", module="pkg.m", is_package=False, checked=True)
     assert _shape(declared["summary"]) == _shape(walked["summary"])
 
 
@@ -507,17 +512,17 @@ def test_the_declarations_find_every_call_cpython_sees():
 def test_freed_trees_are_given_back_after_a_big_file_and_every_megabyte(monkeypatch):
     # malloc_trim after every small file was 1.6% of a run on torch; after a big one it keeps the peak down
     calls = []
-    monkeypatch.setitem(parallel._TRIM, "fn", lambda pad: calls.append(pad))
-    monkeypatch.setitem(parallel._TRIM, "walked", 0)
-    small = parallel.TRIM_EVERY // 8  # under the big-file size
+    monkeypatch.setitem(memory._TRIM, "fn", lambda pad: calls.append(pad))
+    monkeypatch.setitem(memory._TRIM, "walked", 0)
+    small = memory.TRIM_EVERY // 8  # under the big-file size
     for _ in range(7):
-        parallel._release_memory(small)  # seven eighths of a megabyte of small files
+        memory.release_memory(small)  # seven eighths of a megabyte of small files
     assert calls == []
-    parallel._release_memory(small)  # the megabyte is reached
+    memory.release_memory(small)  # the megabyte is reached
     assert len(calls) == 1
-    parallel._release_memory(10_000)
+    memory.release_memory(10_000)
     assert len(calls) == 1
-    parallel._release_memory(parallel.TRIM_EVERY // 4)  # a big file: at once
+    memory.release_memory(memory.TRIM_EVERY // 4)  # a big file: at once
     assert len(calls) == 2
 
 
@@ -540,13 +545,13 @@ def test_new_callers_that_leave_the_seeds_alone_send_nobody_round_again(tmp_path
                     "        torch_xla.sync()\n",
     })
     walks = []
-    real = parallel._analyse_one
+    real = pool.analyse_one
 
     def counted(path, *args):
         walks.append(Path(path).name)
         return real(path, *args)
 
-    monkeypatch.setattr(parallel, "_analyse_one", counted)
+    monkeypatch.setattr(pool, "analyse_one", counted)
     # a float times a host tensor is a host tensor: reading it costs nothing; a device loss makes it a device one
     assert _lint(root) == (set() if annotated else {("train.py", 9, "XLA002")})
     assert sorted(walks) == (["helpers.py", "train.py"] if annotated else ["helpers.py"] * 2 + ["train.py"] * 2)

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from conftest import run_xlalint
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 from xlalint.rules import all_rules
 
 RULES = all_rules()

@@ -35,6 +35,17 @@ CRASHING = (
 )
 
 
+# The same server, with one rule raising on every call it sees (a bug in xlalint): XLA902, not a crash.
+BROKEN_RULE = (
+    "import sys, xlalint.server as s\n"
+    "from xlalint.rules import rules_by_code\n"
+    "def boom(self, node):\n"
+    "    raise ZeroDivisionError('injected for a test')\n"
+    "rules_by_code()['XLA006'].on_Call = boom\n"
+    "sys.exit(s.main([]))\n"
+)
+
+
 async def _start(lsp_client: LanguageClient, root: Path):
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri()))
@@ -74,6 +85,13 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", CRASHING], server_env=ENV))
 async def crashing(lsp_client: LanguageClient, tmp_path_factory):
+    await _start(lsp_client, tmp_path_factory.getbasetemp())
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-c", BROKEN_RULE], server_env=ENV))
+async def broken_rule(lsp_client: LanguageClient, tmp_path_factory):
     await _start(lsp_client, tmp_path_factory.getbasetemp())
     yield
     await lsp_client.shutdown_session()
@@ -233,3 +251,23 @@ async def test_a_helpers_findings_come_from_its_callers_module(client: LanguageC
     diags = await _diagnostics(client, uri)
     assert _summary(diags) == [("XLA001", 1, 10, "xlalint")]
     assert "called from train.py:8" in diags[0].message
+
+
+@pytest.mark.asyncio
+async def test_a_rule_that_raises_is_one_xla902_diagnostic_and_the_server_stays_up(broken_rule: LanguageClient,
+                                                                                   tmp_path: Path):
+    client = broken_rule
+    text = HOST_READ + "    print(f'{loss}')\n"
+    uri = _open(client, tmp_path / "proj" / "train.py", text)
+    diags = await _diagnostics(client, uri)
+    assert _summary(diags) == [("XLA902", 0, 0, "xlalint"), ("XLA001", 3, 8, "xlalint")]
+    assert "internal error in rule XLA006 (per-step-format): ZeroDivisionError: injected for a test" in diags[0].message
+    assert diags[0].severity == types.DiagnosticSeverity.Error
+    # the session goes on: an edit is linted again, another file too, hover answers
+    _change(client, uri, 2, 3, 8, 19, "loss.item() ")
+    assert [d.code for d in await _diagnostics(client, uri)] == ["XLA902", "XLA001"]
+    other = _open(client, tmp_path / "proj" / "other.py", "import torch\nx = 1\n")  # no call: the rule never ran
+    assert _summary(await _diagnostics(client, other)) == []
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=10)))
+    assert hover is not None and "XLA001" in hover.contents.value

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xlalint import cli, engine, parallel
-from xlalint.cache import Cache
+from xlalint import cli
+from xlalint.run.pool import MIN_FILES_FOR_POOL
+from xlalint.run.project import lint_files
+from xlalint.sources.discover import iter_python_files
+from xlalint.run.cache import Cache
 from xlalint.config import build_settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,39 +26,39 @@ def settings():
 
 @pytest.fixture(scope="module")
 def files(settings):
-    found = list(engine.iter_python_files([t for t in TREES if os.path.isdir(t)], settings))
-    assert len(found) >= parallel.MIN_FILES_FOR_POOL * 2, "too few files for the pool to be used"
+    found = list(iter_python_files([t for t in TREES if os.path.isdir(t)], settings))
+    assert len(found) >= MIN_FILES_FOR_POOL * 2, "too few files for the pool to be used"
     return found
 
 
 @pytest.fixture(scope="module")
 def serial(files, settings):
-    out = parallel.lint_files(files, settings, jobs=1, cache=None)
+    out = lint_files(files, settings, jobs=1, cache=None)
     assert out, "the fixtures hold findings: an empty list would make this test vacuous"
     return out
 
 
 def test_pool_matches_one_job(files, settings, serial):
-    assert parallel.lint_files(files, settings, jobs=2, cache=None) == serial
+    assert lint_files(files, settings, jobs=2, cache=None) == serial
 
 
 def test_warm_cache_matches_one_job(files, settings, serial, tmp_path):
     warnings = []
     cold = Cache.open(tmp_path, settings, warnings.append)
-    assert parallel.lint_files(files, settings, jobs=2, cache=cold) == serial
+    assert lint_files(files, settings, jobs=2, cache=cold) == serial
 
     for jobs in (1, 2):
         warm = Cache.open(tmp_path, settings, warnings.append)
-        assert parallel.lint_files(files, settings, jobs=jobs, cache=warm) == serial
+        assert lint_files(files, settings, jobs=jobs, cache=warm) == serial
         assert warm.misses == 0 and warm.hits >= len(files)  # nothing parsed; a file may be asked per round
     assert warnings == []
 
 
 def test_one_job_cache_matches(files, settings, serial, tmp_path):
     cold = Cache.open(tmp_path, settings, print)
-    assert parallel.lint_files(files, settings, jobs=1, cache=cold) == serial
+    assert lint_files(files, settings, jobs=1, cache=cold) == serial
     warm = Cache.open(tmp_path, settings, print)
-    assert parallel.lint_files(files, settings, jobs=2, cache=warm) == serial
+    assert lint_files(files, settings, jobs=2, cache=warm) == serial
     assert warm.misses == 0 and warm.hits >= len(files)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 HEAD = "import torch\nfor step, (x, y) in enumerate(loader):\n    out = model(x)\n"
 TAIL = "    loss = out.sum()\n    loss.backward()\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import HOST_READ, finding_lines, run_xlalint, write
-from xlalint.engine import lint_source
+from xlalint.analysis.source import lint_source
 
 LOOP = "import torch\nfor x in loader:\n    loss = model(x).sum()\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from xlalint.verify.analysis import Recompile, VerifyReport
+from xlalint.verify.results import Recompile, VerifyReport
 from xlalint.verify.report import MAX_RECOMPILE_GROUPS, render_json, render_text
 
 TRAIN = os.path.join("examples", "slow_train.py")

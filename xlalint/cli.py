@@ -1,6 +1,7 @@
-"""Command line: arguments -> settings -> engine -> reporter. Nothing else lives here.
+"""Command line: arguments -> settings -> the run (xlalint/run/) -> reporter. Nothing else lives here.
 
-Exit status: 0 no findings, 1 findings, 2 a usage or config error or a path that does not exist.
+Exit status: 0 no findings, 1 findings, 2 a usage or config error, a path that does not exist, or an
+internal error (XLA902: a bug in xlalint; every other finding is still reported).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="xlalint",
         description="Find PyTorch/XLA performance anti-patterns (host reads, recompiles) in the source.",
-        epilog="Exit status: 0 clean, 1 findings, 2 usage/config error. `xlalint --explain XLA001` documents a rule.",
+        epilog="Exit status: 0 clean, 1 findings, 2 usage/config error or an internal error (XLA902). `xlalint --explain XLA001` documents a rule.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: .); - reads standard input")
     sel = p.add_argument_group("rule selection")
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--statistics", action="store_true", help="show the number of findings per code instead of the findings (also with --format json)")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("-q", "--quiet", action="store_true", help="print findings only: no summary line")
+    out.add_argument("--show-internal-errors", action="store_true", help="print the traceback of each internal error (XLA902) on standard error, for a bug report (also XLALINT_DEBUG=1)")
     out.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour the text output (default: auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR forces it)")
     fix = p.add_argument_group("fixes")
     fix.add_argument("--fix", action="store_true", help="apply the safe fixes ([*] in the output) to the files, then report what is left")
@@ -112,14 +114,14 @@ def main(argv: Optional[list] = None) -> int:
 
 
 def _lint_files(files: list, settings, args, warn) -> list:
-    """The files through the cache and the process pool (xlalint/parallel.py)."""
+    """The files through the cache and the process pool (xlalint/run/)."""
     if args.jobs < 0:
         raise ConfigError(f"--jobs must be a positive number (or 0 for one per core), got {args.jobs}")
-    from xlalint import parallel
-    from xlalint.cache import Cache
+    from xlalint.run.cache import Cache
+    from xlalint.run.project import lint_files
 
     cache = None if args.no_cache or not files else Cache.open(args.cache_dir, settings, warn)
-    return parallel.lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
+    return lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn)
 
 
 VERIFY_MISSING = (
@@ -183,9 +185,14 @@ def _run(args, program_args: list) -> int:
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
                           timeout=args.timeout, fmt=fmt, out=out, html=args.html)
 
-    from xlalint import engine
+    from xlalint.analysis.file_findings import INTERNAL_ERROR, SHOW_TRACEBACKS, problem_finding
+    from xlalint.analysis.source import lint_source
     from xlalint.config import Resolver
+    from xlalint.sources.discover import iter_python_files
+    from xlalint.sources.read import too_large
 
+    if args.show_internal_errors:
+        SHOW_TRACEBACKS["on"] = True
     # `--stdin-filename NAME` with no path reads standard input, as in ruff
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
     stdin_name = args.stdin_filename or "-"
@@ -228,15 +235,15 @@ def _run(args, program_args: list) -> int:
                 continue
             data = sys.stdin.buffer.read(settings.max_file_size + 1)
             if len(data) > settings.max_file_size:
-                findings.append(engine.too_large(stdin_name, None, settings.max_file_size))
+                findings.append(problem_finding(too_large(None, settings.max_file_size), stdin_name))
             else:
                 sources[stdin_name] = data
-                findings.extend(engine.lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
+                findings.extend(lint_source(data, stdin_name, settings.codes_for(stdin_name), limits=settings.limits))
             n_files += 1
             continue
         if args.force_exclude and resolver.for_path(p).is_excluded(p, ancestors=True):
             continue
-        for f in engine.iter_python_files([p], resolver, warn=warnings.append):
+        for f in iter_python_files([p], resolver, warn=warnings.append):
             key = os.path.realpath(f)
             if key in seen:  # given twice, or by name and inside a directory
                 continue
@@ -254,7 +261,7 @@ def _run(args, program_args: list) -> int:
         findings, status, changed, line_maps = fixer.run(findings, sources, resolver, args, out, warnings.append)
         if args.diff:
             _flush_warnings(warnings, missing)
-            return EXIT_ERROR if missing else status
+            return EXIT_ERROR if missing or any(f.code == INTERNAL_ERROR for f in findings) else status
         if changed:  # what is left in the rewritten files, seen as part of their project again
             findings = [f for f in findings if f.path not in changed]
             for settings, files in groups.values():
@@ -278,7 +285,7 @@ def _run(args, program_args: list) -> int:
             report_out.close()
     out.flush()
     _flush_warnings(warnings, missing)
-    if missing:
+    if missing or any(f.code == INTERNAL_ERROR for f in findings):
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS

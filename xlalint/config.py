@@ -20,7 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10
     import tomli as tomllib
 
-from xlalint import guard
+from xlalint.parse import guard
 from xlalint.rules import all_rules
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "build", "dist",
@@ -115,7 +115,7 @@ class Settings:
 
     @property
     def limits(self) -> guard.Limits:
-        """What the pre-parse guard allows (xlalint/guard.py)."""
+        """What the pre-parse guard allows (xlalint/parse/guard.py)."""
         return guard.Limits(self.max_tokens, self.max_expression_depth, self.max_nesting_cost)
 
     def fingerprint(self) -> str:

@@ -30,7 +30,7 @@ class Finding:
     edits: tuple = ()
     applicability: str = ""
     fix_title: str = ""
-    # a notebook (xlalint/notebook.py): the 1-based cell, and line and column count in it
+    # a notebook (xlalint/sources/notebook.py): the 1-based cell, and line and column count in it
     cell: Optional[int] = None
 
     def _key(self) -> tuple:
@@ -82,6 +82,17 @@ ROW_FIELDS = tuple(f for f in Finding.__dataclass_fields__ if f != "path")
 
 def finding_row(f: Finding) -> tuple:
     return tuple(getattr(f, n) for n in ROW_FIELDS)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a file is not linted (unreadable, too big, refused by the guard or CPython): a finding code,
+    a message and where. The analysis floor turns it into a Finding of that code's rule."""
+
+    code: str  # XLA900 (it does not parse) or XLA901 (unreadable, too big or too complex to analyse)
+    message: str
+    line: int = 1
+    column: int = 1
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,13 @@ import difflib
 import re
 import sys
 
-from xlalint import engine
+from typing import NamedTuple, Optional
+
+from xlalint.analysis.file_findings import internal_error
+from xlalint.analysis.source import lint_source
 from xlalint.report import printable
 from xlalint.report.text import fixable, places
+from xlalint.sources import notebook
 
 MAX_ROUNDS = 10
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -70,7 +74,7 @@ def fix_source(text: str, path: str, findings: list, settings, unsafe: bool) -> 
         if new == text:
             break
         text, applied = new, applied + n
-        findings = engine.lint_source(text, path, codes, limits=settings.limits)
+        findings = lint_source(text, path, codes, limits=settings.limits)
     return text, applied, findings
 
 
@@ -108,12 +112,24 @@ def account(before: list, after: list, maps: dict) -> tuple:
     return sorted(g for group in waiting.values() for g in group), introduced
 
 
+class _FileFix(NamedTuple):
+    """What fixing (or diffing) one file did."""
+
+    left: list  # its findings after the fixes (with --diff or when nothing changed: the findings before)
+    diffed: int = 0  # 1 when a diff was printed
+    wrote: bool = False  # the file was rewritten
+    line_map: Optional[dict] = None  # a rewritten .py file's line_map
+    would_fix: int = 0  # with --diff: the findings the diff would fix ...
+    would_add: tuple = ()  # ... and those it would introduce
+
+
 def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
     """Fix (or diff) every file with a fixable finding; (the findings left, exit status for --diff, the
     paths rewritten, each rewritten file's ``line_map``). Between rounds a file is linted alone; the
     caller lints the rewritten files again as part of their project for the report, and ``account``s
     for them. With --diff, what the diff would fix and introduce (each file linted alone) goes to
-    standard error."""
+    standard error. An exception while fixing a file leaves it as it was, with an XLA902 (internal-error)
+    finding; the other files are fixed."""
     unsafe = bool(args.unsafe_fixes)
     by_path: dict = {}
     for f in findings:
@@ -124,60 +140,20 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
         if not any(fixable(f, unsafe) for f in fs):
             left.extend(fs)
             continue
-        if path in sources and not args.diff:
-            warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
-            left.extend(fs)
-            continue
-        if path.lower().endswith(".ipynb") and path not in sources:
-            n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
-            if n:
-                diffs += 1 if args.diff else 0
-                would_fix += n
-                if not args.diff:
-                    changed.add(path)
-            left.extend(fs)
-            continue
-        data = sources.get(path)
-        if data is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError as e:
-                warn(f"{path}: cannot read it to fix it: {e.strerror or e}")
-                left.extend(fs)
-                continue
         try:
-            encoding = _encoding(data)
-            text = data.decode(encoding)
-        except (ValueError, LookupError, SyntaxError) as e:
-            warn(f"{path}: cannot decode it to fix it: {e}")
+            r = _fix_file(path, fs, sources, resolver, unsafe, args, out, warn)
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, the other files fixed
             left.extend(fs)
+            left.append(internal_error(path, "fixing the file", e))
             continue
-        new, _, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
-        if new == text:
-            left.extend(fs)
-            continue
-        if args.diff:
-            diffs += 1
-            out.writelines(difflib.unified_diff(
-                text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
-            if not new.endswith(("\n", "\r")):
-                out.write("\n\\ No newline at end of file\n")
-            gone, added = account(fs, remaining, {path: line_map(text, new)})
-            would_fix += len(gone)
-            would_add.extend(added)
-            left.extend(fs)
-            continue
-        try:
-            with open(path, "wb") as fh:
-                fh.write(new.encode(encoding))
-        except OSError as e:
-            warn(f"{path}: cannot write the fixes: {e.strerror or e}")
-            left.extend(fs)
-            continue
-        changed.add(path)
-        maps[path] = line_map(text, new)
-        left.extend(remaining)
+        left.extend(r.left)
+        diffs += r.diffed
+        would_fix += r.would_fix
+        would_add.extend(r.would_add)
+        if r.wrote:
+            changed.add(path)
+        if r.line_map is not None:
+            maps[path] = r.line_map
     if args.diff:
         n = would_fix
         line = f"Would fix {n} finding{'s' if n != 1 else ''}" if n else "No fixes would be applied"
@@ -188,17 +164,57 @@ def run(findings: list, sources: dict, resolver, args, out, warn) -> tuple:
     return sorted(left), 0, changed, maps
 
 
+def _fix_file(path: str, fs: list, sources: dict, resolver, unsafe: bool, args, out, warn) -> _FileFix:
+    """Fix (or diff) one file."""
+    untouched = _FileFix(fs)
+    if path in sources and not args.diff:
+        warn(f"{path}: --fix does not rewrite standard input; use --diff to see the fixes")
+        return untouched
+    if path.lower().endswith(".ipynb") and path not in sources:
+        n = _fix_notebook(path, resolver.for_path(path), unsafe, args, out, warn)
+        return _FileFix(fs, 1 if n and args.diff else 0, bool(n) and not args.diff, None, n)
+    data = sources.get(path)
+    if data is None:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            warn(f"{path}: cannot read it to fix it: {e.strerror or e}")
+            return untouched
+    try:
+        encoding = _encoding(data)
+        text = data.decode(encoding)
+    except (ValueError, LookupError, SyntaxError) as e:
+        warn(f"{path}: cannot decode it to fix it: {e}")
+        return untouched
+    new, _, remaining = fix_source(text, path, fs, resolver.for_path(path), unsafe)
+    if new == text:
+        return untouched
+    if args.diff:
+        out.writelines(difflib.unified_diff(
+            text.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
+        if not new.endswith(("\n", "\r")):
+            out.write("\n\\ No newline at end of file\n")
+        gone, added = account(fs, remaining, {path: line_map(text, new)})
+        return _FileFix(fs, 1, False, None, len(gone), tuple(added))
+    try:
+        with open(path, "wb") as fh:
+            fh.write(new.encode(encoding))
+    except OSError as e:
+        warn(f"{path}: cannot write the fixes: {e.strerror or e}")
+        return untouched
+    return _FileFix(remaining, 0, True, line_map(text, new))
+
+
 def _fix_notebook(path: str, settings, unsafe: bool, args, out, warn) -> int:
-    """A notebook's code cells fixed as the one program they are linted as (xlalint/notebook.py), the
+    """A notebook's code cells fixed as the one program they are linted as (xlalint/sources/notebook.py), the
     cells written back in place (outputs and metadata kept); with --diff, the program's diff. Returns
     the number of fixes."""
-    from xlalint import notebook
-
     codes = settings.codes_for(path)
     count = [0]
 
     def fix_program(program: str) -> str:
-        findings = engine.lint_source(program, path, codes, limits=settings.limits)
+        findings = lint_source(program, path, codes, limits=settings.limits)
         new, n, _ = fix_source(program, path, findings, settings, unsafe)
         count[0] = n
         return new

@@ -9,7 +9,8 @@
   ``exclude`` globs apply (an excluded file gets no diagnostics). A bad config is one diagnostic.
 
 Every lint goes through ``lint_document``: the one place to swap for a project-wide analysis. A request
-that fails is answered with an error (or, for a notification, logged) and the session goes on.
+that fails is answered with an error (or, for a notification, logged) and the session goes on; an
+internal error while linting (a bug of xlalint's) is one XLA902 diagnostic, with the other findings.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ import traceback
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
-from xlalint import __version__, engine
+from xlalint import __version__
+from xlalint.analysis.file_findings import internal_error
+from xlalint.analysis.source import lint_source
 from xlalint.config import ConfigError, Settings, build_settings, find_config
 from xlalint.findings import Finding
+from xlalint.sources.comments import NOQA
 
 try:
     from lsprotocol import types
@@ -53,23 +57,23 @@ def lint_document(path: str, text: str, settings: Settings) -> list:
     """Lint one open document, as part of its project (the modules connected to it by imports, read from
     disk and the cache). Every lint the server does goes through here; ``path`` is the file's path on
     disk, ``text`` the editor's buffer.
-    The parse is incremental (xlalint/incremental.py): after an edit only the edited top-level
+    The parse is incremental (xlalint/parse/incremental.py): after an edit only the edited top-level
     statement is parsed again."""
-    from xlalint.incremental import IncrementalParser
+    from xlalint.parse.incremental import IncrementalParser
 
     parser = _PARSERS.pop(path, None) or IncrementalParser()
     _PARSERS[path] = parser  # the most recently linted last
     while len(_PARSERS) > MAX_PARSERS:
         del _PARSERS[next(iter(_PARSERS))]
     if not os.path.isfile(path):  # an unsaved buffer: the text alone
-        return engine.lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
+        return lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
     # as part of its project (a helper's findings depend on its callers), the rest from the cache
-    from xlalint import parallel
-    from xlalint.cache import Cache
+    from xlalint.run.cache import Cache
+    from xlalint.run.project import lint_project
     from xlalint.semantics.project import find_root
 
     cache = Cache.open(None, settings, lambda _msg: None)
-    return parallel.lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
+    return lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
                                  parse={path: parser})
 
 
@@ -198,7 +202,11 @@ class XlaLintServer(LanguageServer):
             findings = []
         else:
             loop = asyncio.get_running_loop()
-            findings = await loop.run_in_executor(None, lint_document, path, text, settings)
+            try:
+                findings = await loop.run_in_executor(None, lint_document, path, text, settings)
+            except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902 diagnostic, the server stays up
+                _log_crash(self, f"linting {uri}")
+                findings = [internal_error(path, "the language server's lint", e)]
         current = self.workspace.get_text_document(uri)
         if current.version != version:  # an edit came in while linting: its own lint will publish
             return
@@ -334,11 +342,11 @@ def build_server() -> "XlaLintServer":
 
 
 def hover_for(codes: list):
-    from xlalint.report.sarif import _markdown
+    from xlalint.report.sarif import rule_markdown
     from xlalint.rules import rules_by_code
 
     rules = rules_by_code()
-    parts = [_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
+    parts = [rule_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
     if not parts:
         return None
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(parts)))
@@ -384,7 +392,7 @@ def noqa_edit(lines: list, row: int, code: str):
     if row >= len(lines):
         return None
     text = lines[row]
-    m = engine.NOQA.search(text)
+    m = NOQA.search(text)
     if m is not None:
         codes = m.group("codes")
         if not codes:

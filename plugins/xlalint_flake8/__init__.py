@@ -1,6 +1,6 @@
 """flake8 adapter for xlalint: ``flake8 --select XLA`` runs the rules the ``xlalint`` CLI runs.
 
-A thin view of ``xlalint.engine.lint_source``; nothing about the rules lives here. What is flake8's
+A thin view of ``xlalint.run.project.lint_project`` (``xlalint.analysis.source.lint_source`` for stdin); nothing about the rules lives here. What is flake8's
 stays flake8's:
 
 - selection (``--select``/``--ignore``/``--extend-ignore``): every rule on by default in xlalint is run,
@@ -8,6 +8,7 @@ stays flake8's:
 - ``# noqa``: the engine is asked for the unsuppressed findings and flake8 applies its own noqa;
 - syntax errors: flake8 reports E999 before any tree plugin runs; a file that ``ast`` accepts but
   libcst cannot parse gives no finding here (``xlalint`` itself reports it as XLA900);
+- an internal error of xlalint's (a bug) is one XLA902 for the file, with every other finding;
 - file discovery and excludes.
 
 What is xlalint's still applies: ``[tool.xlalint]`` per-file-ignores (and rule options), read once per
@@ -23,7 +24,9 @@ import dataclasses
 from typing import Iterator, Optional
 
 from xlalint import __version__
-from xlalint import engine
+from xlalint.analysis.file_findings import INTERNAL_ERROR, internal_error
+from xlalint.analysis.module import RELEVANT_TEXT
+from xlalint.analysis.source import lint_source
 from xlalint.config import ConfigError, Settings, all_codes, build_settings, default_enabled, find_config
 from xlalint.report import printable
 
@@ -77,8 +80,12 @@ class XlaLintChecker:
         limit = cls._settings.max_file_size
         if len(source) * 4 > limit and len(source.encode("utf-8", "surrogatepass")) > limit:
             return
-        for f in _lint(self.filename, source, codes, cls._settings):
-            if f.code.startswith("XLA9"):  # the file could not be linted: flake8 reports its own E999
+        try:
+            found = _lint(self.filename, source, codes, cls._settings)
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, flake8's run goes on
+            found = [internal_error(self.filename, "xlalint's flake8 plugin", e)]
+        for f in found:
+            if f.code.startswith("XLA9") and f.code != INTERNAL_ERROR:  # not linted: flake8 reports its own E999
                 continue
             # flake8 wants a 0-based column and prints it + 1: the same number as xlalint's 1-based one
             # escaped as the CLI prints it: a message quotes the source, and flake8 prints it to a terminal
@@ -91,9 +98,10 @@ def _lint(filename: str, source: str, codes, settings) -> list:
     if filename in ("-", "stdin") or not os.path.isfile(filename):
         if not any(k in source for k in RELEVANT_TEXT):
             return []
-        return engine.lint_source(source, filename, codes, honor_noqa=False, limits=settings.limits)
-    from xlalint import parallel
-    from xlalint.cache import Cache
+        return lint_source(source, filename, codes, honor_noqa=False, limits=settings.limits)
+    from xlalint.run.cache import Cache
+    from xlalint.run.files import project_files, project_tops
+    from xlalint.run.project import lint_project
     from xlalint.semantics.project import find_root
 
     if _CACHE.get("settings") is not settings:  # once per process, as the files are discovered
@@ -102,16 +110,13 @@ def _lint(filename: str, source: str, codes, settings) -> list:
     root = find_root(filename)
     # flake8 asks for each file of a tree in turn: the first one decides them all (and stores them in
     # the cache), the others read theirs back; the project's files are discovered once per process
-    where = (root, tuple(parallel.project_tops(root, [filename])))
+    where = (root, tuple(project_tops(root, [filename])))
     files = _FILES.get(where)
     if files is None:
-        files = _FILES[where] = parallel.project_files(root, [filename], settings)
-    return parallel.lint_project(root, [filename], settings, cache=cache, files=files,
-                                 sources={filename: source}, honor_noqa=False)
+        files = _FILES[where] = project_files(root, [filename], settings)
+    return lint_project(root, [filename], settings, cache=cache, files=files,
+                        sources={filename: source}, honor_noqa=False)
 
 
 _FILES: dict = {}  # (project root, where its files are) -> its files, for this process
 _CACHE: dict = {}  # the settings -> the cache they open, for this process
-
-
-RELEVANT_TEXT = tuple(k.decode("ascii") for k in engine.RELEVANT)

@@ -39,7 +39,7 @@ def render(findings, out, *, color: bool = False, root=None) -> None:
         command = COMMANDS.get(f.severity, "notice")
         if f.cell is not None:  # a notebook: the line of the .ipynb file that holds the cell's line
             if cells is None:
-                from xlalint.notebook import FileLines
+                from xlalint.sources.notebook import FileLines
 
                 cells = FileLines()
             file_line = cells.line(f.path, f.cell, f.line)

@@ -39,7 +39,8 @@ def _text(s: str) -> str:
     return textwrap.dedent(s).strip()
 
 
-def _markdown(rule) -> str:
+def rule_markdown(rule) -> str:
+    """A rule's documentation as Markdown: SARIF's help, the language server's hover."""
     parts = [f"**{rule.code} ({rule.name})**: {_text(rule.summary)}"]
     for title, text in (
         ("What it does", rule.what_it_does),
@@ -62,7 +63,7 @@ def _rule_descriptor(rule) -> dict:
         "name": rule.name,
         "shortDescription": {"text": _text(rule.summary)},
         "fullDescription": {"text": " ".join(full.split())},
-        "help": {"text": rule.explain(), "markdown": _markdown(rule)},
+        "help": {"text": rule.explain(), "markdown": rule_markdown(rule)},
         "helpUri": help_uri(rule),
         "defaultConfiguration": {"level": LEVELS.get(rule.severity, "note")},
     }
@@ -120,7 +121,7 @@ def render(findings, out, *, color: bool = False, root=None) -> None:
         region = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column}
         if f.cell is not None:  # a notebook: the region is the line of the .ipynb file that holds the cell's line
             if cells is None:
-                from xlalint.notebook import FileLines
+                from xlalint.sources.notebook import FileLines
 
                 cells = FileLines()
             file_line = cells.line(f.path, f.cell, f.line)

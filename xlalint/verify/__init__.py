@@ -48,7 +48,7 @@ __all__ = [
 
 
 def _default_findings_provider(paths: list) -> list:
-    from xlalint.engine import lint_paths
+    from xlalint.run.project import lint_paths
 
     return list(lint_paths(paths))
 
@@ -93,7 +93,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     if target_file.lower().endswith(".ipynb") and os.path.isfile(target_file):  # hook: xlalint/notebook.py
         from dataclasses import replace
 
-        from xlalint.notebook import NotebookError, write_script
+        from xlalint.sources.notebook import NotebookError, write_script
 
         try:  # its code cells as one script (magics as `pass`), then verified like any script
             script = write_script(target_file) + (f"::{function}" if function else "")

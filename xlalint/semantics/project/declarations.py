@@ -92,7 +92,7 @@ def declarations(text, module: str, is_package: bool) -> Optional[dict]:
     ``ast.Module`` when CPython has parsed it already. None if CPython cannot parse it."""
     import ast
 
-    from xlalint.locate import def_keys, statement_blocks
+    from xlalint.parse.locate import def_keys, statement_blocks
 
     if isinstance(text, ast.Module):
         tree = text

@@ -62,7 +62,7 @@ def module_name(path: str, root: str) -> tuple[str, bool]:
     if len(parts) > 1 and parts[0] == "src":
         parts = parts[1:]
     last = parts[-1]
-    for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/notebook.py)
+    for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/sources/notebook.py)
         if last.endswith(ext):
             last = last[: -len(ext)]
     is_pkg = last == "__init__"
@@ -81,14 +81,27 @@ class ProjectIndex:
         self.packages: set[str] = set()
         for p in sorted(paths):
             name, is_pkg = module_name(p, root)
-            if name in self.by_module and not is_pkg:
-                continue  # a package __init__ and a same-named file: the package wins, as in Python
+            if name in self.by_module:
+                # two files, one name (a root that is a package: its __init__.py and __main__.py; x.py
+                # and x.ipynb; pkg.py and pkg/__init__.py; src/x.py and x.py): one is the module (a
+                # package wins, as in Python); the other is analysed under a name of its own that no
+                # import reaches, so that no two analyses of a run share a name
+                if not is_pkg:
+                    self._aside(p, name, False)
+                    continue
+                self._aside(self.by_module[name], name, name in self.packages)
             self.by_module[name] = p
             self.by_path[p] = name
             if is_pkg:
                 self.packages.add(name)
         # every prefix of a module is a package, even without an __init__ (namespace packages)
         self.prefixes = {".".join(m.split(".")[:i]) for m in self.by_module for i in range(1, m.count(".") + 1)}
+
+    def _aside(self, path: str, name: str, is_pkg: bool) -> None:
+        alias = f"{name}@{relative(path, self.root)}"
+        self.by_path[path] = alias
+        if is_pkg:
+            self.packages.add(alias)
 
     def module_of(self, path: str) -> tuple[str, bool]:
         name = self.by_path.get(path)

@@ -2,8 +2,8 @@
 
 A notebook runs its cells in one namespace: a training loop in cell 7 calls a helper defined in cell 3.
 So the code cells are joined into one Python program, each after a marker line (``# %% [cell 4]``,
-the "percent" cell format that editors and jupytext understand), and that program goes through
-``engine.lint_source`` like any file. Every line of a cell is on a line of its own in the program, with
+the "percent" cell format that editors and jupytext understand), and that program is analysed like any
+file (``analysis.module.analyse_module``). Every line of a cell is on a line of its own in the program, with
 the same text, so a finding's column is the cell's column and its line maps back by one table lookup.
 
 IPython syntax that is not Python is replaced line for line, so that the program parses and no line
@@ -312,35 +312,12 @@ def program_text(data) -> Optional[str]:
         return None
 
 
-# ---------------------------------------------------------------------------------------- linting
+# ---------------------------------------------------------------------------------------- programs
 def is_program(data) -> bool:
     """``data`` is a program made by ``build_program`` (``--fix`` lints it again under the notebook's
     path), not a notebook's JSON."""
     head = data[:16] if isinstance(data, (str, bytes)) else ""
     return head.startswith(b"# %% [cell " if isinstance(head, bytes) else "# %% [cell ")
-
-
-def analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
-    """``engine.analyse_module`` for a notebook: its program analysed as a module, and ``"cells"`` for
-    ``engine.decide`` to report the findings by cell. An unreadable notebook is one XLA900."""
-    from xlalint import engine
-
-    try:
-        program = program_for(data)
-    except NotebookError as e:
-        return {"file": [engine._row(engine._file_finding("XLA900", path, str(e)))]}  # XLA9xx always reported
-    if program.language != "python" or not program.text:
-        return {"file": []}
-    result = engine.analyse_module(program.text, path, enabled, notebook=False, **kwargs)
-    result["cells"] = program.table()
-    return result
-
-
-def lint_notebook(data, path: str, enabled=None, **kwargs) -> list:
-    """The findings of one notebook on its own (``engine.lint_source`` does the same for a .ipynb path)."""
-    from xlalint import engine
-
-    return engine.lint_source(data, path, enabled, notebook=True, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------- writing

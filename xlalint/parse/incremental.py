@@ -74,7 +74,7 @@ class IncrementalParser:
             return self._full(text)  # keeps the chunks of the last good parse: typing goes on from there
         self._chunks = self._used
         self._joined = self._joined_used
-        keep = set(module.body)  # positions of the statements still in the file (xlalint/locate.py)
+        keep = set(module.body)  # positions of the statements still in the file (xlalint/parse/locate.py)
         self.locate_cache = {k: v for k, v in self.locate_cache.items() if k == "config" or k in keep}
         return module
 

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from xlalint.findings import Problem  # why a file is not given to the parser
+
 # CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses"), so no
 # runnable file has more; libcst's native parser overflows the C stack (a segfault) at about 1,500.
 MAX_BRACKET_DEPTH = 200
@@ -53,16 +55,6 @@ class Limits:
     max_tokens: Optional[int] = DEFAULT_MAX_TOKENS
     max_expression_depth: int = DEFAULT_MAX_EXPRESSION_DEPTH
     max_nesting_cost: int = DEFAULT_MAX_NESTING_COST
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a file is not given to the parser: a finding code, a message and where."""
-
-    code: str  # XLA900 (CPython refuses it too) or XLA901 (too big or too complex to analyse)
-    message: str
-    line: int = 1
-    column: int = 1
 
 
 # Only the tokens that nest the tree, separate expressions or end a statement count (a name only when

@@ -2,7 +2,7 @@
 
 Layout, like ruff's ``.ruff_cache``: ``<root>/.xlalint_cache/<version>-<salt>/<ab>/<rest of the key>``,
 one small file per linted file. The salt hashes everything that can change a file's findings other than
-its contents: the xlalint version, a hash of the code that makes findings (engine, semantics, rules: so
+its contents: the xlalint version, a hash of the code that makes findings (sources, parse, semantics, rules, analysis: so
 an editable checkout never serves findings of yesterday's rules), the libcst and Python versions, and
 ``Settings.fingerprint()``. The key hashes the file's bytes and the codes enabled for it (per-file-ignores
 make those depend on the path). Findings are stored without their path, so a renamed or copied file hits.
@@ -45,7 +45,7 @@ FindingRow = tuple  # (line, column, code, end_line, end_column, name, message, 
 
 
 # The modules whose code decides a file's findings (the CLI, reporters and --verify do not).
-_FINDING_CODE = ("engine.py", "guard.py", "locate.py", "findings.py", "notebook.py", "semantics", "rules")
+_FINDING_CODE = ("findings.py", "sources", "parse", "semantics", "rules", "analysis")
 
 
 @functools.lru_cache(maxsize=None)
