@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_fixtures import expected_marks
+
 from conftest import ROOT
 
 README = ROOT / "README.md"
@@ -81,18 +83,12 @@ def test_the_comparison_masks_times_only():
     assert cut == ["x" * (samples.WIDTH - 1) + "…"]
 
 
-MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
 VERDICT = re.compile(r"^  examples/(?P<file>\w+\.py):(?P<line>\d+):\d+: (?P<code>XLA\d+) [\w-]+: (?P<status>[A-Z ]+):")
 STEP_ROW = re.compile(r"^\s+(?P<step>\d+)\s+(?P<uncached>\d+)\s+(?P<cached>\d+)\s+(?P<transfers>\d+)\s+(?P<fallbacks>\d+)\s+[\d.]+(?P<warmup>\s+\(warm-up\))?$")
 
 
 def _marks(path: Path) -> set:
-    out = set()
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = MARK.search(line)
-        if m:
-            out |= {(i, c) for c in re.split(r"[,\s]+", m.group(1).strip()) if c}
-    return out
+    return expected_marks(path.read_text(encoding="utf-8"))
 
 
 def check_verified_example(command: str, output: str) -> None:

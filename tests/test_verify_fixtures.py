@@ -15,30 +15,25 @@ that the two programs run under torch_xla once per test run, not twice.
 
 from __future__ import annotations
 
-import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.test_fixtures import expected_marks
 
 from tests.conftest import require_torch_xla
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if not p.name.startswith("_"))
 PROGRAMS = FIXTURES
-MARK = re.compile(r"#\s*expect:\s*([A-Z0-9 ,]+)")
 
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
 KNOWN_DIFFERENCES: dict = {}
 
 
 def _marks(path: Path) -> set:
-    out = set()
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = MARK.search(line)
-        if m:
-            out |= {(i, c) for c in re.split(r"[,\s]+", m.group(1).strip()) if c}
-    return out
+    return expected_marks(path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
