@@ -182,7 +182,10 @@ def run_commands(tmp: Path, text: str):
     r = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", "pipx"], capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"pip install pipx failed:\n{r.stderr[-2000:]}")
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "NO_COLOR", "FORCE_COLOR")}
+    # A user types these in a fresh shell: nothing of the caller's make (MAKELEVEL makes a nested make
+    # print "Entering directory"), virtualenv or colour settings leaks in.
+    leaks = ("PYTHONPATH", "VIRTUAL_ENV", "NO_COLOR", "FORCE_COLOR", "MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+    base = {k: v for k, v in os.environ.items() if k not in leaks}
     env = {**base, "HOME": str(home), "VIRTUAL_ENV": str(env_dir),
            "PATH": os.pathsep.join([str(env_dir / "bin"), str(home / ".local" / "bin"), base.get("PATH", "")])}
     verify_env = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]]),
