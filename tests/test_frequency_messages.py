@@ -121,3 +121,32 @@ def test_a_hot_loop_inside_a_periodic_function_names_both():
     msgs = _messages(_lint(FIXTURES / "nanogpt_eval_interval.py"), "nanogpt_eval_interval.py")
     assert "every evaluation batch (the loop runs every `eval_interval` steps)" in msgs[97]
     assert "accumulate on the device" in msgs[97]
+
+
+def test_an_evaluation_loop_in_a_periodic_helper_and_a_no_grad_forward_say_how_often_they_run():
+    name = "evaluation_results_and_metric_dicts.py"
+    msgs = _messages(_lint(FIXTURES / name), name)
+    # `loss_over()` loops over a loader without training, called every `eval_every` steps
+    assert "every evaluation batch (the loop runs every `eval_every` steps)" in msgs[29], msgs[29]
+    # a post-processor's `forward` under `@torch.no_grad()`: not "every step"
+    assert "every call of a no-grad `forward`" in msgs[52], msgs[52]
+    assert "every step" in msgs[74]  # the training loop's own read stays "every step"
+
+
+def test_padding_in_a_unit_test_module_is_not_a_training_cost(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    body = (
+        "import torch\n"
+        "def _batch(seqs):\n"
+        "    n = max(s.shape[0] for s in seqs)\n"
+        "    out = torch.zeros(len(seqs), n)\n"
+        "    for i, s in enumerate(seqs):\n"
+        "        out[i, : s.shape[0]] = s\n"
+        "    return out\n"
+    )
+    (tests / "test_batches.py").write_text(body)
+    (tmp_path / "collate.py").write_text(body)
+    found = {(Path(f.path).name, f.code) for f in _lint(tmp_path)}
+    assert ("test_batches.py", "XLA005") not in found
+    assert ("collate.py", "XLA005") in found  # the same helper outside a test module is reported

@@ -414,14 +414,14 @@ class UnbucketedVariableLength(Rule):
                 )
 
     def _emit(self, cand, what: str, fix: str, edit=None) -> None:
-        if cand.ctx.non_xla or cand.ctx.error_path:
-            return  # `if on_tpu: return pad(..., "max_length")` then the dynamic fallback: never on XLA
+        if cand.ctx.non_xla or cand.ctx.error_path or cand.ctx.func.excluded:
+            return  # `if on_tpu: return pad(..., "max_length")` then the dynamic fallback: never on XLA; a unit test
         cand.frequency = Frequency(EVERY)
         set_parts(cand, message=what, cost=COST, fix=fix, edit=edit)
 
     def _maybe_collate(self, cand, func, what: str) -> None:
         """Padding to the batch maximum in a function that another module may pass as ``collate_fn=``."""
-        if func is None or func.parent is not None or func.key == "<module>" or cand.ctx.non_xla:
+        if func is None or func.parent is not None or func.key == "<module>" or cand.ctx.non_xla or func.excluded:
             return
         self._collate_pending.append((cand, func.key, what))
 

@@ -17,7 +17,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import FuncInfo
 from xlalint.semantics.syntax import child_nodes, dotted_name, last_name, name_words, positional_args, target_names
-from xlalint.semantics.tensors import element_key
+from xlalint.semantics.tensors import element_key, element_key_of
 
 
 class Bindings:
@@ -125,6 +125,8 @@ class Bindings:
             return
         if type(target) is cst.Name:
             self._bind_name(target.value, kind)
+            if type(value) is cst.Dict:
+                self._bind_dict_entries(target.value, value)
         elif type(target) in (cst.Tuple, cst.List):
             elts = target.elements
             if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts):
@@ -174,6 +176,17 @@ class Bindings:
                 self._element_prefixes.add(key[: key.index("[") + 1])
                 self.func.env[key] = kind
             self._holds(target.value, kind)  # logs["loss"] = loss
+
+    def _bind_dict_entries(self, name: str, value: cst.Dict) -> None:
+        """``metrics = {"loss": loss, "epoch": epoch}``: ``metrics["epoch"]`` is what was put under that key
+        (the dict as a whole holds a tensor; its Python entries are not tensors)."""
+        for el in value.elements:
+            if type(el) is not cst.DictElement:
+                continue
+            key = element_key_of(name, el.key)
+            if key is not None:
+                self._element_prefixes.add(name + "[")
+                self.func.env[key] = self.kind(el.value)
 
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):

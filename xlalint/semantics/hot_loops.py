@@ -27,6 +27,7 @@ DECODE = "decode"
 EVAL = "eval"
 ROLLOUT = "rollout"
 MODEL_LOOP = "loop"  # runs the model every iteration, of no recognised kind
+INFERENCE = "inference"  # a module's `forward` under `@torch.no_grad()`: it never trains (post-processing, a teacher)
 
 # How a frequency reads in a message: (every iteration, every N iterations).
 WHEN = {
@@ -34,6 +35,8 @@ WHEN = {
     EVAL: ("every evaluation batch", "every {n} evaluation batches"),
     ROLLOUT: ("every rollout step", "every {n} rollout steps"),
     MODEL_LOOP: ("every iteration of a loop that runs the model", "every {n} iterations of a loop that runs the model"),
+    INFERENCE: ("every call of a no-grad `forward` (each evaluation or inference batch)",
+                "every {n} calls of a no-grad `forward`"),
 }
 
 # The fix of a finding that reads, tests or formats a device value in a hot loop (rules whose own fix
@@ -47,6 +50,8 @@ FIXES = {
     ROLLOUT: ("keep the rollout's values on the device (append tensors, `torch.stack` them) and read them once "
               "per rollout; step the environment with device-side actions where it allows"),
     MODEL_LOOP: "keep the value on the device (accumulate or stack it) and read it once after the loop",
+    INFERENCE: ("keep the values on the device and return them; read them once per batch, after the step's sync, "
+                "where the results are used"),
 }
 
 # Words of the enclosing function's name, of the loop's bounds (`range(max_new_tokens)`) or of a

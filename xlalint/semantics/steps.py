@@ -270,10 +270,18 @@ class Steps:
         if ctx.closure or ctx.non_xla or ctx.error_path or ctx.once or ctx.func.closure or ctx.func.excluded:
             return NOT_PER_STEP
         loops = [lp for lp in ctx.loops if not self.before_training(lp)]
+        ff = None
         for loop in reversed(loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
+                if not self.loop_trains(loop):
+                    ff = self.function_frequency(ctx.func)
+                    if ff.level == PERIODIC and ff.hot is None:
+                        # `for x, y in loader: total += loss_of(x, y).item()` in a function run every N
+                        # steps (an evaluation): its loop does not train, so it is an evaluation loop
+                        # inside the training, not the training's own step loop
+                        break
                 return self._in_loop(ctx, loop, self.hot_kind(loop, True))
-        ff = self.function_frequency(ctx.func)
+        ff = ff or self.function_frequency(ctx.func)
         if not ff.per_step:
             for loop in reversed(loops):  # else the innermost hot loop (decoding, evaluation, ...)
                 if self.is_hot_loop(loop):
@@ -285,7 +293,9 @@ class Steps:
             for loop in reversed(loops):  # `losses[k] = loss.item()` in estimate_loss()'s loop, every N steps
                 if self.is_hot_loop(loop):
                     after = self._after_sync(ctx, loop.sync_points)
-                    return Frequency(PERIODIC, ff.period, after, loop, ff.via, self.hot_kind(loop, False), ff.period)
+                    # a loop that runs the model without training, in a function run every N steps: an evaluation
+                    hot = loop.hint or (H.EVAL if not self.loop_trains(loop) else H.MODEL_LOOP)
+                    return Frequency(PERIODIC, ff.period, after, loop, ff.via, hot, ff.period)
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ff.level == PERIODIC and ff.hot is None and not ctx.loops and self._after_whole_loop(ctx):
             after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
@@ -321,8 +331,19 @@ class Steps:
 
     def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
-        return any(seq < ctx.seq and (until is None or ctx.seq <= until) and (callee is None or self.syncs(callee))
+        return any(seq < ctx.seq and (until is None or ctx.seq <= until)
+                   and (callee is None or self.syncs(callee) or self.runs_whole_loop(callee))
                    for seq, callee, until in points)
+
+    def runs_whole_loop(self, callee: str) -> bool:
+        """The helper runs a whole loop of the model that does not train (an evaluation over a loader, a
+        decode): what follows the call in its block reads the loop's result once, at its end, as the fix
+        for a read inside such a loop says to (`val_loss = validate(...)`; `print(val_loss.item())`)."""
+        ts = self.targets(callee)
+        return bool(ts) and all(
+            any(lp.outer is None and self.is_hot_loop(lp) and not self.loop_trains(lp)
+                for lp in self._loops_of.get(id(self.funcs[t]), ()))
+            for t in ts)
 
     def callers(self) -> dict:
         """callee key -> [ctx of each call site] over every function and module body."""
@@ -342,7 +363,9 @@ class Steps:
         if f.closure or f.excluded:
             return NOT_PER_STEP
         if f.root:
-            cache[f.key] = Frequency(EVERY)
+            # a module's `forward` under `@torch.no_grad()` never trains: it runs per evaluation or
+            # inference batch (a post-processor, a frozen teacher), not necessarily every training step
+            cache[f.key] = Frequency(EVERY, hot=H.INFERENCE if f.no_grad and f.name == "forward" else None)
             return cache[f.key]
         cache[f.key] = NOT_PER_STEP  # cycle guard
         best, best_ctx = NOT_PER_STEP, None

@@ -281,7 +281,16 @@ def element_key(e) -> Optional[str]:
     if not (type(e) is cst.Subscript and type(e.value) is cst.Name and len(e.slice) == 1
             and type(e.slice[0].slice) is cst.Index):
         return None
-    idx = e.slice[0].slice.value
-    if type(idx) in (cst.Integer, cst.SimpleString):
-        return f"{e.value.value}[{idx.value}]"
+    return element_key_of(e.value.value, e.slice[0].slice.value)
+
+
+def element_key_of(name: str, idx) -> Optional[str]:
+    """The key of ``name[idx]`` for a constant index: ``metrics['loss']`` and ``metrics["loss"]`` are one."""
+    if type(idx) is cst.Integer:
+        return f"{name}[{idx.value}]"
+    if type(idx) is cst.SimpleString:
+        try:
+            return f"{name}[{idx.evaluated_value!r}]"
+        except Exception:  # noqa: BLE001 - a literal libcst cannot evaluate: no key
+            return None
     return None

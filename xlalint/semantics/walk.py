@@ -120,8 +120,10 @@ class StatementWalk:
         if node.value is not None:
             self.walk(node.value)
         k = self._annotation_kind(node.annotation.annotation)
-        if k is K.UNKNOWN and node.value is not None:
-            k = self.kind(node.value)
+        if node.value is not None:
+            vk = self.kind(node.value)
+            if k is K.UNKNOWN or (k in K.ANY_TENSOR and vk in (K.CPU_TENSOR, K.BOOL_TENSOR)):
+                k = vk  # `t: torch.Tensor = cpu_tokens.ge(x)`: the value says where it lives and what it holds
         self._bind_target(node.target, node.value, k)
         self.walk(node.target)
 

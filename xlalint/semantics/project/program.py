@@ -52,7 +52,7 @@ class Program:
                          root=rec[2], closure=rec[3], step_call_outside_loops=rec[4],
                          barrier_outside_loops=rec[5], trains_outside_loops=rec[6], return_kind=rec[7],
                          module=mod, path=path, runs_model=len(rec) > 11 and rec[11],
-                         excluded=len(rec) > 12 and rec[12])
+                         excluded=len(rec) > 12 and rec[12], no_grad=len(rec) > 13 and rec[13])
             funcs[key] = f
             self.funcs[f.key] = f
         self.tops.append(top)
