@@ -127,10 +127,10 @@ def test_an_evaluation_loop_in_a_periodic_helper_and_a_no_grad_forward_say_how_o
     name = "evaluation_results_and_metric_dicts.py"
     msgs = _messages(_lint(FIXTURES / name), name)
     # `loss_over()` loops over a loader without training, called every `eval_every` steps
-    assert "every evaluation batch (the loop runs every `eval_every` steps)" in msgs[29], msgs[29]
+    assert "every evaluation batch (the loop runs every `eval_every` steps)" in msgs[30], msgs[30]
     # a post-processor's `forward` under `@torch.no_grad()`: not "every step"
-    assert "every call of a no-grad `forward`" in msgs[52], msgs[52]
-    assert "every step" in msgs[74]  # the training loop's own read stays "every step"
+    assert "every call of a no-grad `forward`" in msgs[53], msgs[53]
+    assert "every step" in msgs[75]  # the training loop's own read stays "every step"
 
 
 def test_padding_in_a_unit_test_module_is_not_a_training_cost(tmp_path):

@@ -285,7 +285,7 @@ class StatementWalk:
         self.stmt = prev
         period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
-        once = period is None and runs_once(node.test, node.body, self.func.step_counters)
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or self._breaks_the_loop(node.body))
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
         mode = mode_test(node.test)
@@ -354,6 +354,16 @@ class StatementWalk:
         self.walk(node.right)
         if skipped:
             self.guards.pop()
+
+    def _breaks_the_loop(self, block) -> bool:
+        """``if train_iterator.epoch >= epochs: generate_example(...); break``: the block ends with a ``break``
+        of the function's outermost loop (or of a loop over a loader): it runs once, as the loop ends, never
+        every step (a ``break`` of an inner loop nested in the step loop may run every step: not this)."""
+        body = getattr(block, "body", ())
+        last = body[-1] if body else None
+        if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
+            return False
+        return bool(self.loop_stack) and (len(self.loop_stack) == 1 or self.loop_stack[-1].iterates_loader)
 
     def _exits(self, block) -> bool:
         """The block ends the program or raises: it runs at most once, like an error path."""
