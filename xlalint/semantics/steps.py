@@ -162,6 +162,7 @@ class Steps:
         self._runs_model: dict = {}
         self._whole_memo: dict = {}
         self._trains: dict = {}
+        self._whole_loops: dict = {}  # function key -> it runs a whole non-training loop of the model (runs_whole_loop)
         self._freq: dict = {}
         self._callers: Optional[dict] = None
         self._loops_of: dict = {}
@@ -340,10 +341,11 @@ class Steps:
         decode): what follows the call in its block reads the loop's result once, at its end, as the fix
         for a read inside such a loop says to (`val_loss = validate(...)`; `print(val_loss.item())`)."""
         ts = self.targets(callee)
-        return bool(ts) and all(
-            any(lp.outer is None and self.is_hot_loop(lp) and not self.loop_trains(lp)
-                for lp in self._loops_of.get(id(self.funcs[t]), ()))
-            for t in ts)
+        return bool(ts) and all(self._through_calls(self._whole_loops, t, self._owns_whole_loop) for t in ts)
+
+    def _owns_whole_loop(self, f: FuncInfo) -> bool:
+        return any(lp.outer is None and self.is_hot_loop(lp) and not self.loop_trains(lp)
+                   for lp in self._loops_of.get(id(f), ()))
 
     def callers(self) -> dict:
         """callee key -> [ctx of each call site] over every function and module body."""
