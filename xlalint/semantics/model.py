@@ -44,7 +44,7 @@ def _handlers(rule_class) -> tuple:
 
 class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Export, CallKinds, TensorInference):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
-                 is_package: bool = False, facts=None, is_notebook: bool = False):
+                 is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
@@ -64,6 +64,12 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         # anything in the module puts tensors or a model on a device, names one, or imports a module that may:
         # without it (a CPU notebook), its tensors are host tensors (step_marks._resolve)
         self.places_on_device = False
+        # CUDA by name (device_pins): a module that pins CUDA, never places on a device chosen at run time and
+        # never names XLA or a TPU (``names_xla``, from its text) does not run on XLA (step_marks._resolve)
+        self.names_xla = names_xla
+        self.pins_cuda = False
+        self.chooses_device = False
+        self.cuda_names: set = set()  # `device = "cuda"`
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []

@@ -74,6 +74,12 @@ class StepMarks:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
         funcs = self.funcs
+        if self.pins_cuda and not self.chooses_device and not self.names_xla:
+            # hard-wired to CUDA (`model.cuda()`, `Fabric(accelerator="cuda")`, `device = "cuda"`), never a
+            # device chosen at run time, XLA and TPUs never named: it does not run on torch_xla
+            self.top.excluded = True
+            for f in funcs.values():
+                f.excluded = True
         if self.is_notebook and not self.places_on_device:
             # a notebook that puts no tensor on a device, names none and imports no project code that may (a
             # tutorial on the CPU): its tensors live on the host, and nothing in it runs on XLA

@@ -15,6 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import device_pins
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -103,6 +104,10 @@ class StatementWalk:
             polarity = xla_polarity(node.value, self.func.polarities)
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
+            if not self.names_xla:
+                cuda = device_pins.cuda_name_of(t.target, node.value, self.cuda_names)
+                if cuda is not None:
+                    self.cuda_names.add(cuda)
             if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
                 name = t.target.value
                 if period is not None:
@@ -461,6 +466,12 @@ class StatementWalk:
         q = self.qualname(node.func)
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
+        if not self.names_xla and not self.chooses_device:
+            pin = device_pins.pin_of(node, self.cuda_names)
+            if pin == device_pins.PIN:
+                self.pins_cuda = True
+            elif pin == device_pins.CHOSEN:
+                self.chooses_device = True
         self.walk(node.func)
         closure = q in T.STEP_CLOSURE_FUNCTIONS or (
             q is None and last_name(node.func) == "add_step_closure"
