@@ -2,7 +2,7 @@
 run time, and never names XLA or a TPU, does not run on torch_xla (issue 32, cause 8).
 
 The question is asked per call while the walk visits it (``pin_of``): a call either pins CUDA
-(``model.cuda()``, ``x.to("cuda")``, ``torch.device("cuda:0")``, ``device="cuda"``,
+by a literal (``model.cuda()``, ``x.to("cuda")``, ``torch.device("cuda:0")``, ``device="cuda"``,
 ``Fabric(accelerator="cuda")``, ``init_process_group("nccl")``, ``torch.cuda.set_device(rank)``), places on
 a device chosen elsewhere (``x.to(device)``, ``device=args.device``), or neither. A module with a pin,
 no placement chosen elsewhere and no mention of XLA or TPU anywhere in its text is excluded like a JAX
@@ -42,7 +42,7 @@ def _string(node) -> Optional[str]:
     return None
 
 
-def _is_cuda_value(node, cuda_names) -> Optional[bool]:
+def _is_cuda_value(node) -> Optional[bool]:
     """True: names CUDA; False: a device chosen elsewhere; None: not a device (a dtype, a literal "cpu")."""
     s = _string(node)
     if s is not None:
@@ -51,23 +51,22 @@ def _is_cuda_value(node, cuda_names) -> Optional[bool]:
             return True
         return None  # "cpu", "meta", "auto": neither
     if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
-        return _is_cuda_value(node.args[0].value, cuda_names)
+        return _is_cuda_value(node.args[0].value)
     if type(node) is cst.Integer:
         return None
     name = dotted_name(node)
     if name is None:
         return False if type(node) in (cst.Subscript, cst.Call, cst.IfExp) else None
-    if name in cuda_names:
-        return True
     last = name.rsplit(".", 1)[-1].lower()
     if last.startswith("torch.") or any(w in last for w in _NOT_DEVICES) or name.startswith("torch."):
         return None  # x.to(torch.float16), x.to(dtype)
     return False
 
 
-def pin_of(node: cst.Call, cuda_names) -> Optional[str]:
-    """Whether the call pins CUDA (PIN), places on a device chosen elsewhere (CHOSEN), or neither (None).
-    ``cuda_names``: names the module bound to a CUDA device (``device = "cuda"``)."""
+def pin_of(node: cst.Call) -> Optional[str]:
+    """Whether the call pins CUDA by a literal (PIN), places on a device chosen elsewhere (CHOSEN: a
+    variable, even one set to "cuda" as a default: a device variable is what a user sets to XLA), or
+    neither (None)."""
     func = node.func
     name = dotted_name(func) or ""
     method = func.attr.value if type(func) is cst.Attribute else None
@@ -77,17 +76,17 @@ def pin_of(node: cst.Call, cuda_names) -> Optional[str]:
         if name == "torch.cuda.set_device":
             return PIN
         args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"]
-        return PIN if args and _is_cuda_value(args[0], cuda_names) else None
+        return PIN if args and _is_cuda_value(args[0]) else None
     found = None
     if method == "to" and node.args and node.args[0].keyword is None:
-        v = _is_cuda_value(node.args[0].value, cuda_names)
+        v = _is_cuda_value(node.args[0].value)
         if v is True:
             return PIN
         if v is False:
             found = CHOSEN
     for a in node.args:
         if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS:
-            v = _is_cuda_value(a.value, cuda_names)
+            v = _is_cuda_value(a.value)
             if v is True:
                 return PIN
             if v is False:
@@ -95,8 +94,3 @@ def pin_of(node: cst.Call, cuda_names) -> Optional[str]:
     return found
 
 
-def cuda_name_of(target, value, cuda_names) -> Optional[str]:
-    """``device = "cuda"`` / ``device = torch.device("cuda")``: the name bound to CUDA, else None."""
-    if type(target) is cst.Name and _is_cuda_value(value, cuda_names) is True:
-        return target.value
-    return None

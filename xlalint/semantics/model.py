@@ -69,7 +69,6 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self.names_xla = names_xla
         self.pins_cuda = False
         self.chooses_device = False
-        self.cuda_names: set = set()  # `device = "cuda"`
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []

@@ -333,13 +333,15 @@ class Steps:
     def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
         return any(seq < ctx.seq and (until is None or ctx.seq <= until)
-                   and (callee is None or self.syncs(callee) or self.runs_whole_loop(callee))
+                   and (callee is None or self.syncs(callee) or (ctx.period is not None and self.runs_whole_loop(callee)))
                    for seq, callee, until in points)
 
     def runs_whole_loop(self, callee: str) -> bool:
         """The helper runs a whole loop of the model that does not train (an evaluation over a loader, a
-        decode): what follows the call in its block reads the loop's result once, at its end, as the fix
-        for a read inside such a loop says to (`val_loss = validate(...)`; `print(val_loss.item())`)."""
+        decode): in a periodic block of the step loop (`if step % eval_every == 0:`), what follows the call
+        reads the evaluation's result once, at its end, as the fix for a read inside such a loop says to
+        (`val_loss = validate(...)`; `print(val_loss.item())`). Not in a hot loop of its own: after a
+        window's decode, new model runs and their reads follow (whisper's word timestamps)."""
         ts = self.targets(callee)
         return bool(ts) and all(self._through_calls(self._whole_loops, t, self._owns_whole_loop) for t in ts)
 

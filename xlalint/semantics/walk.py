@@ -104,10 +104,6 @@ class StatementWalk:
             polarity = xla_polarity(node.value, self.func.polarities)
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
-            if not self.names_xla:
-                cuda = device_pins.cuda_name_of(t.target, node.value, self.cuda_names)
-                if cuda is not None:
-                    self.cuda_names.add(cuda)
             if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
                 name = t.target.value
                 if period is not None:
@@ -467,7 +463,7 @@ class StatementWalk:
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
         if not self.names_xla and not self.chooses_device:
-            pin = device_pins.pin_of(node, self.cuda_names)
+            pin = device_pins.pin_of(node)
             if pin == device_pins.PIN:
                 self.pins_cuda = True
             elif pin == device_pins.CHOSEN:
