@@ -141,3 +141,26 @@ def test_by_cell_moves_every_place_of_the_script_and_no_other(tmp_path: Path):
     assert f"\n  {shown_path(helper)}:3: cpu fallback: x" in text
     data = json.loads(json.dumps(out.to_dict(), default=str))
     assert [m.get("cell") for m in data["misses"]] == [3, None] and "cell" not in data["misses"][1]
+
+
+def test_the_judged_findings_are_the_notebooks_own_on_the_scripts_lines(tmp_path: Path):
+    """The findings --verify judges are what `xlalint nb.ipynb` reports (the notebook linted where it
+    is, as a notebook), on the script's lines: a CPU tutorial notebook that never places a tensor on a
+    device is host code there, while the same cells as a .py script would get an XLA001."""
+    from xlalint.verify import _default_findings_provider
+    from xlalint.verify.by_cell import script_findings
+
+    path = write_notebook(tmp_path)
+    script, table = notebook.write_script(str(path), str(tmp_path / "out"))
+    provide = script_findings(str(path), script, table, _default_findings_provider)
+    assert [(f.path, f.cell, f.line, f.column, f.end_line, f.code) for f in provide([script])] == [
+        (script, None, 18, 8, 18, "XLA002")]  # cell 4 starts at the script's line 13: its line 6 is 18
+
+    (tmp_path / "cpu").mkdir()
+    cpu = write_notebook(tmp_path / "cpu", [
+        new_code_cell("import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)"),
+        new_code_cell("for step in range(100):\n    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+                      "    loss.backward()\n    opt.step()\n    print(loss.item())\n")])
+    script, table = notebook.write_script(str(cpu), str(tmp_path / "out"))
+    assert [f.code for f in _default_findings_provider([script])] == ["XLA001"]  # the script alone
+    assert script_findings(str(cpu), script, table, _default_findings_provider)([script]) == []

@@ -135,6 +135,14 @@ def locate(table: list, line: int) -> tuple:
     return number, min(line - first + 1, max(n, 1))
 
 
+def program_line(table: list, cell: int, line: int) -> Optional[int]:
+    """``locate``'s inverse: a cell's line -> the program's line (None for a cell not in the table)."""
+    for number, first, n in table:
+        if number == cell:
+            return first + min(max(line, 1), max(n, 1)) - 1
+    return None
+
+
 def map_findings(findings: list, table: list) -> list:
     """Findings on the program -> the same findings on their cells (``cell`` set, lines in the cell)."""
     out = []

@@ -10,6 +10,10 @@ the missing barrier's loop; and, in the words of the evidence, notes, tracebacks
 ``script.py:41`` becomes ``notebook.ipynb:cell 8:12`` and ``File "script.py", line 41`` becomes
 ``File "notebook.ipynb", cell 8, line 12``. Lines of other files (a module the notebook imports) stay as
 they are.
+
+The findings judged are the notebook's own (``script_findings``): the notebook linted where it is, as a
+notebook (what ``xlalint notebook.ipynb`` reports), moved onto the script's lines for the judges by
+``program_line``, ``locate``'s inverse beside it in ``sources/notebook.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import os
 import re
 from dataclasses import is_dataclass, replace
 
-from xlalint.sources.notebook import locate, map_findings
+from xlalint.sources.notebook import locate, map_findings, program_line
 
 
 class CellPlaces:
@@ -112,6 +116,28 @@ class CellPlaces:
         if nb.get("callers"):
             out["callers"] = [self.pair(c) for c in nb["callers"]]
         return out
+
+
+def script_findings(notebook: str, script: str, table: list, provider):
+    """A findings provider for the run of ``script``: the static findings of ``notebook`` itself (linted
+    where it is, with its project's config and modules, as a notebook: what ``xlalint notebook.ipynb``
+    reports), moved onto the script's lines for the judges (``by_cell`` moves them back)."""
+    nb = os.path.abspath(notebook)
+    real = os.path.realpath(script)
+
+    def provide(paths: list) -> list:
+        others = [p for p in paths if os.path.realpath(p) != real]
+        out = []
+        for f in provider([notebook] + others):
+            if os.path.abspath(f.path) != nb:
+                out.append(f)
+            elif f.cell is not None and program_line(table, f.cell, f.line) is not None:
+                start = program_line(table, f.cell, f.line)
+                out.append(replace(f, path=script, line=start, cell=None,
+                                   end_line=start + max(f.end_line - f.line, 0)))
+        return out
+
+    return provide
 
 
 def by_cell(report, notebook: str, script: str, table: list):
