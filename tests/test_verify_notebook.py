@@ -97,12 +97,15 @@ def test_by_cell_moves_every_place_of_the_script_and_no_other(tmp_path: Path):
     report = _report(
         script,
         findings=[FindingVerdict(f, "CONFIRMED", f"4 host transfers via {name}:17 <- {name}:1")],
-        misses=[Miss(script, 10, "graph-cut transfer", f"via {name}:17", 4, 4), Miss(helper, 3, "cpu fallback", "x", 4, 4)],
-        recompiles=[Recompile([2], 1, script, 20, [{"path": script, "line": 15, "user": True, "description": "d"},
-                                                   {"path": "/usr/lib/functional.py", "line": 7, "user": False, "description": "e"}],
-                              "note", cut_stack=[[script, 20], [helper, 5]])],
+        misses=[Miss(script, 10, "graph-cut transfer", f"via {name}:17", 4, 4),
+                Miss(helper, 3, "cpu fallback", "x", 4, 4)],
+        recompiles=[Recompile([2], 1, script, 20, [
+            {"path": script, "line": 15, "user": True, "description": "d"},
+            {"path": "/usr/lib/functional.py", "line": 7, "user": False, "description": "e"}],
+            "note", cut_stack=[[script, 20], [helper, 5]])],
         where=[{"path": script, "line": 17, "function": "<module>"}, {"path": script, "line": 10, "function": "log_loss"}],
-        traceback=f'Traceback (most recent call last):\n  File "{script}", line 17, in <module>\n  File "{helper}", line 2, in f\n',
+        traceback=(f'Traceback (most recent call last):\n  File "{script}", line 17, in <module>\n'
+                   f'  File "{helper}", line 2, in f\n'),
         program_output=f"{script}:6: DeprecationWarning: Use torch_xla.device instead",
         no_barrier={"loop": {"path": script, "line": 14, "end_line": 20}, "step_line": [script, 19],
                     "message": f"the loop at {name}:14 ran", "fix": "sync",

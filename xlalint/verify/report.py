@@ -150,7 +150,7 @@ def render_text(report) -> str:
         w("")
         w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
         for rc in real[:MAX_RECOMPILE_GROUPS]:
-            cut = f"graph cut at {place(rc.cut_path, rc.cut_line, rc.cut_cell)}" if rc.cut_path else "graph cut at an unknown line"
+            cut = "graph cut at " + (place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "an unknown line")
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
             # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
             # are consequences of those, counted in one line (all of them are in --format json)
