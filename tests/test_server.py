@@ -339,8 +339,28 @@ async def test_a_notebook_gets_diagnostics_per_cell_and_after_a_cell_edit(client
     assert await _cell_diagnostics(client, code) == {
         cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
 
+    # delete cell 3 (the setup): the loop is cell 3 now, its finding stays on its URI; the deleted cell's go
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=4),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
+                did_close=[types.TextDocumentIdentifier(uri=cells[2])])))))
+    assert await _cell_diagnostics(client, code) == {
+        cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
+    # delete the loop: its diagnostic is cleared
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=5),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
+                did_close=[types.TextDocumentIdentifier(uri=cells[3])])))))
+    assert await _cell_diagnostics(client, [cells[1], cells[3]]) == {cells[1]: [], cells[3]: []}
+
+    # closing the notebook clears what is left (a cell with a finding again, to see it go)
+    _edit_cell(client, uri, cells[1], 6, 3, 21, 21, "\nfor x in loader:\n    v = model(x.to(device)).sum().item()")
+    assert await _cell_diagnostics(client, [cells[1]]) == {cells[1]: [("XLA001", 5, 8, "xlalint")]}
     client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
         notebook_document=types.NotebookDocumentIdentifier(uri=uri),
-        cell_text_documents=[types.TextDocumentIdentifier(uri=u) for u in cells]))
-    closed = await _cell_diagnostics(client, cells)
-    assert closed == {u: [] for u in cells}
+        cell_text_documents=[types.TextDocumentIdentifier(uri=cells[1])]))
+    assert await _cell_diagnostics(client, [cells[1]]) == {cells[1]: []}
