@@ -315,8 +315,8 @@ def _edit_cell(client, uri, cell_uri, version, line, start, end, text):
 @pytest.mark.asyncio
 async def test_a_notebook_gets_diagnostics_per_cell_and_after_a_cell_edit(client: LanguageClient, tmp_path: Path):
     """notebookDocument/didOpen: the cells are one program (a helper in cell 2 read per step by cell 4's
-    loop); each finding is published on its cell's URI at the cell's line; a cell edit updates them, and
-    closing the notebook clears them."""
+    loop); each finding is published on its cell's URI at the cell's line; a cell edit updates them; a
+    deleted cell's are cleared and the cells after it keep theirs; closing the notebook clears them."""
     helper = "import torch\n\ndef read(t):\n    return t.item()\n"
     loop = "for x in loader:\n    loss = model(x.to(device)).sum()\n    v = read(loss)\n"
     uri, cells = _open_notebook(client, tmp_path / "nb.ipynb", [
