@@ -271,3 +271,96 @@ async def test_a_rule_that_raises_is_one_xla902_diagnostic_and_the_server_stays_
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=10)))
     assert hover is not None and "XLA001" in hover.contents.value
+
+
+# ------------------------------------------------------------------------------------- notebooks
+def _open_notebook(client: LanguageClient, path: Path, cells: list) -> tuple:
+    """Open a notebook document as VS Code does (notebookDocument/didOpen, one text document per cell);
+    the .ipynb on disk holds other code, so a diagnostic can only come from the cells sent."""
+    path.write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}')
+    uri = path.as_uri()
+    cell_uris = [f"vscode-notebook-cell:{path}#C{i}" for i in range(len(cells))]
+    kinds = [types.NotebookCellKind.Markup if lang == "markdown" else types.NotebookCellKind.Code for lang, _ in cells]
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=uri, notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=k, document=u) for k, u in zip(kinds, cell_uris)]),
+        cell_text_documents=[types.TextDocumentItem(uri=u, language_id=lang, version=1, text=text)
+                             for u, (lang, text) in zip(cell_uris, cells)]))
+    return uri, cell_uris
+
+
+async def _cell_diagnostics(client: LanguageClient, uris: list, timeout: float = 20) -> dict:
+    """The next diagnostics published for each of ``uris`` (the server publishes the cells one after the
+    other: pytest-lsp's ``client.diagnostics`` keeps each, where ``wait_for_notification`` sees one)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not all(u in client.diagnostics for u in uris):
+        assert loop.time() < end, f"no diagnostics for {[u for u in uris if u not in client.diagnostics]}"
+        await asyncio.sleep(0.02)
+    return {u: _summary(client.diagnostics.pop(u)) for u in uris}
+
+
+def _edit_cell(client, uri, cell_uri, version, line, start, end, text):
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=version),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+            types.NotebookDocumentCellContentChanges(
+                document=types.VersionedTextDocumentIdentifier(uri=cell_uri, version=version),
+                changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=types.Position(line=line, character=start),
+                                      end=types.Position(line=line, character=end)), text=text)])]))))
+
+
+@pytest.mark.asyncio
+async def test_a_notebook_gets_diagnostics_per_cell_and_after_a_cell_edit(client: LanguageClient, tmp_path: Path):
+    """notebookDocument/didOpen: the cells are one program (a helper in cell 2 read per step by cell 4's
+    loop); each finding is published on its cell's URI at the cell's line; a cell edit updates them; a
+    deleted cell's are cleared and the cells after it keep theirs; closing the notebook clears them."""
+    helper = "import torch\n\ndef read(t):\n    return t.item()\n"
+    loop = "for x in loader:\n    loss = model(x.to(device)).sum()\n    v = read(loss)\n"
+    uri, cells = _open_notebook(client, tmp_path / "nb.ipynb", [
+        ("markdown", "# a `.item()` here is text"), ("python", helper), ("python", "print('setup')"), ("python", loop)])
+    code = cells[1:]
+    first = await _cell_diagnostics(client, code)
+    assert first == {cells[1]: [("XLA001", 3, 11, "xlalint")], cells[2]: [], cells[3]: []}
+    assert cells[0] not in client.diagnostics  # a markdown cell gets none
+
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=cells[1]), position=types.Position(line=3, character=14)))
+    assert hover is not None and hover.contents.value.startswith("**XLA001 (host-read)**")
+
+    # edit cell 4: the loop reads the loss itself on a new line; the helper's read (still called) stays
+    _edit_cell(client, uri, cells[3], 2, 2, 18, 18, "\n    print(loss)")
+    assert await _cell_diagnostics(client, code) == {
+        cells[1]: [("XLA001", 3, 11, "xlalint")], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
+    # edit cell 2: the helper no longer reads to the host
+    _edit_cell(client, uri, cells[1], 3, 3, 13, 19, "detach()")
+    assert await _cell_diagnostics(client, code) == {
+        cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
+
+    # delete cell 3 (the setup): the loop is cell 3 now, its finding stays on its URI; the deleted cell's go
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=4),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
+                did_close=[types.TextDocumentIdentifier(uri=cells[2])])))))
+    assert await _cell_diagnostics(client, code) == {
+        cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
+    # delete the loop: its diagnostic is cleared
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=5),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
+                did_close=[types.TextDocumentIdentifier(uri=cells[3])])))))
+    assert await _cell_diagnostics(client, [cells[1], cells[3]]) == {cells[1]: [], cells[3]: []}
+
+    # closing the notebook clears what is left (a cell with a finding again, to see it go)
+    _edit_cell(client, uri, cells[1], 6, 3, 21, 21, "\nfor x in loader:\n    v = model(x.to(device)).sum().item()")
+    assert await _cell_diagnostics(client, [cells[1]]) == {cells[1]: [("XLA001", 5, 8, "xlalint")]}
+    client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+        notebook_document=types.NotebookDocumentIdentifier(uri=uri),
+        cell_text_documents=[types.TextDocumentIdentifier(uri=cells[1])]))
+    assert await _cell_diagnostics(client, [cells[1]]) == {cells[1]: []}

@@ -5,6 +5,9 @@
 - Code actions: ``# noqa: CODE`` on the finding's line (added to an existing ``# noqa:`` list).
 - Hover: a finding's rule documentation (the ``xlalint --explain`` text), also over a code in a
   ``# noqa:`` comment.
+- Notebooks (``notebookDocument/didOpen``, ``didChange``, ``didSave``, ``didClose``): the cells are linted
+  as one program, as ``xlalint notebook.ipynb`` lints the file, and each code cell's findings are
+  published on that cell's URI at its own lines (hover and ``# noqa`` actions work in a cell too).
 - Settings: ``[tool.xlalint]`` of the pyproject.toml nearest to each file, re-read when it changes;
   ``exclude`` globs apply (an excluded file gets no diagnostics). A bad config is one diagnostic.
 
@@ -16,12 +19,14 @@ internal error while linting (a bug of xlalint's) is one XLA902 diagnostic, with
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
@@ -168,15 +173,45 @@ def to_diagnostic(f: Finding, lines: list):
     )
 
 
+def _config_diagnostic(message: str):
+    return types.Diagnostic(
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
+        message=message, severity=types.DiagnosticSeverity.Error, source=SOURCE)
+
+
+def notebook_json(notebook, docs: list) -> str:
+    """An open notebook document as the .ipynb text its cells make (what ``lint_document`` reads): its
+    cells in order, code cells whose language is not Python as raw cells (never linted), and the
+    notebook's metadata (its kernel's language decides whether it is linted at all)."""
+    cells = []
+    for cell, doc in zip(notebook.cells, docs):
+        python = cell.kind == types.NotebookCellKind.Code and (doc.language_id or "python") == "python"
+        kind = "code" if python else ("markdown" if cell.kind == types.NotebookCellKind.Markup else "raw")
+        cells.append({"cell_type": kind, "source": doc.source, "metadata": {}})
+    metadata = notebook.metadata if isinstance(notebook.metadata, dict) else {}
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells})
+
+
 # ---------------------------------------------------------------------------------------- the server
+# Notebooks (Jupyter's, VS Code's) are synced cell by cell: their Python cells, linted as one program.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(
+        notebook="*", cells=[types.NotebookCellLanguage(language="python")])],
+    save=True,
+) if types is not None else None
+
+
 class XlaLintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("xlalint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("xlalint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.settings = SettingsCache()
         self.pending: dict = {}  # uri -> the debounce task
         self.findings: dict = {}  # uri -> (version, [Finding])
         self.timings: list = []  # (uri, seconds) of the last lints: for the bench and the log
         self.lint_lock: Optional[asyncio.Lock] = None
+        self.notebook_edits: dict = {}  # notebook uri -> changes received (a cell edit may keep its version)
+        self.notebook_cells: dict = {}  # notebook uri -> the cell uris last published
 
     # ------------------------------------------------------------------ linting a document
     async def lint_now(self, uri: str) -> None:
@@ -186,27 +221,18 @@ class XlaLintServer(LanguageServer):
             await self._lint_now(uri)
 
     async def _lint_now(self, uri: str) -> None:
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is not None:
+            await self._lint_notebook(uri, notebook)
+            return
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version, doc.source
         path = uri_to_path(uri)
         t0 = time.perf_counter()
-        try:
-            settings = self.settings.for_path(path)
-        except ConfigError as e:
-            diag = types.Diagnostic(
-                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
-                message=f"xlalint: config error: {e}", severity=types.DiagnosticSeverity.Error, source=SOURCE)
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[diag], version=version))
+        findings = await self._findings(uri, path, text)
+        if isinstance(findings, str):  # a config error: one diagnostic
+            self._publish(uri, [_config_diagnostic(findings)], version)
             return
-        if settings.is_excluded(path) or _excluded_dir(path, settings):
-            findings = []
-        else:
-            loop = asyncio.get_running_loop()
-            try:
-                findings = await loop.run_in_executor(None, lint_document, path, text, settings)
-            except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902 diagnostic, the server stays up
-                _log_crash(self, f"linting {uri}")
-                findings = [internal_error(path, "the language server's lint", e)]
         current = self.workspace.get_text_document(uri)
         if current.version != version:  # an edit came in while linting: its own lint will publish
             return
@@ -214,8 +240,72 @@ class XlaLintServer(LanguageServer):
         del self.timings[:-50]
         self.findings[uri] = (version, findings)
         lines = text.splitlines()
-        diags = [to_diagnostic(f, lines) for f in findings if f.cell is None]
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        self._publish(uri, [to_diagnostic(f, lines) for f in findings if f.cell is None], version)
+
+    async def _findings(self, uri: str, path: str, text: str):
+        """The findings of one document's text, or the config error's message (a str)."""
+        try:
+            settings = self.settings.for_path(path)
+        except ConfigError as e:
+            return f"xlalint: config error: {e}"
+        if settings.is_excluded(path) or _excluded_dir(path, settings):
+            return []
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(None, lint_document, path, text, settings)
+        except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902 diagnostic, the server stays up
+            _log_crash(self, f"linting {uri}")
+            return [internal_error(path, "the language server's lint", e)]
+
+    def _publish(self, uri: str, diagnostics: list, version=None) -> None:
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics,
+                                                                              version=version))
+
+    # ------------------------------------------------------------------ a notebook document
+    async def _lint_notebook(self, uri: str, notebook) -> None:
+        """A notebook (``notebookDocument/didOpen``): its cells, in order, linted as the .ipynb file they
+        make (xlalint/sources/notebook.py), and each code cell's findings published on that cell's URI,
+        at its lines. A finding of the whole file (it cannot be read, an internal error) goes on the
+        first code cell."""
+        edits = self.notebook_edits.get(uri, 0)
+        cells = [(c, self.workspace.get_text_document(c.document)) for c in notebook.cells]
+        path = uri_to_path(uri)
+        if not path.lower().endswith(".ipynb"):  # an untitled notebook: read as one all the same
+            path += ".ipynb"
+        t0 = time.perf_counter()
+        findings = await self._findings(uri, path, notebook_json(notebook, [doc for _, doc in cells]))
+        if self.notebook_edits.get(uri, 0) != edits or self.workspace.get_notebook_document(notebook_uri=uri) is None:
+            return  # edited (its own lint will publish) or closed while linting
+        self.timings.append((uri, time.perf_counter() - t0))
+        del self.timings[:-50]
+        code = [(number, cell, doc) for number, (cell, doc) in enumerate(cells, 1)
+                if cell.kind == types.NotebookCellKind.Code]
+        by_cell: dict = {}
+        if isinstance(findings, str):
+            by_cell[code[0][0] if code else None] = [_config_diagnostic(findings)]
+            findings = []
+        published = set()
+        for number, cell, doc in code:
+            mine = [replace(f, cell=None, edits=()) for f in findings
+                    if f.cell == number or (f.cell is None and number == code[0][0])]
+            self.findings[cell.document] = (doc.version, mine)
+            lines = doc.source.splitlines()
+            diags = by_cell.get(number, []) + [to_diagnostic(f, lines) for f in mine]
+            self._publish(cell.document, diags, doc.version)
+            published.add(cell.document)
+        for gone in self.notebook_cells.get(uri, set()) - published:  # cells deleted or turned to markdown
+            self.findings.pop(gone, None)
+            self._publish(gone, [])
+        self.notebook_cells[uri] = published
+
+    def close_notebook(self, uri: str, cell_uris) -> None:
+        task = self.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self.notebook_edits.pop(uri, None)
+        for cell_uri in set(cell_uris) | self.notebook_cells.pop(uri, set()):
+            self.findings.pop(cell_uri, None)
+            self._publish(cell_uri, [])
 
     def schedule(self, uri: str, delay: float) -> None:
         old = self.pending.pop(uri, None)
@@ -290,6 +380,24 @@ def build_server() -> "XlaLintServer":
             task.cancel()
         ls.findings.pop(uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    async def notebook_did_open(ls: XlaLintServer, params: types.DidOpenNotebookDocumentParams):
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    async def notebook_did_change(ls: XlaLintServer, params: types.DidChangeNotebookDocumentParams):
+        uri = params.notebook_document.uri
+        ls.notebook_edits[uri] = ls.notebook_edits.get(uri, 0) + 1
+        ls.schedule(uri, DEBOUNCE)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    async def notebook_did_save(ls: XlaLintServer, params: types.DidSaveNotebookDocumentParams):
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: XlaLintServer, params: types.DidCloseNotebookDocumentParams):
+        ls.close_notebook(params.notebook_document.uri, [c.uri for c in params.cell_text_documents])
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -135,6 +135,14 @@ def locate(table: list, line: int) -> tuple:
     return number, min(line - first + 1, max(n, 1))
 
 
+def program_line(table: list, cell: int, line: int) -> Optional[int]:
+    """``locate``'s inverse: a cell's line -> the program's line (None for a cell not in the table)."""
+    for number, first, n in table:
+        if number == cell:
+            return first + min(max(line, 1), max(n, 1)) - 1
+    return None
+
+
 def map_findings(findings: list, table: list) -> list:
     """Findings on the program -> the same findings on their cells (``cell`` set, lines in the cell)."""
     out = []
@@ -363,22 +371,29 @@ def fix_notebook(path: str, fix_program) -> list:
 
 
 # ---------------------------------------------------------------------------------------- --verify
-def script_text(path: str) -> str:
-    """The program of the notebook at ``path`` as a script that runs like the notebook: from the
-    notebook's directory (on ``sys.path`` and as the working directory). Its first line is a header,
-    so cell lines keep the numbers ``build_program`` gives them plus one."""
+# The script --verify runs is the program after one header line: its line L is the program's line L - 1.
+SCRIPT_HEADER_LINES = 1
+
+
+def script_text(path: str) -> tuple:
+    """(the program of the notebook at ``path`` as a script that runs like the notebook, its cell table).
+    The script runs from the notebook's directory (on ``sys.path`` and as the working directory); its
+    first line is a header, so cell lines keep the numbers ``build_program`` gives them plus one. The
+    table is ``NotebookProgram.table`` in the script's line numbers: ``locate(table, line)`` and
+    ``map_findings(findings, table)`` take the script's lines back to the cells, as the static report's."""
     with open(path, "rb") as fh:
         program = program_for(fh.read())
     d = os.path.dirname(os.path.abspath(path))
     header = (f"import os as _xlalint_os, sys as _xlalint_sys; _xlalint_sys.path.insert(0, {d!r}); "
               f"_xlalint_os.chdir({d!r})  # {os.path.basename(path)} as one script, made by xlalint")
-    return header + "\n" + program.text
+    table = [[number, first + SCRIPT_HEADER_LINES, n] for number, first, n in program.table()]
+    return header + "\n" + program.text, table
 
 
-def write_script(path: str, directory: Optional[str] = None) -> str:
+def write_script(path: str, directory: Optional[str] = None) -> tuple:
     """Write ``script_text(path)`` as ``<notebook name>-<hash of its path>.py`` into ``directory``
     (default: ``xlalint-notebooks`` in the temporary directory, one file per notebook, rewritten on each
-    run, so that the lines --verify reports can be opened); return its path."""
+    run, so that the lines --verify reports can be opened); return its path and the cell table."""
     import hashlib
     import tempfile
 
@@ -387,9 +402,25 @@ def write_script(path: str, directory: Optional[str] = None) -> str:
     tag = hashlib.sha1(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()[:8]
     name = f"{os.path.splitext(os.path.basename(path))[0]}-{tag}.py"
     out = os.path.join(directory, name)
+    text, table = script_text(path)
     with open(out, "w", encoding="utf-8") as fh:
-        fh.write(script_text(path))
-    return out
+        fh.write(text)
+    return out, table
+
+
+def cell_line(path: str, cell: int, line: int) -> str:
+    """Line ``line`` of cell ``cell`` of the notebook at ``path``, as the notebook shows it ("" when the
+    notebook cannot be read or has no such line)."""
+    try:
+        with open(path, "rb") as fh:
+            nb = read_notebook(fh.read())
+    except (OSError, NotebookError):
+        return ""
+    cells = nb.get("cells", [])
+    if not 1 <= cell <= len(cells) or not isinstance(cells[cell - 1], dict):
+        return ""
+    lines = _source(cells[cell - 1]).splitlines()
+    return lines[line - 1] if 1 <= line <= len(lines) else ""
 
 
 # ---------------------------------------------------------------------------------------- reporters

@@ -90,17 +90,21 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
     from xlalint.verify.step_table import Run, timing
 
     target_file, function = split_target(target)
-    if target_file.lower().endswith(".ipynb") and os.path.isfile(target_file):  # hook: xlalint/notebook.py
+    if target_file.lower().endswith(".ipynb") and os.path.isfile(target_file):  # hook: xlalint/sources/notebook.py
         from dataclasses import replace
 
         from xlalint.sources.notebook import NotebookError, write_script
+        from xlalint.verify.by_cell import by_cell, script_findings
 
-        try:  # its code cells as one script (magics as `pass`), then verified like any script
-            script = write_script(target_file) + (f"::{function}" if function else "")
+        try:  # its code cells as one script (magics as `pass`), verified like any script, reported by cell
+            script, table = write_script(target_file)
         except (NotebookError, OSError) as e:
             return _error_report(target, max_steps, warmup, f"{target_file}: {e}")
-        return replace(collect(script, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider,
-                               warmup=warmup, trace=trace, graph_dumps=graph_dumps), target=target)
+        report = collect(script + (f"::{function}" if function else ""), program_args, max_steps=max_steps,
+                         timeout=timeout, warmup=warmup, trace=trace, graph_dumps=graph_dumps,
+                         findings_provider=script_findings(target_file, script, table,
+                                                           findings_provider or _default_findings_provider))
+        return replace(by_cell(report, target_file, script, table), target=target)
     notes: list = []
     if not os.path.isfile(target_file):
         return _error_report(target, max_steps, warmup, f"no such file: {target_file}")

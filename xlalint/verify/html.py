@@ -13,7 +13,8 @@ import json
 import linecache
 import os
 
-from xlalint.verify.report import shown_path, stop_text
+from xlalint.sources.notebook import cell_line
+from xlalint.verify.report import place, stop_text
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2329;max-width:1200px}
@@ -84,8 +85,12 @@ def _e(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _source(path: str, line: int) -> str:
-    text = linecache.getline(path, line).rstrip("\n") if path and line else ""
+def _source(path: str, line: int, cell=None) -> str:
+    """The source line beside a place: a file's line, or a notebook cell's."""
+    if cell is not None:
+        text = cell_line(path, cell, line) if path and line else ""
+    else:
+        text = linecache.getline(path, line).rstrip("\n") if path and line else ""
     return f'<span class="src">{line:>5}  {_e(text)}</span>' if text else ""
 
 
@@ -126,7 +131,8 @@ def render_html(report) -> str:
         for v in report.findings:
             f = v.finding
             cls = v.status.replace(" ", "_")
-            w(f"<tr><td><code>{_e(shown_path(f.path))}:{f.line}</code>{_source(f.path, f.line)}"
+            cell = getattr(f, "cell", None)
+            w(f"<tr><td><code>{_e(place(f.path, f.line, cell))}</code>{_source(f.path, f.line, cell)}"
               f"<td><code>{_e(f.code)}</code> {_e(getattr(f, 'name', ''))}"
               f"<td><span class='v {cls}'>{_e(v.status)}</span><td>{_e(v.evidence)}</tr>")
         w("</table>")
@@ -136,7 +142,7 @@ def render_html(report) -> str:
     if report.misses:
         w("<table id=misses><tr><th>where<th>kind<th>what was measured</tr>")
         for m in report.misses:
-            w(f"<tr class=miss><td><code>{_e(shown_path(m.path))}:{m.line}</code>{_source(m.path, m.line)}"
+            w(f"<tr class=miss><td><code>{_e(place(m.path, m.line, m.cell))}</code>{_source(m.path, m.line, m.cell)}"
               f"<td>{_e(m.kind)}<td>{_e(m.message)}</tr>")
         w("</table>")
     else:
@@ -145,9 +151,9 @@ def render_html(report) -> str:
         w(f"<h2>Compiles after warm-up ({len(report.recompiles)})</h2><table id=recompiles>"
           "<tr><th>kind<th>steps<th>graph cut at<th>root cause<th>explained by</tr>")
         for rc in report.recompiles:
-            cut = f"{shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "unknown"
+            cut = place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "unknown"
             causes = "".join(
-                f"<div><code>{_e(shown_path(c['path']))}:{c['line']}</code> {_e(c['description'])}</div>"
+                f"<div><code>{_e(place(c['path'], c['line'], c.get('cell')))}</code> {_e(c['description'])}</div>"
                 for c in rc.root_causes if c.get("user")
             ) or _e(rc.note)
             w(f"<tr><td>{_e(rc.kind)}<td>{_e(', '.join(map(str, rc.steps)))}<td><code>{_e(cut)}</code>"
@@ -156,7 +162,7 @@ def render_html(report) -> str:
     if report.transfers_without_cut:
         w("<h2>Listed, not counted</h2><ul>")
         for m in report.transfers_without_cut:
-            w(f"<li><code>{_e(shown_path(m.path))}:{m.line}</code> {_e(m.message)}</li>")
+            w(f"<li><code>{_e(place(m.path, m.line, m.cell))}</code> {_e(m.message)}</li>")
         w("</ul>")
     if report.notes:
         w("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in report.notes) + "</ul>")

@@ -19,6 +19,13 @@ def shown_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def place(path: str, line, cell=None, *, base: bool = False) -> str:
+    """``train.py:12``, or ``notebook.ipynb:cell 8:12`` for a line of a notebook's cell (as the static
+    report writes it). ``base``: the file's base name, for a call path (``via train.py:35``)."""
+    shown = os.path.basename(path) if base and path else shown_path(path)
+    return f"{shown}:cell {cell}:{line}" if cell is not None else f"{shown}:{line}"
+
+
 def sparkline(values: list) -> str:
     if not values:
         return ""
@@ -35,8 +42,8 @@ def where_text(report) -> str:
     if not where:
         return ""
     inner = where[-1]
-    text = f"at {shown_path(inner['path'])}:{inner['line']} in {inner['function']}"
-    callers = [f"{os.path.basename(f['path'])}:{f['line']}" for f in reversed(where[:-1])]
+    text = f"at {place(inner['path'], inner['line'], inner.get('cell'))} in {inner['function']}"
+    callers = [place(f["path"], f["line"], f.get("cell"), base=True) for f in reversed(where[:-1])]
     if callers:
         text += " via " + " <- ".join(callers)
     inside = getattr(report, "stopped_inside", None)
@@ -75,18 +82,19 @@ MAX_RECOMPILE_GROUPS = 4
 
 
 def _lines_by_file(places) -> str:
-    """``a.py:3, 9; b.py:4`` for ``(path, line)`` pairs."""
+    """``a.py:3, 9; b.py:4; nb.ipynb:cell 8:2`` for ``(path, line, cell)`` triples."""
     by_file: dict = {}
-    for path, line in sorted(set(places)):
-        by_file.setdefault(shown_path(path), []).append(str(line))
+    for path, line, cell in sorted(set(places), key=lambda p: (p[0], p[2] or 0, p[1])):
+        by_file.setdefault(shown_path(path) + (f":cell {cell}" if cell is not None else ""), []).append(str(line))
     return "; ".join(f"{p}:{', '.join(lines)}" for p, lines in by_file.items())
 
 
 def _folded(groups) -> str:
     count = sum(rc.count for rc in groups)
     steps = sorted({s for rc in groups for s in rc.steps})
-    cuts = _lines_by_file((rc.cut_path, rc.cut_line) for rc in groups if rc.cut_path)
-    causes = _lines_by_file((c["path"], c["line"]) for rc in groups for c in rc.root_causes if c.get("user") and c.get("path"))
+    cuts = _lines_by_file((rc.cut_path, rc.cut_line, rc.cut_cell) for rc in groups if rc.cut_path)
+    causes = _lines_by_file((c["path"], c["line"], c.get("cell")) for rc in groups for c in rc.root_causes
+                            if c.get("user") and c.get("path"))
     rules = sorted({code for rc in groups for code in rc.explained_by})
     text = (f"… {len(groups)} more groups: {count} uncached compile(s) at steps {', '.join(map(str, steps))}"
             f"{f'; graph cuts at {cuts}' if cuts else ''}{f'; root causes at {causes}' if causes else ''}")
@@ -113,7 +121,7 @@ def render_text(report) -> str:
     if nb:
         w("")
         loop = nb.get("loop")
-        at = f"{shown_path(loop['path'])}:{loop['line']}" if loop else "the training loop"
+        at = place(loop["path"], loop["line"], loop.get("cell")) if loop else "the training loop"
         w(f"Missing step barrier at {at}:")
         w(f"  {nb['message']}")
         w("  iteration  IR nodes  uncached  cached  transfers  compile s   wall s")
@@ -126,29 +134,30 @@ def render_text(report) -> str:
         w("Findings:")
         for v in report.findings:
             f = v.finding
-            w(f"  {shown_path(f.path)}:{f.line}:{getattr(f, 'column', 1)}: {f.code} {f.name}: {v.status}: {v.evidence}")
+            w(f"  {place(f.path, f.line, getattr(f, 'cell', None))}:{getattr(f, 'column', 1)}: {f.code} {f.name}: "
+              f"{v.status}: {v.evidence}")
     if report.misses:
         w("")
         w("Misses (no rule flagged these lines):")
         for m in report.misses:
             if m.kind == "missing step barrier" and nb:
-                w(f"  {shown_path(m.path)}:{m.line}: {m.kind}: see above")
+                w(f"  {place(m.path, m.line, m.cell)}: {m.kind}: see above")
                 continue
-            w(f"  {shown_path(m.path)}:{m.line}: {m.kind}: {m.message}")
+            w(f"  {place(m.path, m.line, m.cell)}: {m.kind}: {m.message}")
     real = [rc for rc in report.recompiles if rc.kind == "recompile"]
     fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]
     if real:
         w("")
         w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
         for rc in real[:MAX_RECOMPILE_GROUPS]:
-            cut = f"graph cut at {shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "graph cut at an unknown line"
+            cut = "graph cut at " + (place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "an unknown line")
             w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
             # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
             # are consequences of those, counted in one line (all of them are in --format json)
             mine = [c for c in rc.root_causes if c.get("user")]
             others = [c for c in rc.root_causes if not c.get("user")]
             for c in mine or others:
-                w(f"    root cause {shown_path(c['path'])}:{c['line']}: {c['description']}")
+                w(f"    root cause {place(c['path'], c['line'], c.get('cell'))}: {c['description']}")
             if mine and others:
                 w(f"    (+{len(others)} changed node(s) created in library code or at an unknown location)")
             if not rc.root_causes or not rc.note.startswith("root cause from"):
@@ -163,13 +172,13 @@ def render_text(report) -> str:
         w("")
         w("New code paths compiled after warm-up (first compiles, not recompiles):")
         for rc in fresh:
-            cut = f"{shown_path(rc.cut_path)}:{rc.cut_line}" if rc.cut_path else "an unknown line"
+            cut = place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "an unknown line"
             w(f"  {rc.count} compile(s) at step {', '.join(map(str, rc.steps))}, graph cut at {cut}: {rc.note}")
     if report.transfers_without_cut:
         w("")
         w("Transfers without a graph cut (reads after the step's sync; not flagged by design):")
         for m in report.transfers_without_cut:
-            w(f"  {shown_path(m.path)}:{m.line}: {m.message}")
+            w(f"  {place(m.path, m.line, m.cell)}: {m.message}")
     if report.steps:
         w("")
         w("Per step:  step  uncached  cached  transfers  fallbacks  wall ms")

@@ -26,6 +26,7 @@ class Recompile:
     kind: str = "recompile"  # "recompile" | "new code path" (a first compile, not a miss)
     explained_by: list = field(default_factory=list)  # finding codes at the cut/root-cause lines
     cut_stack: list = field(default_factory=list)  # the user frames of the cut, innermost first
+    cut_cell: int | None = None  # a notebook's cell (xlalint/verify/by_cell.py): cut_line is in the cell
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Miss:
     steps: int  # steps on which it happened
     of_steps: int
     counters: dict = field(default_factory=dict)
+    cell: int | None = None  # a notebook's cell (xlalint/verify/by_cell.py): line is in the cell
 
 
 @dataclass
@@ -84,6 +86,10 @@ class VerifyReport:
             }
             for v in self.findings
         ]
+        for part, key in (("misses", "cell"), ("transfers_without_cut", "cell"), ("recompiles", "cut_cell")):
+            for item in d[part]:  # a notebook's cell, only where there is one (as Finding.to_dict)
+                if item.get(key) is None:
+                    item.pop(key, None)
         return d
 
 
