@@ -31,6 +31,14 @@ NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_return
                           "decode_eval_hooks", "logging_sinks"}
 
 
+# (project, file, line) -> why a real runtime cost there is deliberately not a finding
+KNOWN_MISSES = {
+    ("logging_sinks", "train.py", 60): "the evaluation's result read once, right after evaluate() in the periodic "
+                                       "block: a cut every `log_every` steps that xlalint leaves silent by design "
+                                       "(issue 32: the read the fix asks for, once per evaluation)",
+}
+
+
 def _files(project: Path) -> list:
     return sorted(p for p in project.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -97,7 +105,11 @@ def test_live_every_mark_is_a_per_step_cost(live_reports, project):
     verdicts = {(_rel(project, v.finding.path), v.finding.line, v.finding.code): v for v in report.findings}
     assert set(verdicts) == _marks(project)
     problems = [f"{k}: {v.status}: {v.evidence}" for k, v in sorted(verdicts.items()) if v.status != "CONFIRMED"]
-    problems += [f"{_rel(project, m.path)}:{m.line}: MISSED {m.kind}: {m.message}" for m in report.misses]
+    problems += [f"{_rel(project, m.path)}:{m.line}: MISSED {m.kind}: {m.message}" for m in report.misses
+                 if (project.name, _rel(project, m.path), m.line) not in KNOWN_MISSES]
+    missed = {(project.name, _rel(project, m.path), m.line) for m in report.misses}
+    problems += [f"{rel}:{line}: the known miss ({why}) no longer happens: remove it from KNOWN_MISSES"
+                 for (name, rel, line), why in KNOWN_MISSES.items() if name == project.name and (name, rel, line) not in missed]
     assert not problems, "\n".join(problems)
 
 

@@ -29,7 +29,13 @@ FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if not p
 PROGRAMS = FIXTURES
 
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
-KNOWN_DIFFERENCES: dict = {}
+KNOWN_DIFFERENCES: dict = {
+    "evaluation_results_and_metric_dicts.py": {
+        ("miss", 84): "the evaluation's result read once, right after the evaluation in the periodic block: "
+                      "it cuts the step's graph every `eval_every` steps, and xlalint leaves it silent by "
+                      "design (issue 32: the read the fix asks for, once per evaluation)",
+    },
+}
 
 
 def _marks(path: Path) -> set:
