@@ -555,3 +555,53 @@ def test_new_callers_that_leave_the_seeds_alone_send_nobody_round_again(tmp_path
     # a float times a host tensor is a host tensor: reading it costs nothing; a device loss makes it a device one
     assert _lint(root) == (set() if annotated else {("train.py", 9, "XLA002")})
     assert sorted(walks) == (["helpers.py", "train.py"] if annotated else ["helpers.py"] * 2 + ["train.py"] * 2)
+
+
+PLAIN_TRAIN = (
+    "import torch\n"
+    "import torch_xla\n"
+    "from tagger.losses import masked_mean\n"
+    "\n"
+    "\n"
+    "def main(model, loader, opt):\n"
+    "    device = torch_xla.device()\n"
+    "    for x, y in loader:\n"
+    "        x, y = x.to(device), y.to(device)\n"
+    "        loss = torch.nn.functional.cross_entropy(model(x), y, reduction='none')\n"
+    "        loss = masked_mean(loss)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        torch_xla.sync()\n"
+)
+PLAIN_HELPER = "def masked_mean(loss):\n    return loss[loss > 0].mean()\n"
+
+
+def test_a_plain_folder_named_is_one_project(tmp_path, monkeypatch, capsys):
+    """Issue 33 item 1: an unpacked archive (no pyproject.toml, setup.py/cfg or .git at or above it) named
+    on the command line is one project: train.py's call reaches tagger/losses.py."""
+    from xlalint.cli import main
+    from xlalint.semantics.project import marked_root
+
+    if marked_root(str(tmp_path)) is not None:
+        pytest.skip(f"a root marker above the temporary directory: {marked_root(str(tmp_path))}")
+    drop = tmp_path / "code_drop"
+    (drop / "tagger").mkdir(parents=True)
+    (drop / "train.py").write_text(PLAIN_TRAIN)
+    (drop / "tagger" / "losses.py").write_text(PLAIN_HELPER)
+    expected = {("tagger/losses.py", 2, "XLA003")}
+
+    def found(findings, base):
+        return {(Path(f.path).resolve().relative_to(base.resolve()).as_posix(), f.line, f.code) for f in findings}
+
+    assert found(lint_files([str(drop / "train.py"), str(drop / "tagger" / "losses.py")], build_settings(None),
+                            jobs=1, folders=[str(drop)]), drop) == expected
+    # without the named folder each directory is its own project and the helper's finding vanishes
+    assert found(lint_files([str(drop / "train.py"), str(drop / "tagger" / "losses.py")], build_settings(None),
+                            jobs=1), drop) == set()
+    # as a user runs it: the folder by name, and `xlalint` with no path inside it
+    monkeypatch.chdir(tmp_path)
+    assert main(["--isolated", "--no-cache", "--output-format", "concise", "code_drop"]) == 1
+    assert "code_drop/tagger/losses.py:2:" in capsys.readouterr().out
+    monkeypatch.chdir(drop)
+    assert main(["--isolated", "--no-cache", "--output-format", "concise"]) == 1
+    assert "tagger/losses.py:2:" in capsys.readouterr().out

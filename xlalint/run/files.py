@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import os
 
-from xlalint.semantics.project import find_root
+from xlalint.semantics.project import find_root, marked_root
 from xlalint.sources.discover import iter_python_files
 
 
-def by_root(paths) -> dict:
-    """The files asked for, grouped by their project root (``project.find_root``), in order."""
+def by_root(paths, folders=()) -> dict:
+    """The files asked for, grouped by their project root (``project.find_root``), in order. ``folders``:
+    the directories the user named; a file with no root marker at or above it (an unpacked archive, a
+    Kaggle folder, a research code drop) belongs to the outermost named folder that holds it, so that
+    ``train.py`` and ``tagger/losses.py`` of one plain folder are one project, not one per directory."""
+    anchors = sorted({os.path.normpath(os.path.abspath(f)) for f in folders}, key=len)
     groups: dict = {}
     for p in paths:
-        groups.setdefault(find_root(p), []).append(p)
+        root = find_root(p)
+        if anchors and root == _own_dir(p) and marked_root(root) is None:
+            here = os.path.normpath(os.path.abspath(p))
+            root = next((a for a in anchors if here.startswith(a.rstrip(os.sep) + os.sep)), root)
+        groups.setdefault(root, []).append(p)
     return groups
+
+
+def _own_dir(path: str) -> str:
+    p = os.path.abspath(path)
+    return p if os.path.isdir(p) else os.path.dirname(p)
 
 
 def project_files(root: str, asked: list, settings) -> list:

@@ -30,7 +30,8 @@ MAX_ROUNDS = store.MAX_VARIANTS
 
 def lint_paths(paths: list[str], settings=None, warn=None) -> list[Finding]:
     """Lint files and directories, each file as part of its project; the findings sorted."""
-    return lint_files(list(iter_python_files(paths, settings, warn)), settings, jobs=1, cache=None, warn=warn)
+    return lint_files(list(iter_python_files(paths, settings, warn)), settings, jobs=1, cache=None, warn=warn,
+                      folders=[p for p in paths if os.path.isdir(p)])
 
 
 def lint_files(
@@ -40,13 +41,16 @@ def lint_files(
     jobs: Optional[int] = None,
     cache: Optional[Cache] = None,
     warn: Optional[Callable[[str], None]] = None,
+    folders: Iterable[str] = (),
 ) -> list[Finding]:
     """Lint every path in ``paths`` (files, not directories) as part of its project: the modules
-    around each file (under its project root) are summarised too, and only ``paths`` are reported."""
+    around each file (under its project root) are summarised too, and only ``paths`` are reported.
+    ``folders``: the directories the user named, the root of the files under them that have no root
+    marker (``files.by_root``)."""
     jobs = pool.default_jobs() if jobs is None or jobs <= 0 else jobs
     pool.raise_recursion_limit()
     out: list[Finding] = []
-    for root, asked in by_root(paths).items():
+    for root, asked in by_root(paths, folders).items():
         try:
             out.extend(lint_project(root, asked, settings, jobs=jobs, cache=cache, warn=warn))
         except Exception as e:  # noqa: BLE001 - a bug of xlalint's: the other projects are still linted
