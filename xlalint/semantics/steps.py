@@ -48,7 +48,9 @@ class FuncInfo:
     no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
     periods: dict = field(default_factory=dict)  # names bound to a periodic test: `should_log = step % n == 0`
     polarities: dict = field(default_factory=dict)  # names bound to a device test: `mps = "mps" in device.type`
-    excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code
+    excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code,
+    #                         a checkpoint writer (its host copies are its purpose)
+    saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)
     guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
 
 

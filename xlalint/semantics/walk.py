@@ -24,7 +24,8 @@ from xlalint.semantics.steps import (
     FuncInfo, LoopInfo, ends_block, mode_test, negated_period, period_of, runs_once, xla_polarity,
 )
 from xlalint.semantics.syntax import (
-    FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, positional_args, string_value,
+    FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, name_words, positional_args,
+    string_value,
 )
 
 
@@ -192,6 +193,10 @@ class StatementWalk:
             self._attr_reads = set()
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
+        if info.saves and _SAVE_WORDS & set(name_words(name)):
+            # `save_lora_checkpoint()` copies each parameter to the host to write it: the copy is its purpose,
+            # every `save_interval` steps, not a cost to fix (issue 32)
+            info.excluded = True
         if plain_method:
             self._format_seen[key] = self._read_attributes(info.class_key, self._attr_reads)
         self._attr_reads = saved_reads
@@ -291,7 +296,9 @@ class StatementWalk:
         self.guards.append((period, polarity == "non-xla", once))
         mode = mode_test(node.test)
         self.eval_depth += mode == "eval"
-        exits = self._exits(node.body)  # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most
+        # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
+        # dump whose purpose is the host copy: neither is a per-step cost of a normal run
+        exits = self._exits(node.body) or _debug_flag(node.test)
         self.error_depth += exits
         tested = _tensor_type_test(node.test)
         if tested:
@@ -462,6 +469,8 @@ class StatementWalk:
         q = self.qualname(node.func)
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
+        if (q in _SAVE_CALLS or last_name(node.func) in _SAVE_METHODS) and not self.func.saves:
+            self.func.saves = True
         if not self.names_xla and not self.chooses_device:
             pin = device_pins.pin_of(node)
             if pin == device_pins.PIN:
@@ -538,6 +547,25 @@ def _tensor_type_test(test) -> Optional[str]:
         elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
             return args[0].value
     return None
+
+
+def _debug_flag(test) -> bool:
+    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...``: a branch taken only when a
+    debug flag is on."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _debug_flag(test.left) or _debug_flag(test.right)
+    if type(test) in (cst.Name, cst.Attribute):
+        return "debug" in name_words(last_name(test) or "")
+    return False
+
+
+# A function named for saving (`save_checkpoint`, `export_model`) that writes with one of these calls is a
+# checkpoint writer: its host copies (`param.cpu()`) are what it is for.
+_SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save_model", "numpy.save",
+                         "numpy.savez", "torch_xla.core.xla_model.save", "torch.distributed.checkpoint.save"})
+_SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpoint", "save_state", "save_model",
+                           "save_state_dict"})
+_SAVE_WORDS = frozenset({"save", "saving", "checkpoint", "ckpt", "export", "dump", "serialize"})
 
 
 # calls that put a model or tensors on a device (`.to(device)`, `.cuda()`, `accelerator.prepare(...)`)
