@@ -150,3 +150,25 @@ def test_padding_in_a_unit_test_module_is_not_a_training_cost(tmp_path):
     found = {(Path(f.path).name, f.code) for f in _lint(tmp_path)}
     assert ("test_batches.py", "XLA005") not in found
     assert ("collate.py", "XLA005") in found  # the same helper outside a test module is reported
+
+
+def test_a_periodic_predicate_names_the_period_its_caller_passes(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "def divisible_by(num, den):\n"
+        "    return (num % den) == 0\n"
+        "def train(model, loader, opt, validate_every, cfg):\n"
+        "    for i, (x, y) in enumerate(loader):\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if divisible_by(i, validate_every):\n"
+        "            print(loss.item())\n"
+        "        if divisible_by(i, den=cfg.generate_every):\n"
+        "            print(loss.item())\n"
+        "        torch_xla.sync()\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every `validate_every` steps" in msgs[11], msgs[11]
+    assert "every `cfg.generate_every` steps" in msgs[13], msgs[13]

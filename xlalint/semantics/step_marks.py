@@ -17,7 +17,9 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps, period_of
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import (
+    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+)
 
 
 class StepMarks:
@@ -53,7 +55,7 @@ class StepMarks:
             return None
         callee = self.callee_key(test.func)
         if callee is not None and callee[0] != "@":
-            return self.periodic.get(callee)
+            return self._period_at_call(self.periodic.get(callee), callee, test)
         if self.facts is None:
             return None
         if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
@@ -69,6 +71,25 @@ class StepMarks:
             # periodic predicates of that method name, when they agree
             return self.facts.periodic_method(test.func.attr.value)
         return None
+
+    def _period_at_call(self, period: Optional[str], callee: str, call: cst.Call) -> Optional[str]:
+        """``def divisible_by(num, den): return num % den == 0`` called as ``divisible_by(i, validate_every)``:
+        the period is what the call passes for the parameter the predicate divides by (``validate_every``),
+        not the parameter's own name."""
+        f = self.funcs.get(callee)
+        if period is None or f is None or f.node is None:
+            return period
+        params = [p.name.value for p in f.node.params.params]
+        if f.class_key is not None and params[:1] == ["self"]:
+            params = params[1:]
+        if period not in params and period not in [p.name.value for p in f.node.params.kwonly_params]:
+            return period
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == period:
+                return code_of(a.value)
+        pos = [a for a in call.args if a.keyword is None and not a.star]
+        i = params.index(period) if period in params else len(pos)
+        return code_of(pos[i].value) if i < len(pos) else period
 
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the
