@@ -129,7 +129,7 @@ def test_an_evaluation_loop_in_a_periodic_helper_and_a_no_grad_forward_say_how_o
     # `loss_over()` loops over a loader without training, called every `eval_every` steps
     assert "every evaluation batch (the loop runs every `eval_every` steps)" in msgs[30], msgs[30]
     # a post-processor's `forward` under `@torch.no_grad()`: not "every step"
-    assert "every call of a no-grad `forward`" in msgs[53], msgs[53]
+    assert "every call of a `@torch.no_grad()` `forward`" in msgs[53], msgs[53]
     assert "every step" in msgs[75]  # the training loop's own read stays "every step"
 
 

@@ -35,8 +35,9 @@ WHEN = {
     EVAL: ("every evaluation batch", "every {n} evaluation batches"),
     ROLLOUT: ("every rollout step", "every {n} rollout steps"),
     MODEL_LOOP: ("every iteration of a loop that runs the model", "every {n} iterations of a loop that runs the model"),
-    INFERENCE: ("every call of a no-grad `forward` (each evaluation or inference batch)",
-                "every {n} calls of a no-grad `forward`"),
+    INFERENCE: ("every call of a `@torch.no_grad()` `forward` (each step when training calls it, else each "
+                "evaluation batch)",
+                "every {n} calls of a `@torch.no_grad()` `forward`"),
 }
 
 # The fix of a finding that reads, tests or formats a device value in a hot loop (rules whose own fix
