@@ -82,6 +82,8 @@ def collect(
 def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps):
     import signal
 
+    from xlalint.verify.costs import attach_costs
+    from xlalint.verify.costs import measure as measure_costs
     from xlalint.verify.judges import judge
     from xlalint.verify.misses import find_misses
     from xlalint.verify.missing_barrier import no_barrier_info
@@ -171,6 +173,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             notes.append("the second run with IR graph dumps failed: the recompiles' root causes are unknown")
     verdicts = [judge(f, run_, recompiles) for f in findings]
     misses, quiet = find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
+    costs = attach_costs(measure_costs(run_, findings, misses, recompiles), verdicts, misses, recompiles)
 
     where = res.get("where") or []
     inside = res.get("stopped_inside")
@@ -250,6 +253,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         interrupted=raw.interrupted or Interrupts.name(),
         timeout=timeout,
         no_barrier=nb,
+        costs=costs,
     )
 
 

@@ -26,6 +26,7 @@ class Recompile:
     kind: str = "recompile"  # "recompile" | "new code path" (a first compile, not a miss)
     explained_by: list = field(default_factory=list)  # finding codes at the cut/root-cause lines
     cut_stack: list = field(default_factory=list)  # the user frames of the cut, innermost first
+    compile_ms: float | None = None  # the compile time measured at its cut line and steps (costs.py)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class VerifyReport:
     interrupted: str | None = None  # SIGINT | SIGTERM | SIGHUP
     timeout: float | None = None
     no_barrier: dict | None = None  # the loop that never reaches a step barrier, and the growth measured
+    costs: dict = field(default_factory=dict)  # where the time goes: costs.measure's ranking, {} when not measured
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -117,10 +117,10 @@ def make_event_mode(rec):
         # counters (~0.25 us each) and, only when one moved, the stack walk.
         def __torch_function__(self, func, types, args=(), kwargs=None):
             rec.op = func
-            rec.op_t0 = clock()
+            rec.op_t0 = t0 = clock()
             result = func(*args, **kwargs) if kwargs else func(*args)
             if (cv("UncachedCompile"), cv("CachedCompile"), cv("xla::_to_cpu"), cv("xla::_to_copy")) != rec.gate:
-                rec.flush(getframe(1))
+                rec.flush(getframe(1), clock() - t0)
             return result
 
     rec.mode_code = _Attribute.__torch_function__.__code__
