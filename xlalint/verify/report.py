@@ -7,6 +7,7 @@ import os
 
 from xlalint.verify.costs import fmt_ms
 from xlalint.verify.costs import render_lines as render_cost_lines
+from xlalint.verify.fix_impact import render_lines as render_fix_impact
 
 _SPARK = "▁▂▃▄▅▆▇█"
 
@@ -147,6 +148,10 @@ def render_text(report) -> str:
     if costs:
         w("")
         out.extend(costs)
+    impact = render_fix_impact(getattr(report, "fix_impact", None), shown_path)
+    if impact:
+        w("")
+        out.extend(impact)
     nb = getattr(report, "no_barrier", None)
     if nb:
         w("")

@@ -74,6 +74,7 @@ class VerifyReport:
     timeout: float | None = None
     no_barrier: dict | None = None  # the loop that never reaches a step barrier, and the growth measured
     costs: dict = field(default_factory=dict)  # where the time goes: costs.measure's ranking, {} when not measured
+    fix_impact: dict | None = None  # --fix-impact: the median ms per step before and after each fix (fix_impact.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
