@@ -153,9 +153,9 @@ class Recorder:
         self.metric_data = X._xla_metric_data
         self.counter_names = X._xla_counter_names
         self.gate = self.read_gate()
-        self.d2h = self.read_d2h()
+        self.d2h, transfer_ns = self.read_transfers()
         self.aten = self.read_aten()
-        self.times = self.read_times()
+        self.times = (self.read_compile_ns(), transfer_ns)
 
     def read_gate(self):
         cv = self.counter_value
@@ -165,15 +165,18 @@ class Recorder:
         m = self.metric_data("TransferFromDeviceTime")
         return m[0] if m else 0
 
-    def read_times(self) -> tuple:
-        """(compile, device->host transfer) time so far, in ns: the accumulators of ``CompileTime`` and
-        ``TransferFromDeviceTime`` (both measured in the thread that waits for them; ``ExecuteTime`` is
-        not: executions run on a worker thread and would land on the next event's line)."""
-        out = []
-        for name in ("CompileTime", "TransferFromDeviceTime"):
-            m = self.metric_data(name)
-            out.append(m[1] if m else 0.0)
-        return tuple(out)
+    def read_transfers(self) -> tuple:
+        """(device->host transfers so far, their time in ns): ``TransferFromDeviceTime``'s sample count and
+        accumulator, in one read (up to ~50 us once it holds its 1024 samples)."""
+        m = self.metric_data("TransferFromDeviceTime")
+        return (m[0], m[1]) if m else (0, 0.0)
+
+    def read_compile_ns(self) -> float:
+        """Compile time so far, in ns (``CompileTime``'s accumulator; measured in the thread that compiles,
+        the one that waits. ``ExecuteTime`` is not read: executions run on a worker thread and would land
+        on the next event's line)."""
+        m = self.metric_data("CompileTime")
+        return m[1] if m else 0.0
 
     def read_aten(self) -> dict:
         cv = self.counter_value
@@ -200,7 +203,7 @@ class Recorder:
         if gate == old:
             return
         self.gate = gate
-        d2h = self.read_d2h()
+        d2h, transfer_ns = self.read_transfers()
         aten = self.read_aten()
         dd = d2h - self.d2h
         duc = (gate[0] or 0) - (old[0] or 0)
@@ -212,7 +215,7 @@ class Recorder:
                 fb[n] = dv
         self.d2h = d2h
         self.aten = aten
-        times = self.read_times()
+        times = (self.read_compile_ns(), transfer_ns)
         dt = (seconds, (times[0] - self.times[0]) / 1e9, (times[1] - self.times[1]) / 1e9)
         self.times = times
         if not (dd or duc or dcc or fb):
