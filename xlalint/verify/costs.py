@@ -238,17 +238,19 @@ def measure(run: Run, findings: list, misses: list, recompiles: list) -> dict:
 
 def _group_compile_ms(recompiles: list, compile_of: dict) -> list:
     """Each recompile group's measured compile time, in the order of ``recompiles`` (a cut line's compile
-    time at a step is split between the groups of that cut and step by their compile counts)."""
+    time at a step is split between the groups of that cut and step by their compiles per step)."""
+    def per_step(g) -> float:
+        return g.count / max(len(g.steps), 1)
+
     out = []
-    for k, rc in enumerate(recompiles):
+    for rc in recompiles:
         total = 0.0
         for s in rc.steps:
             key = (norm_path(rc.cut_path), rc.cut_line, s) if rc.cut_path else None
             if key not in compile_of:
                 continue
             sharing = [g for g in recompiles if s in g.steps and g.cut_path and (norm_path(g.cut_path), g.cut_line) == key[:2]]
-            count = sum(g.count for g in sharing) or 1
-            total += compile_of[key] * rc.count / count
+            total += compile_of[key] * per_step(rc) / (sum(per_step(g) for g in sharing) or 1.0)
         out.append(round(total, 3))
     return out
 
@@ -256,6 +258,7 @@ def _group_compile_ms(recompiles: list, compile_of: dict) -> list:
 def _rows(costs: dict, findings: list, misses: list, n: int, step_ms: float) -> list:
     """The findings and misses with a cost, ranked; findings of one rule with the same shares merged."""
     groups: list = []  # [(kind, [indexes], _Cost)]
+    costs = {o: c for o, c in costs.items() if c.ms > 0.0005}  # an event whose wait was not timed costs nothing here
     for o, c in sorted(((o, c) for o, c in costs.items() if o[0] == "finding"), key=lambda oc: oc[0][1]):
         f = findings[o[1]]
         for g in groups:
