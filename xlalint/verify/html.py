@@ -28,7 +28,7 @@ th{background:#f6f8fa} .num{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:grid;grid-template-columns:repeat(2,1fr);gap:14px} .chart{border:1px solid #eee;padding:6px}
 .chart h3{font-size:13px;margin:0 0 4px;font-weight:600} .warm{fill:#c9d1d9} .steady{fill:#4a78b5}
 .miss{background:#fff8e1} .err{background:#fde2e1;padding:8px;border-radius:4px}
-.bar{background:#f0f3f6;height:14px;min-width:120px} .bar span{display:block;height:14px;background:#c0392b}
+#costs .num,#costs th{white-space:nowrap} .bar{background:#f0f3f6;height:14px;min-width:120px} .bar span{display:block;height:14px;background:#c0392b}
 .bar span.none{background:#8a99a8} .bar span.rest{background:#c9d1d9}
 """
 
