@@ -71,9 +71,9 @@ def test_each_event_is_charged_to_what_explains_it_and_the_rest_adds_up(case):
     first = costs["rows"][0]
     assert first["compiles_per_step"] == 0.5 and first["steps"] == [3, 5]
     assert first["text"] == ("costs 30 ms per step on average (30% of the step time; every 2 steps: 60 ms each time): "
-                             "0.5 compiles x 60 ms")
-    assert costs["rows"][1]["text"].startswith("costs 10 ms per step on average (10% of the step time; once after "
-                                               "warm-up, at step 4: 40 ms): ")
+                             "1 compile x 60 ms")  # the breakdown per time
+    assert costs["rows"][1]["text"] == ("costs 10 ms per step on average (10% of the step time; once after "
+                                        "warm-up, at step 4: 40 ms): 1 compile x 40 ms")
     assert costs["rows"][2]["text"] == "costs 6.0 ms per step (6% of the step time): 2 transfers + 2 extra graph executions: 6.0 ms"
     assert costs["rows"][3]["fallbacks_per_step"] == 1
 

@@ -291,7 +291,9 @@ def _row(kind, idx, places, label, c: _Cost, n: int, step_ms: float) -> dict:
     steps = sorted(s for s, v in c.by_step.items() if v > 0)
     share = ms / step_ms if step_ms > 0 else 0.0
     text = f"costs {fmt_ms(ms)} per step"
+    per = n  # the breakdown: per step, or per time when it happens on some steps only
     if steps and len(steps) < n:
+        per = len(steps)
         each = c.ms / len(steps)
         if len(steps) == 1:
             when = f"once after warm-up, at step {steps[0]}: {fmt_ms(each)}"
@@ -300,7 +302,7 @@ def _row(kind, idx, places, label, c: _Cost, n: int, step_ms: float) -> dict:
         text += f" on average ({percent(share)} of the step time; {when})"
     else:
         text += f" ({percent(share)} of the step time)"
-    what = _what(c, n, "extra graph execution")
+    what = _what(c, per, "extra graph execution")
     if what:
         text += ": " + what
     return {
@@ -322,7 +324,8 @@ def _row(kind, idx, places, label, c: _Cost, n: int, step_ms: float) -> dict:
 
 
 def _what(c: _Cost, n: int, execution: str = "graph execution") -> str:
-    """``0.9 compiles x 1,300 ms; 1 transfer + 1 extra execution: 4 ms`` (per step, on average)."""
+    """``0.9 compiles x 1,300 ms; 1 transfer + 1 extra execution: 4 ms``: the owner's costs over ``n``
+    (the steady steps: per step on average; the steps it cost on: per time)."""
     parts = []
     if c.compiles > 0:
         parts.append(f"{_count(c.compiles / n, 'compile')} x {fmt_ms(c.compile_ms / c.compiles)}")
