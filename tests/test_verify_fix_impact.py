@@ -42,7 +42,7 @@ def test_each_fix_runs_in_memory_and_its_effect_is_measured(tmp_path):
     assert fi["before"]["median_ms"] > 0 and entry["after"]["median_ms"] > 0
     text = render_text(rep)
     assert "What the fixes save (--fix-impact" in text
-    assert "train.py:14 XLA001 (unsafe fix): " in text and "0 transfers" in text
+    assert "train.py:14 XLA001 (unsafe fix): " in text and "per step: transfers 0," in text
     assert json.loads(render_json(rep))["fix_impact"]["fixes"][0]["after"]["transfers_per_step"] == 0
 
 
@@ -61,3 +61,21 @@ def test_fix_impact_without_verify_is_a_clear_error():
     r = subprocess.run([sys.executable, "-m", "xlalint", "--fix-impact", "examples/slow_train.py"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--fix-impact measures fixes in a --verify run" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_fix_that_changes_no_counter_is_said_to_be_likely_noise():
+    from xlalint.verify.fix_impact import render_lines
+
+    fig = {"median_ms": 100.0, "steps": 10, "steady_steps": 8, "transfers_per_step": 4.0, "fallbacks_per_step": 1.0,
+           "uncached_after_warmup": 3}
+    fix = {"code": "XLA005", "name": "n", "path": "t.py", "line": 7, "title": "", "applicability": "unsafe"}
+    fi = {"before": fig, "all": None, "fixes": [
+        {"fixes": [fix], "after": dict(fig, median_ms=60.0), "error": None},
+        {"fixes": [dict(fix, line=9)], "after": dict(fig, median_ms=90.0, transfers_per_step=3.0), "error": None},
+        {"fixes": [dict(fix, line=11)], "after": None, "error": "the fix no longer applies"},
+    ]}
+    lines = render_lines(fi, str)
+    assert lines[2] == ("  t.py:7 XLA005 (unsafe fix): 60 ms (saves 40 ms, 40%); per step: transfers 4, CPU fallbacks 1; "
+                        "uncached compiles after warm-up: 3; no counter changed: the difference in time is likely noise")
+    assert lines[3].startswith("  t.py:9 XLA005 (unsafe fix): 90 ms (saves 10 ms, 10%); per step: transfers 3,") and "noise" not in lines[3]
+    assert lines[4] == "  t.py:11 XLA005 (unsafe fix): the fix no longer applies"

@@ -83,8 +83,8 @@ def render_lines(fi: dict | None, shown) -> list:
         return []
     before = fi["before"]
     b = before["median_ms"]
-    out = [f"What the fixes save (--fix-impact: each fix applied in memory, the files untouched; median per step "
-           f"after warm-up over {before['steady_steps']} steps):"]
+    out = [f"What the fixes save (--fix-impact: each fix applied in memory, the files untouched; one run each, median "
+           f"per step after warm-up over {before['steady_steps']} steps):"]
     if not fi["fixes"]:
         return out + ["  no finding has an automatic fix"]
     out.append(f"  before: {fmt_ms(b) if b is not None else 'not measured'}; {_events(before)}")
@@ -97,8 +97,9 @@ def render_lines(fi: dict | None, shown) -> list:
             return f"  {label}: not measured"
         saved = b - a
         pct = f", {round(100 * saved / b)}%" if b > 0 else ""
+        same = all(e["after"][k] == before[k] for k in _COUNTERS)
         return (f"  {label}: {fmt_ms(a)} ({'saves' if saved >= 0 else 'costs'} {fmt_ms(abs(saved))}{pct}); "
-                f"{_events(e['after'])}")
+                f"{_events(e['after'])}" + ("; no counter changed: the difference in time is likely noise" if same else ""))
 
     for e in fi["fixes"]:
         f = e["fixes"][0]
@@ -109,6 +110,9 @@ def render_lines(fi: dict | None, shown) -> list:
     return out
 
 
+_COUNTERS = ("transfers_per_step", "fallbacks_per_step", "uncached_after_warmup")
+
+
 def _events(fig: dict) -> str:
-    return (f"{fig['transfers_per_step']:g} transfers, {fig['fallbacks_per_step']:g} CPU fallbacks per step, "
-            f"{fig['uncached_after_warmup']} uncached compiles after warm-up")
+    return (f"per step: transfers {fig['transfers_per_step']:g}, CPU fallbacks {fig['fallbacks_per_step']:g}; "
+            f"uncached compiles after warm-up: {fig['uncached_after_warmup']}")

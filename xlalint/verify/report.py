@@ -95,7 +95,7 @@ def by_root_cause(groups: list) -> list:
         if rc.cut_path and (rc.cut_path, rc.cut_line) not in e["cuts"]:
             e["cuts"].append((rc.cut_path, rc.cut_line))
         for c in mine or rc.root_causes:
-            e["causes"].setdefault((c["path"], c["line"], c.get("kind", "")), c)
+            e["causes"].setdefault((c["path"], c["line"], c.get("kind", ""), c.get("op", "")), c)
         e["others"] = max(e["others"], len(rc.root_causes) - len(mine) if mine else 0)
         e["explained_by"].update(rc.explained_by)
         if rc.compile_ms is not None:
