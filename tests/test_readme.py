@@ -89,6 +89,8 @@ def test_the_comparison_masks_times_only():
     assert samples.differences(ranking, [ranking[0], ranking[1].replace("XLA001", "XLA003"), *ranking[2:]])
     assert samples.differences(ranking, [ranking[0], ranking[1].replace("1 transfer", "2 transfers"), *ranking[2:]])
     assert samples.differences(["  1. x: 3%"], ["  1. x: 4%"])  # a share is masked only in the ranking
+    cut = [ranking[0], ranking[1][:70] + "5,746 m…", ranking[2][:70] + "1…"]  # lines cut at WIDTH in a time
+    assert not samples.differences(cut, [ranking[0], ranking[1][:70] + "9…", ranking[2][:70] + "12,018 ms…"])
     cut = samples.normalise("x" * 200 + "\n", Path("/nowhere"), Path("/nowhere"))
     assert cut == ["x" * (samples.WIDTH - 1) + "…"]
 
