@@ -54,6 +54,7 @@ _RANKING = re.compile(r"^Where the time goes \(")
 _RANK_ROW = re.compile(r"^  (?:\d+\.|…|no finding:|unexplained:) ")
 _RANK = re.compile(r"^  \d+\.")
 _PERCENT = re.compile(r"(?:<)?\d+%")
+RANK_CUT = WIDTH - 40
 _CUT_TIME = re.compile(r"(?:\d[\d,.]*|#)(?: ms?)?…$")  # a time the cut at WIDTH left without its unit
 _SPEED = re.compile(r"\*\*[\d,.]+ ms a step instead of [\d,.]+ ms\*\*")
 
@@ -107,7 +108,9 @@ def mask_times(lines: list) -> list:
     ranking = []  # the rows of --verify's "Where the time goes" being read: their order is the times'
     for line in lines:
         if _RANK_ROW.match(line) and (ranking or (out and _RANKING.match(out[-1]))):
-            ranking.append(_CUT_TIME.sub("#…", _PERCENT.sub("#%", _RANK.sub("  #.", _MS.sub("# ms", line)))))
+            row = _CUT_TIME.sub("#…", _PERCENT.sub("#%", _RANK.sub("  #.", _MS.sub("# ms", line))))
+            # a row cut at WIDTH is cut where its times' widths put the cut: compared up to where any run's is
+            ranking.append(row[:RANK_CUT] + "…" if row.endswith("…") and len(row) > RANK_CUT else row)
             continue
         out += sorted(ranking)
         ranking = []

@@ -91,6 +91,9 @@ def test_the_comparison_masks_times_only():
     assert samples.differences(["  1. x: 3%"], ["  1. x: 4%"])  # a share is masked only in the ranking
     cut = [ranking[0], ranking[1][:70] + "5,746 m…", ranking[2][:70] + "1…"]  # lines cut at WIDTH in a time
     assert not samples.differences(cut, [ranking[0], ranking[1][:70] + "9…", ranking[2][:70] + "12,018 ms…"])
+    long = ranking[0:1] + [ranking[1] + " + 1 extra graph execution; and more words to cut" * 3]
+    wider = [long[0], long[1].replace("5.5 ms", "1,205.5 ms")]  # the same row, its cut 6 characters earlier
+    assert not samples.differences(*(samples.normalise("\n".join(x), Path("/n"), Path("/n")) for x in (long, wider)))
     cut = samples.normalise("x" * 200 + "\n", Path("/nowhere"), Path("/nowhere"))
     assert cut == ["x" * (samples.WIDTH - 1) + "…"]
 
