@@ -61,3 +61,11 @@ def test_a_short_list_is_shown_whole():
     text = render_text(_report([_group(i, 60 + i) for i in range(MAX_RECOMPILE_GROUPS)]))
     assert "more root causes" not in text
     assert len(_entries(text)) == MAX_RECOMPILE_GROUPS
+
+
+def test_root_causes_are_ordered_by_their_compiles_then_their_compile_time():
+    # compile times move with the machine's load; the counts do not: the order of the entries is the counts'
+    few_slow = [_group(0, 60, compile_ms=9000.0)]
+    many_fast = [_group(i, 61, compile_ms=100.0) for i in range(3)]
+    entries = _entries(render_text(_report(few_slow + many_fast)))
+    assert entries[0].startswith("  3 uncached compile(s)") and entries[1].startswith("  1 uncached compile(s)")

@@ -104,7 +104,7 @@ def by_root_cause(groups: list) -> list:
             e["notes"].append(rc.note)
     out = [dict(e, steps=sorted(e["steps"]), explained_by=sorted(e["explained_by"]), causes=list(e["causes"].values()))
            for e in entries.values()]
-    out.sort(key=lambda e: (-(e["compile_ms"] or 0.0), -e["count"]))
+    out.sort(key=lambda e: (-e["count"], -(e["compile_ms"] or 0.0)))  # counts first: the order of a run is stable
     return out
 
 
