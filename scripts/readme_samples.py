@@ -16,7 +16,8 @@ What depends on the machine is normalised in the README and masked in the compar
 
 * the copy's absolute path is written ``/path/to/xlalint``, temporary directories ``$TMPDIR``;
 * lines longer than ``WIDTH`` characters are cut, with ``…``;
-* times (``12.3 ms``, the per-step table's wall-time column, the wall-time line) are masked as ``#``
+* times (``12.3 ms``, the per-step table's wall-time column, the wall-time line; in ``--verify``'s
+  "Where the time goes" ranking also the shares, the ranks and the rows' order) are masked as ``#``
   when compared. In the README they are a real run's: a sample whose timed lines are unchanged but for
   their times keeps its times (``--new-times`` writes this run's, on a quiet machine), so that a busy
   machine does not rewrite them; the README's "17 ms a step instead of 1,259 ms" are the two
@@ -48,6 +49,13 @@ _MS = re.compile(r"\d[\d,]*(?:\.\d+)? ms\b")
 _STEP_ROW = re.compile(r"^(\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+)\s+[\d.]+(\s*(?:\(warm-up\))?)$")  # right-aligned
 _WALL = re.compile(r"^\s+wall time: ")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+# --verify's ranking by measured cost: its shares and its order are the run's times too
+_RANKING = re.compile(r"^Where the time goes \(")
+_RANK_ROW = re.compile(r"^  (?:\d+\.|…|no finding:|unexplained:) ")
+_RANK = re.compile(r"^  \d+\.")
+_PERCENT = re.compile(r"(?:<)?\d+%")
+RANK_CUT = WIDTH - 40
+_CUT_TIME = re.compile(r"(?:\d[\d,.]*|#)(?: ms?)?…$")  # a time the cut at WIDTH left without its unit
 _SPEED = re.compile(r"\*\*[\d,.]+ ms a step instead of [\d,.]+ ms\*\*")
 
 
@@ -97,14 +105,22 @@ def normalise(output: str, clone: Path, tmp: Path) -> list:
 
 def mask_times(lines: list) -> list:
     out = []
+    ranking = []  # the rows of --verify's "Where the time goes" being read: their order is the times'
     for line in lines:
+        if _RANK_ROW.match(line) and (ranking or (out and _RANKING.match(out[-1]))):
+            row = _CUT_TIME.sub("#…", _PERCENT.sub("#%", _RANK.sub("  #.", _MS.sub("# ms", line))))
+            # a row cut at WIDTH is cut where its times' widths put the cut: compared up to where any run's is
+            ranking.append(row[:RANK_CUT] + "…" if row.endswith("…") and len(row) > RANK_CUT else row)
+            continue
+        out += sorted(ranking)
+        ranking = []
         if _WALL.match(line):
             line = _NUMBER.sub("#", line)
         else:
             line = _STEP_ROW.sub(lambda m: m.group(1) + " #" + m.group(2), line)
             line = _MS.sub("# ms", line)
         out.append(line)
-    return out
+    return out + sorted(ranking)
 
 
 def differences(readme_sample: list, fresh: list) -> str:

@@ -79,6 +79,21 @@ def test_the_comparison_masks_times_only():
     assert samples.keep_times([row, wall], [other, "wall time line, not timed"]) == [other, "wall time line, not timed"]
     assert samples.keep_times([row, "x"], [other, "y"]) == [row, "y"]  # the old run's times, the new text
     assert samples.keep_times([row], [other.replace("  4  ", "  5  ")]) == [other.replace("  4  ", "  5  ")]
+    ranking = ["Where the time goes (after warm-up: 8 steps, 5,402 ms per step on average; ranked by measured cost):",
+               "  1. a.py:92 XLA001 host-read: costs 5.5 ms per step (<1% of the step time): 1 transfer",
+               "  2. a.py:93 XLA002 tensor-condition: costs 3.5 ms per step (1% of the step time): 1 transfer",
+               "  unexplained: 52 ms per step (1%): the rest", "", "Findings:"]
+    swapped = [ranking[0].replace("5,402", "17"), ranking[2].replace("  2.", "  1.").replace("(1%", "(3%"),
+               ranking[1].replace("  1.", "  2."), *ranking[3:]]
+    assert not samples.differences(ranking, swapped)  # the order of the ranking, its shares are the times'
+    assert samples.differences(ranking, [ranking[0], ranking[1].replace("XLA001", "XLA003"), *ranking[2:]])
+    assert samples.differences(ranking, [ranking[0], ranking[1].replace("1 transfer", "2 transfers"), *ranking[2:]])
+    assert samples.differences(["  1. x: 3%"], ["  1. x: 4%"])  # a share is masked only in the ranking
+    cut = [ranking[0], ranking[1][:70] + "5,746 m…", ranking[2][:70] + "1…"]  # lines cut at WIDTH in a time
+    assert not samples.differences(cut, [ranking[0], ranking[1][:70] + "9…", ranking[2][:70] + "12,018 ms…"])
+    long = ranking[0:1] + [ranking[1] + " + 1 extra graph execution; and more words to cut" * 3]
+    wider = [long[0], long[1].replace("5.5 ms", "1,205.5 ms")]  # the same row, its cut 6 characters earlier
+    assert not samples.differences(*(samples.normalise("\n".join(x), Path("/n"), Path("/n")) for x in (long, wider)))
     cut = samples.normalise("x" * 200 + "\n", Path("/nowhere"), Path("/nowhere"))
     assert cut == ["x" * (samples.WIDTH - 1) + "…"]
 

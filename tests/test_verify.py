@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -17,10 +18,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from tests.conftest import HAVE_XLA
+from tests.test_verify_fixtures import assert_costs_consistent
 
 from xlalint.findings import Finding
 from xlalint.verify import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, collect, render_json, render_text
 from xlalint.verify import graphs, report as report_mod
+from xlalint.verify.costs import fmt_ms
 from xlalint.verify.judges import judge
 from xlalint.verify.misses import find_misses
 from xlalint.verify.recompiles import find_recompiles
@@ -192,6 +195,18 @@ def test_item_per_step_is_confirmed_with_numbers(result):
     assert data["exit_code"] == 1
     assert {f["verdict"] for f in data["findings"]} == {CONFIRMED, NOT_CONFIRMED, NOT_REACHED}
     assert data["steps"][0]["index"] == 0 and "wall_ms" in data["steps"][0]
+    # where the time goes: the one read is the one row, its cost is what it made the main thread wait
+    assert_costs_consistent(rep)
+    [row] = rep.costs["rows"]
+    assert (row["kind"], row["code"], row["places"][0]["line"]) == ("finding", "XLA001", 14)
+    assert row["transfers_per_step"] == 1 and row["graph_cuts_per_step"] == 1 and row["compiles_per_step"] == 0
+    assert v.numbers["cost"]["rank"] == 1 and v.numbers["cost"]["ms_per_step"] == row["ms_per_step"] > 0
+    assert re.search(r"costs [\d.,]+ ms per step \(\S+% of the step time\): 1 transfer \+ 1 extra graph execution: ", row["text"])
+    assert "cost" not in nc.numbers  # no counter moved at it: it costs nothing
+    assert text.index("Where the time goes") < text.index("Findings:")
+    assert re.search(r"^  1\. \S*item_per_step\.py:14 XLA001 rule: costs ", text, re.M), text
+    assert data["costs"]["rows"][0]["ms_per_step"] == row["ms_per_step"]
+    assert data["findings"][[f["line"] for f in data["findings"]].index(14)]["numbers"]["cost"]["rank"] == 1
 
 
 def test_clean_twin_exits_0_and_compiles_settle_via_the_module_cli(xla):
@@ -293,6 +308,10 @@ def test_cpu_fallback_nobody_flags_is_a_miss(result):
     assert miss.counters["fallbacks"] == {"aten::histc": 5}
     assert "aten::histc" in render_text(rep)
     assert all(r.fallbacks == 1 for r in rep.steps)
+    assert_costs_consistent(rep)
+    [row] = [r for r in rep.costs["rows"] if r["kind"] == "miss"]
+    assert row["places"][0]["line"] == 9 and row["fallbacks_per_step"] == 1 and miss.counters["cost"]["rank"] >= 1
+    assert "miss (cpu fallback): costs " in render_text(rep)
 
 
 def test_steady_state_recompile_is_a_miss_with_its_root_cause_line(result):
@@ -306,6 +325,13 @@ def test_steady_state_recompile_is_a_miss_with_its_root_cause_line(result):
     [miss] = rep.misses
     assert (miss.line, miss.kind) == (10, "steady-state recompile")
     assert [r.uncached for r in rep.steps] == [1, 1, 1, 1, 1]
+    # the compiles at the sync() are the cost of the root cause's miss (line 10), not of line 13
+    assert_costs_consistent(rep)
+    assert rc.compile_ms > 0
+    [row] = rep.costs["rows"]
+    assert (row["kind"], row["places"][0]["line"], row["compiles_per_step"]) == ("miss", 10, 1)
+    assert row["compile_ms_per_step"] * 3 == pytest.approx(rc.compile_ms, abs=0.01)
+    assert f"({fmt_ms(rc.compile_ms)} of compile time)" in render_text(rep)
 
 
 def test_finding_at_the_root_cause_line_is_confirmed(result):
@@ -314,6 +340,9 @@ def test_finding_at_the_root_cause_line_is_confirmed(result):
     assert v.status == CONFIRMED
     assert "UncachedCompile rose on 3 of 3 steps after warm-up" in v.evidence and "xla::select" in v.evidence
     assert rep.misses == []
+    assert_costs_consistent(rep)
+    [row] = rep.costs["rows"]
+    assert (row["code"], row["compiles_per_step"]) == ("XLA009", 1) and "1 compile x " in row["text"]
 
 
 def test_project_events_are_placed_once_with_their_callers_and_periodic_costs_count(result):
@@ -339,6 +368,11 @@ def test_project_events_are_placed_once_with_their_callers_and_periodic_costs_co
     assert "its backward falls back again in train.py:17" in mask.message
     assert "steady-state recompile" in mask.kind
     assert mask.counters["fallbacks"] == {"aten::nonzero": 12}
+    assert_costs_consistent(rep)
+    periodic = [r for r in rep.costs["rows"] if r["kind"] == "miss" and r["places"][0]["line"] == 6
+                and r["places"][0]["path"].endswith("metrics.py")]
+    assert len(periodic) == 1 and periodic[0]["steps"] == fmt.counters["steps"] == [3, 7, 11], periodic
+    assert re.search(r"per step on average \(\S+% of the step time; every 4 steps: [\d.,]+ ms each time\)", periodic[0]["text"])
     misses_text = render_text(rep).split("Misses", 1)[1].split("\n\n", 1)[0]
     assert misses_text.count("losses.py:6: ") == 1 and "train.py:16:" not in misses_text  # one event, one place
 
@@ -348,6 +382,8 @@ def test_project_findings_at_the_callers_lines_explain_the_helpers_events(result
     assert rep.misses == [], [m.message for m in rep.misses]
     log = verdict(rep, 22, "train.py")
     assert log.status == CONFIRMED and log.numbers["transfers"] == 6  # 2 reads x 3 log steps, in the helper
+    assert_costs_consistent(rep)
+    assert log.numbers["cost"]["ms_per_step"] > 0  # the helper's reads are the cost of the flagged call
     assert "on 3 of 12 steps (every 4 steps)" in log.evidence
     assert verdict(rep, 25, "train.py").status == CONFIRMED
     assert verdict(rep, 6, "losses.py").status == CONFIRMED

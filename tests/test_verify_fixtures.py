@@ -86,6 +86,46 @@ def test_static_and_dynamic_agree(reports, path):
     assert not problems, "\n".join(problems)
 
 
+def assert_costs_consistent(report) -> None:
+    """"Where the time goes" holds together, whatever the timings: the rows are ranked by cost, every
+    finding or miss with a cost carries it, and the rows, the lines no rule flags and the unexplained
+    rest add up to the mean step time after warm-up (what was charged never exceeds it by more than 10%:
+    every charged wait is a part of a step)."""
+    costs = report.costs
+    steady = [r for r in report.steps if not r.warmup]
+    if not steady:
+        assert costs == {}
+        return
+    assert costs["steady_steps"] == len(steady)
+    assert abs(costs["step_ms"] - sum(r.wall_ms for r in steady) / len(steady)) < 0.01
+    ms = [r["ms_per_step"] for r in costs["rows"]]
+    assert ms == sorted(ms, reverse=True), ms
+    assert all(m > 0 for m in ms)
+    total = sum(ms) + costs["no_finding_ms"] + costs["unexplained_ms"]
+    assert abs(total - costs["step_ms"]) <= 0.01 * len(ms) + 0.01, (total, costs)
+    assert costs["unexplained_ms"] >= -0.1 * costs["step_ms"], costs
+    for rank, row in enumerate(costs["rows"], 1):
+        owners = [report.findings[i].numbers for i in row["index"]] if row["kind"] == "finding" else [
+            report.misses[i].counters for i in row["index"]]
+        for numbers in owners:
+            assert numbers["cost"]["rank"] == rank
+            assert abs(numbers["cost"]["ms_per_step"] * len(owners) - row["ms_per_step"]) < 0.01
+    costed = sum(1 for v in report.findings if "cost" in v.numbers) + sum(1 for m in report.misses if "cost" in m.counters)
+    assert costed == sum(len(r["index"]) for r in costs["rows"])
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=[p.name for p in PROGRAMS])
+def test_where_the_time_goes_is_ranked_and_adds_up(reports, path):
+    report = reports[path]
+    assert_costs_consistent(report)
+    # a host read confirmed on every step, with transfers after warm-up: some finding carries their cost
+    steady_transfers = any(r.transfers for r in report.steps if not r.warmup)
+    reads = [v for v in report.findings if v.status == "CONFIRMED" and v.finding.code in ("XLA001", "XLA002", "XLA006")
+             and v.numbers["steps_ran"] == len(report.steps)]
+    if steady_transfers and reads:
+        assert any(r["kind"] == "finding" for r in report.costs["rows"]), (path.name, report.costs)
+
+
 CLEAN = [p for p in PROGRAMS if not _marks(p)]
 
 

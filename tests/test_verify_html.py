@@ -81,3 +81,12 @@ def test_html_report_renders_in_a_browser_with_the_runs_numbers(tmp_path):
     # the findings with their verdicts beside their source lines
     assert "item_per_step.py:14" in dom and "total += loss.item()" in dom
     assert "CONFIRMED</span>" in dom and "5 host transfers and 5 extra graph executions over 5 steps" in dom
+    # where the time goes: a table with a bar per row, the read first, and the rows, the lines no rule
+    # flags and the unexplained rest adding up to the step time after warm-up
+    costs = dom.split('id="costs"', 1)[1].split("</table>", 1)[0]
+    assert dom.index('id="costs"') < dom.index('id="findings"')
+    rows = re.findall(r"<tr data-ms=\"([\d.]+)\">(.*?)</tr>", costs, re.S)
+    assert len(rows) >= 2 and "item_per_step.py:14 XLA001" in rows[0][1] and "unexplained" in rows[-1][1]
+    assert all('class="bar"' in body for _, body in rows)
+    data = __import__("json").loads(re.search(r'id="report-data">(.*?)</script>', source, re.S).group(1))
+    assert abs(sum(float(ms) for ms, _ in rows) - data["costs"]["step_ms"]) < 0.01 * len(rows) + 0.01

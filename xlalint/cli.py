@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--max-steps", type=int, default=20, metavar="N", help="with --verify: stop after N steps (default 20)")
     ver.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help="with --verify: stop the program after this long (default 300)")
     ver.add_argument("--html", metavar="FILE", help="with --verify: also write the report as one self-contained HTML page")
+    ver.add_argument("--fix-impact", action="store_true", help="with --verify: also run the program with each available fix applied (in memory; the files are never written) and report the median ms per step before and after")
     return p
 
 
@@ -163,6 +164,8 @@ def _run(args, program_args: list) -> int:
         return EXIT_CLEAN
     if args.explain:
         return _explain(args.explain, out)
+    if args.fix_impact and not args.verify:
+        raise ConfigError("--fix-impact measures fixes in a --verify run: give --verify TARGET too")
     if args.verify:
         if args.max_steps <= 0:
             raise ConfigError(f"--max-steps must be a positive number, got {args.max_steps}")
@@ -184,7 +187,7 @@ def _run(args, program_args: list) -> int:
 
         fmt = args.format if args.format == "json" else "text"
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
-                          timeout=args.timeout, fmt=fmt, out=out, html=args.html)
+                          timeout=args.timeout, fmt=fmt, out=out, html=args.html, fix_impact=args.fix_impact)
 
     from xlalint.analysis.file_findings import INTERNAL_ERROR, SHOW_TRACEBACKS, problem_finding
     from xlalint.analysis.source import lint_source

@@ -8,7 +8,7 @@ API (the CLI and the tests use only these):
 - ``run(target, program_args, *, max_steps=20, timeout=300.0, fmt="text", out=sys.stdout,
   findings_provider=None) -> int``: collect + render + the exit code (0 clean, 1 confirmed finding or
   miss, 2 the program could not be run).
-- ``python -m xlalint.verify TARGET [--max-steps N] [--timeout S] [--format text|json] [-- ARGS...]``.
+- ``python -m xlalint.verify TARGET [--max-steps N] [--timeout S] [--format text|json] [--fix-impact] [-- ARGS...]``.
 
 ``target`` is ``path/to/train.py`` (run as ``__main__``) or ``path/to/file.py::function`` (the file is
 imported under another name and the zero-argument function called).
@@ -63,6 +63,8 @@ def collect(
     warmup: int = DEFAULT_WARMUP,
     trace: bool | str = True,
     graph_dumps: str | bool = "auto",
+    fix_impact: bool = False,
+    sources: dict | None = None,
 ) -> VerifyReport:
     """Run ``target`` under torch_xla in a child process and build the report. Never raises for the
     user's program: its crash, hang or exit is part of the report.
@@ -71,17 +73,29 @@ def collect(
     (torch_xla writes the whole graph as text at every cut), so by default ("auto") the program runs once
     without them, and a second time with them only when the first run saw steady-state recompiles; that
     run's root causes are merged into the report. ``True``/``False`` force one run with/without them.
+
+    ``fix_impact``: then run the program again with each available fix applied (``fix_impact.py``) and
+    report the median ms per step before and after. ``sources``: {path: text} run instead of those files.
     """
     from xlalint.verify.runner import Interrupts
 
     with Interrupts.catch():
-        return _collect(target, program_args, max_steps=max_steps, timeout=timeout,
-                        findings_provider=findings_provider, warmup=warmup, trace=trace, graph_dumps=graph_dumps)
+        report = _collect(target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider,
+                          warmup=warmup, trace=trace, graph_dumps=graph_dumps, sources=sources)
+        if fix_impact and report.status == "ok" and not Interrupts.signum:
+            from xlalint.verify.fix_impact import measure_fix_impact
+
+            report.fix_impact = measure_fix_impact(report, lambda src: _collect(
+                target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=lambda paths: [],
+                warmup=warmup, trace=trace, graph_dumps=False, sources=src))
+        return report
 
 
-def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps):
+def _collect(target, program_args, *, max_steps, timeout, findings_provider, warmup, trace, graph_dumps, sources=None):
     import signal
 
+    from xlalint.verify.costs import attach_costs
+    from xlalint.verify.costs import measure as measure_costs
     from xlalint.verify.judges import judge
     from xlalint.verify.misses import find_misses
     from xlalint.verify.missing_barrier import no_barrier_info
@@ -118,6 +132,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         # attributes with the line tracer (its timings are never the ones reported).
         trace=("lines" if trace else False) if graph_dumps is True else trace,
         graph_dumps=graph_dumps is True,
+        sources=sources,
     )
     output = _tail(raw.stdout + raw.stderr)
     res = raw.result
@@ -162,7 +177,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         last = max(s for rc in recompiles for s in rc.steps)
         raw2 = run_child(
             target, list(program_args), max_steps=min(max_steps, last + 1), timeout=timeout,
-            trace="lines" if trace else False, graph_dumps=True,
+            trace="lines" if trace else False, graph_dumps=True, sources=sources,
         )
         if raw2.result is not None and raw2.result.get("steps"):
             run2 = Run(raw2.result, raw2.graphs, warmup=warmup)
@@ -175,6 +190,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
             notes.append("the second run with IR graph dumps failed: the recompiles' root causes are unknown")
     verdicts = [judge(f, run_, recompiles) for f in findings]
     misses, quiet = find_misses(run_, findings, recompiles) if run_.n_steps else ([], [])
+    costs = attach_costs(measure_costs(run_, findings, misses, recompiles), verdicts, misses, recompiles)
 
     where = res.get("where") or []
     inside = res.get("stopped_inside")
@@ -254,6 +270,7 @@ def _collect(target, program_args, *, max_steps, timeout, findings_provider, war
         interrupted=raw.interrupted or Interrupts.name(),
         timeout=timeout,
         no_barrier=nb,
+        costs=costs,
     )
 
 
@@ -296,12 +313,14 @@ def run(
     out=None,
     findings_provider=None,
     html: str | None = None,
+    fix_impact: bool = False,
 ) -> int:
     """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code.
     ``html``: also write the report as one self-contained page to this path."""
     out = out or sys.stdout
     report = collect(
-        target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider
+        target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider,
+        fix_impact=fix_impact,
     )
     if html:
         from xlalint.verify.html import write_html
@@ -335,6 +354,8 @@ def main(argv: list | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="stop the program after S seconds (default 300)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
+    p.add_argument("--fix-impact", action="store_true",
+                   help="also run the program with each available fix applied (in memory) and report the median ms per step before and after")
     args = p.parse_args(argv)
     return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format,
-               html=args.html)
+               html=args.html, fix_impact=args.fix_impact)

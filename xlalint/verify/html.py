@@ -14,7 +14,8 @@ import linecache
 import os
 
 from xlalint.sources.notebook import cell_line
-from xlalint.verify.report import place, stop_text
+from xlalint.verify.costs import fmt_ms, none_label, percent, row_label
+from xlalint.verify.report import place, shown_path, stop_text
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2329;max-width:1200px}
@@ -28,6 +29,8 @@ th{background:#f6f8fa} .num{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:grid;grid-template-columns:repeat(2,1fr);gap:14px} .chart{border:1px solid #eee;padding:6px}
 .chart h3{font-size:13px;margin:0 0 4px;font-weight:600} .warm{fill:#c9d1d9} .steady{fill:#4a78b5}
 .miss{background:#fff8e1} .err{background:#fde2e1;padding:8px;border-radius:4px}
+#costs .num,#costs th{white-space:nowrap} .bar{background:#f0f3f6;height:14px;min-width:120px} .bar span{display:block;height:14px;background:#c0392b}
+.bar span.none{background:#8a99a8} .bar span.rest{background:#c9d1d9}
 """
 
 _SCRIPT = r"""
@@ -117,6 +120,7 @@ def render_html(report) -> str:
             w(f"<tr><td>{i}<td class=num>{r['ir_nodes']}<td class=num>{r['uncached']}<td class=num>"
               f"{r['transfers']}<td class=num>{r['compile_s']:g}<td class=num>{r['wall_s']:g}</tr>")
         w(f"</table><p>Fix: {_e(nb['fix'])}</p>")
+    _costs(report, w)
     w("<h2>Per step</h2><div class=charts id=charts></div>")
     if report.steps:
         w("<details><summary>table</summary><table id=steps><tr><th>step<th class=num>uncached<th class=num>cached"
@@ -149,7 +153,7 @@ def render_html(report) -> str:
         w("<p class=sub>none</p>")
     if report.recompiles:
         w(f"<h2>Compiles after warm-up ({len(report.recompiles)})</h2><table id=recompiles>"
-          "<tr><th>kind<th>steps<th>graph cut at<th>root cause<th>explained by</tr>")
+          "<tr><th>kind<th>steps<th>graph cut at<th>root cause<th>explained by<th class=num>compile time</tr>")
         for rc in report.recompiles:
             cut = place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "unknown"
             causes = "".join(
@@ -157,7 +161,8 @@ def render_html(report) -> str:
                 for c in rc.root_causes if c.get("user")
             ) or _e(rc.note)
             w(f"<tr><td>{_e(rc.kind)}<td>{_e(', '.join(map(str, rc.steps)))}<td><code>{_e(cut)}</code>"
-              f"<td>{causes}<td>{_e(', '.join(rc.explained_by) or '-')}</tr>")
+              f"<td>{causes}<td>{_e(', '.join(rc.explained_by) or '-')}"
+              f"<td class=num>{_e(fmt_ms(rc.compile_ms)) if rc.compile_ms is not None else '-'}</tr>")
         w("</table>")
     if report.transfers_without_cut:
         w("<h2>Listed, not counted</h2><ul>")
@@ -170,6 +175,33 @@ def render_html(report) -> str:
     w(f'<script type="application/json" id="report-data">{payload}</script>')
     w(f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _costs(report, w) -> None:
+    """"Where the time goes": the ranked findings and misses, the lines no rule flags and the unexplained
+    rest, each with its ms per step and a bar of its share of the step time (plain HTML and CSS)."""
+    costs = getattr(report, "costs", None) or {}
+    if not costs:
+        return
+    step_ms = costs["step_ms"]
+    w(f"<h2>Where the time goes</h2><p class=sub>after warm-up: {costs['steady_steps']} steps, "
+      f"{_e(fmt_ms(step_ms))} per step on average; ranked by measured cost</p>")
+    w("<table id=costs><tr><th>#<th>what<th class=num>per step<th class=num>share<th>bar<th>how</tr>")
+
+    def row(rank, label, ms, how, cls=""):
+        share = ms / step_ms if step_ms > 0 else 0.0
+        width = max(0.0, min(100.0, 100 * share))
+        w(f"<tr data-ms='{ms:.3f}'><td>{rank}<td>{label}<td class=num>{_e(fmt_ms(ms))}<td class=num>{_e(percent(share))}"
+          f"<td><div class=bar><span class='{cls}' style='width:{width:.1f}%'></span></div><td>{_e(how)}</tr>")
+
+    for k, r in enumerate(costs["rows"], 1):
+        row(k, f"<code>{_e(row_label(r, shown_path))}</code>", r["ms_per_step"], r["text"])
+    if costs["no_finding_lines"]:
+        row("", _e("no finding: " + none_label(costs, shown_path)), costs["no_finding_ms"],
+            "the step's own compiles, executions and copies", "none")
+    row("", "unexplained", max(costs["unexplained_ms"], 0.0),
+        "the rest of the step (Python, tracing the graph, the input pipeline, executions nobody waited for)", "rest")
+    w("</table>")
 
 
 def write_html(report, path: str) -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 
+from xlalint.verify.costs import fmt_ms
+from xlalint.verify.costs import render_lines as render_cost_lines
+from xlalint.verify.fix_impact import render_lines as render_fix_impact
+
 _SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -75,10 +79,40 @@ def stop_text(report) -> str:
     return stop
 
 
-# Steady-state recompile groups shown in full in the text report; the others are summed up in one line
-# (a shape that changes recompiles the graph before each host read: one group per graph cut, the same
-# root cause each time). --format json lists every group.
+# Root causes of steady-state recompiles shown in full in the text report; the others are summed up in one
+# line. A shape that changes recompiles the graph before each host read: one group per graph cut, the same
+# root cause each time, shown as one entry. --format json lists every group.
 MAX_RECOMPILE_GROUPS = 4
+
+
+def by_root_cause(groups: list) -> list:
+    """The recompile groups with the same root cause (the same user lines and kinds of change; the same
+    descriptions when no user line is known) as one entry each, most compiles first:
+    [{"groups", "count", "steps", "cuts", "causes", "others", "explained_by", "compile_ms", "notes"}]."""
+    entries: dict = {}
+    for rc in groups:
+        mine = [c for c in rc.root_causes if c.get("user")]
+        key = (tuple(sorted({(c["path"], c["line"], c.get("kind", "")) for c in mine}))
+               or ("other", tuple(c["description"] for c in rc.root_causes)))
+        e = entries.setdefault(key, {"groups": [], "count": 0, "steps": set(), "cuts": [], "causes": {}, "others": 0,
+                                     "explained_by": set(), "compile_ms": None, "notes": []})
+        e["groups"].append(rc)
+        e["count"] += rc.count
+        e["steps"].update(rc.steps)
+        if rc.cut_path and (rc.cut_path, rc.cut_line) not in e["cuts"]:
+            e["cuts"].append((rc.cut_path, rc.cut_line))
+        for c in mine or rc.root_causes:
+            e["causes"].setdefault((c["path"], c["line"], c.get("kind", ""), c.get("op", "")), c)
+        e["others"] = max(e["others"], len(rc.root_causes) - len(mine) if mine else 0)
+        e["explained_by"].update(rc.explained_by)
+        if rc.compile_ms is not None:
+            e["compile_ms"] = (e["compile_ms"] or 0.0) + rc.compile_ms
+        if (not rc.root_causes or not rc.note.startswith("root cause from")) and rc.note not in e["notes"]:
+            e["notes"].append(rc.note)
+    out = [dict(e, steps=sorted(e["steps"]), explained_by=sorted(e["explained_by"]), causes=list(e["causes"].values()))
+           for e in entries.values()]
+    out.sort(key=lambda e: (-e["count"], -(e["compile_ms"] or 0.0)))  # counts first: the order of a run is stable
+    return out
 
 
 def _lines_by_file(places) -> str:
@@ -89,14 +123,15 @@ def _lines_by_file(places) -> str:
     return "; ".join(f"{p}:{', '.join(lines)}" for p, lines in by_file.items())
 
 
-def _folded(groups) -> str:
+def _folded(entries) -> str:
+    groups = [rc for e in entries for rc in e["groups"]]
     count = sum(rc.count for rc in groups)
     steps = sorted({s for rc in groups for s in rc.steps})
     cuts = _lines_by_file((rc.cut_path, rc.cut_line, rc.cut_cell) for rc in groups if rc.cut_path)
     causes = _lines_by_file((c["path"], c["line"], c.get("cell")) for rc in groups for c in rc.root_causes
                             if c.get("user") and c.get("path"))
     rules = sorted({code for rc in groups for code in rc.explained_by})
-    text = (f"… {len(groups)} more groups: {count} uncached compile(s) at steps {', '.join(map(str, steps))}"
+    text = (f"… {len(entries)} more root causes: {count} uncached compile(s) at steps {', '.join(map(str, steps))}"
             f"{f'; graph cuts at {cuts}' if cuts else ''}{f'; root causes at {causes}' if causes else ''}")
     return text + (f"; explained by {', '.join(rules)}" if rules else "") + " (--format json lists every group)"
 
@@ -117,6 +152,14 @@ def render_text(report) -> str:
         if report.program_output and not report.traceback:
             w("program output (last lines):")
             w(report.program_output)
+    costs = render_cost_lines(getattr(report, "costs", None) or {}, shown_path)
+    if costs:
+        w("")
+        out.extend(costs)
+    impact = render_fix_impact(getattr(report, "fix_impact", None), shown_path)
+    if impact:
+        w("")
+        out.extend(impact)
     nb = getattr(report, "no_barrier", None)
     if nb:
         w("")
@@ -148,26 +191,27 @@ def render_text(report) -> str:
     fresh = [rc for rc in report.recompiles if rc.kind != "recompile"]
     if real:
         w("")
-        w("Steady-state recompiles (root cause = the line that created the node whose shape changed):")
-        for rc in real[:MAX_RECOMPILE_GROUPS]:
-            cut = "graph cut at " + (place(rc.cut_path, rc.cut_line, rc.cut_cell) if rc.cut_path else "an unknown line")
-            w(f"  {rc.count} uncached compile(s) at steps {', '.join(map(str, rc.steps))}; {cut}")
+        w("Steady-state recompiles by root cause (the line that created the node whose shape changed):")
+        entries = by_root_cause(real)
+        for e in entries[:MAX_RECOMPILE_GROUPS]:
+            cuts = _lines_by_file(e["cuts"])
+            cut = f"graph cut{'s' if len(e['cuts']) > 1 else ''} at {cuts}" if cuts else "graph cut at an unknown line"
+            ms = f" ({fmt_ms(e['compile_ms'])} of compile time)" if e["compile_ms"] else ""
+            w(f"  {e['count']} uncached compile(s) at steps {', '.join(map(str, e['steps']))}{ms}; {cut}")
             # the user's lines first; nodes made inside torch (functional.py) or by autograd (no location)
             # are consequences of those, counted in one line (all of them are in --format json)
-            mine = [c for c in rc.root_causes if c.get("user")]
-            others = [c for c in rc.root_causes if not c.get("user")]
-            for c in mine or others:
+            for c in e["causes"]:
                 w(f"    root cause {place(c['path'], c['line'], c.get('cell'))}: {c['description']}")
-            if mine and others:
-                w(f"    (+{len(others)} changed node(s) created in library code or at an unknown location)")
-            if not rc.root_causes or not rc.note.startswith("root cause from"):
-                w(f"    {rc.note}")
-            if rc.explained_by:
-                w(f"    explained by {', '.join(rc.explained_by)}")
-            elif len(rc.steps) < 2:
+            if e["others"]:
+                w(f"    (+{e['others']} changed node(s) created in library code or at an unknown location)")
+            for note in e["notes"]:
+                w(f"    {note}")
+            if e["explained_by"]:
+                w(f"    explained by {', '.join(e['explained_by'])}")
+            elif len(e["steps"]) < 2:
                 w("    happened on one step only: listed, not counted as a miss")
-        if real[MAX_RECOMPILE_GROUPS:]:
-            w(f"  {_folded(real[MAX_RECOMPILE_GROUPS:])}")
+        if entries[MAX_RECOMPILE_GROUPS:]:
+            w(f"  {_folded(entries[MAX_RECOMPILE_GROUPS:])}")
     if fresh:
         w("")
         w("New code paths compiled after warm-up (first compiles, not recompiles):")

@@ -27,6 +27,7 @@ class Recompile:
     explained_by: list = field(default_factory=list)  # finding codes at the cut/root-cause lines
     cut_stack: list = field(default_factory=list)  # the user frames of the cut, innermost first
     cut_cell: int | None = None  # a notebook's cell (xlalint/verify/by_cell.py): cut_line is in the cell
+    compile_ms: float | None = None  # the compile time measured at its cut line and steps (costs.py)
 
 
 @dataclass
@@ -74,6 +75,8 @@ class VerifyReport:
     interrupted: str | None = None  # SIGINT | SIGTERM | SIGHUP
     timeout: float | None = None
     no_barrier: dict | None = None  # the loop that never reaches a step barrier, and the growth measured
+    costs: dict = field(default_factory=dict)  # where the time goes: costs.measure's ranking, {} when not measured
+    fix_impact: dict | None = None  # --fix-impact: the median ms per step before and after each fix (fix_impact.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -127,7 +127,10 @@ def run_child(
     graph_dumps: bool = True,
     python: str | None = None,
     user_roots: list | None = None,
+    sources: dict | None = None,
 ) -> RawRun:
+    """Run the program in the child. ``sources``: {real path: text} run instead of those user files'
+    contents (``--fix-impact``'s fixed copies, held in memory: the files are never written)."""
     target_file, function = split_target(target)
     target_file = os.path.abspath(target_file)
     with tempfile.TemporaryDirectory(prefix="xlalint-verify-") as tmp:
@@ -147,6 +150,7 @@ def run_child(
             "user_roots": roots,
             "trace": bool(trace),
             "attribution": "lines" if trace == "lines" else "events",
+            "sources": {os.path.realpath(p): text for p, text in (sources or {}).items()},
         }
         spec_path = os.path.join(tmp, "spec.json")
         out_path = os.path.join(tmp, "stdout.txt")

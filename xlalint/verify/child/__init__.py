@@ -17,7 +17,8 @@ The rooms, in the order a run goes through them:
 - ``stop_control.py``: how a run is stopped from outside (the command pipe's control thread, SIGUSR1) and
   ``os._exit`` in the program, which writes the result first.
 - ``recorder.py``: ``Recorder``, what was measured and where: user files, counters, charging what moved
-  to a line, the step barrier's bookkeeping; ``StopVerify``.
+  to a line (with how long the call waited and the compile and transfer time in it), the step barrier's
+  bookkeeping; ``StopVerify``.
 - ``hooks.py``: the wrappers the child puts around torch_xla and torch: the step barrier,
   ``nn.Module.train``/``eval``, ``optimizer.step()`` (a missing step barrier).
 - ``event_attribution.py``: the default attribution: probes compiled into the user's modules (which lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import sys
 import time
 
@@ -67,6 +68,13 @@ def instrumented_code(source, path: str, rec):
     return compile(tree, path, "exec", dont_inherit=True)
 
 
+def source_of(rec, path: str, read):
+    """The text the child runs for one of the user's files: the spec's replacement for it (``--fix-impact``
+    runs a fixed copy held in memory: the file on disk is never written), else ``read(path)``."""
+    replaced = (rec.spec.get("sources") or {}).get(os.path.realpath(path))
+    return replaced if replaced is not None else read(path)
+
+
 def install_probes(rec) -> None:
     """The probe function (a builtin, so every instrumented module finds it) and an import hook that
     instruments the user's modules (files of the project: any module under the project root)."""
@@ -82,7 +90,7 @@ def install_probes(rec) -> None:
     class Loader(importlib.machinery.SourceFileLoader):
         def get_code(self, fullname):
             path = self.get_filename(fullname)
-            return instrumented_code(self.get_data(path), path, rec)
+            return instrumented_code(source_of(rec, path, self.get_data), path, rec)
 
     class Finder:
         @staticmethod
@@ -117,10 +125,10 @@ def make_event_mode(rec):
         # counters (~0.25 us each) and, only when one moved, the stack walk.
         def __torch_function__(self, func, types, args=(), kwargs=None):
             rec.op = func
-            rec.op_t0 = clock()
+            rec.op_t0 = t0 = clock()
             result = func(*args, **kwargs) if kwargs else func(*args)
             if (cv("UncachedCompile"), cv("CachedCompile"), cv("xla::_to_cpu"), cv("xla::_to_copy")) != rec.gate:
-                rec.flush(getframe(1))
+                rec.flush(getframe(1), clock() - t0)
             return result
 
     rec.mode_code = _Attribute.__torch_function__.__code__

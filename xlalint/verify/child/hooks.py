@@ -33,13 +33,15 @@ def install_step_hook(rec):
         events = rec.attribution == "events"
         if events:
             rec.flush(sys._getframe(1))
-        rec.inside = ("a step barrier (torch_xla.sync / xm.mark_step)", time.perf_counter())
+        t0 = time.perf_counter()
+        rec.inside = ("a step barrier (torch_xla.sync / xm.mark_step)", t0)
         try:
             result = real(*args, **kwargs)
         finally:
             rec.inside = None
         if events:
-            rec.flush(sys._getframe(1))  # the step's compile and execution: charged to the barrier's caller
+            # the step's compile and execution: charged to the barrier's caller, with the time it waited
+            rec.flush(sys._getframe(1), time.perf_counter() - t0)
         rec.end_step()
         return result
 

@@ -16,7 +16,7 @@ import threading
 import time
 import traceback
 
-from .event_attribution import install_probes, instrumented_code, make_event_mode
+from .event_attribution import install_probes, instrumented_code, make_event_mode, source_of
 from .line_tracer import make_global_tracer
 from .recorder import StopVerify
 
@@ -107,8 +107,11 @@ def _call_function(rec, target: str, func: str, events: bool) -> tuple:
 def _exec_instrumented_main(rec, target: str) -> None:
     import types
 
-    with open(target, "rb") as fh:
-        code = instrumented_code(fh.read(), target, rec)
+    def read(path):
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    code = instrumented_code(source_of(rec, target, read), target, rec)
     main_mod = types.ModuleType("__main__")
     main_mod.__dict__.update(__file__=target, __cached__=None, __loader__=None, __package__=None,
                              __spec__=None, __builtins__=builtins)

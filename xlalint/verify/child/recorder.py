@@ -62,7 +62,8 @@ class Recorder:
         self.stop_reason = None
         self.cur = None  # (filename, line) executing since the last event
         self.hits: dict = {}  # (file, line, step) -> count
-        self.events: dict = {}  # (file, line, step) -> [d2h, uncached, cached, {aten: n}, eval_uncached]
+        # (file, line, step) -> [d2h, uncached, cached, {aten: n}, eval_uncached, wall s, compile s, transfer s]
+        self.events: dict = {}
         self.via: dict = {}  # the same, charged to each user caller on the event's stack
         self.paths: dict = {}  # (file, line) -> {(caller (file, line), ...): n}
         self.user_code: dict = {}  # code object -> is it the user's
@@ -152,8 +153,9 @@ class Recorder:
         self.metric_data = X._xla_metric_data
         self.counter_names = X._xla_counter_names
         self.gate = self.read_gate()
-        self.d2h = self.read_d2h()
+        self.d2h, transfer_ns = self.read_transfers()
         self.aten = self.read_aten()
+        self.times = (self.read_compile_ns(), transfer_ns)
 
     def read_gate(self):
         cv = self.counter_value
@@ -162,6 +164,19 @@ class Recorder:
     def read_d2h(self) -> int:
         m = self.metric_data("TransferFromDeviceTime")
         return m[0] if m else 0
+
+    def read_transfers(self) -> tuple:
+        """(device->host transfers so far, their time in ns): ``TransferFromDeviceTime``'s sample count and
+        accumulator, in one read (up to ~50 us once it holds its 1024 samples)."""
+        m = self.metric_data("TransferFromDeviceTime")
+        return (m[0], m[1]) if m else (0, 0.0)
+
+    def read_compile_ns(self) -> float:
+        """Compile time so far, in ns (``CompileTime``'s accumulator; measured in the thread that compiles,
+        the one that waits. ``ExecuteTime`` is not read: executions run on a worker thread and would land
+        on the next event's line)."""
+        m = self.metric_data("CompileTime")
+        return m[1] if m else 0.0
 
     def read_aten(self) -> dict:
         cv = self.counter_value
@@ -178,15 +193,17 @@ class Recorder:
         }
 
     # -- charging what moved to a line ----------------------------------------------------------------
-    def flush(self, frame=None):
+    def flush(self, frame=None, seconds: float = 0.0):
         """Charge whatever moved since the last check: to the innermost user frame at or above ``frame``
-        (event attribution), or to the line that was running (self.cur, the line tracer)."""
+        (event attribution), or to the line that was running (self.cur, the line tracer). ``seconds``: how
+        long the main thread waited in the call that moved the counters (0 when not known), charged with
+        the compile and transfer time torch_xla measured since the last check."""
         gate = self.read_gate()
         old = self.gate
         if gate == old:
             return
         self.gate = gate
-        d2h = self.read_d2h()
+        d2h, transfer_ns = self.read_transfers()
         aten = self.read_aten()
         dd = d2h - self.d2h
         duc = (gate[0] or 0) - (old[0] or 0)
@@ -198,6 +215,9 @@ class Recorder:
                 fb[n] = dv
         self.d2h = d2h
         self.aten = aten
+        times = (self.read_compile_ns(), transfer_ns)
+        dt = (seconds, (times[0] - self.times[0]) / 1e9, (times[1] - self.times[1]) / 1e9)
+        self.times = times
         if not (dd or duc or dcc or fb):
             return
         if frame is not None:
@@ -206,7 +226,7 @@ class Recorder:
             cur, callers = (self.cur or ("<startup>", 0)), ()
         step = self.step
         eval_uc = duc if self.eval_mode else 0
-        self._add(self.events, (cur[0], cur[1], step), dd, duc, dcc, fb, eval_uc)
+        self._add(self.events, (cur[0], cur[1], step), dd, duc, dcc, fb, eval_uc, dt)
         if callers:
             # The same event, seen from each caller up the stack: a finding at a caller's line ("log(loss)"
             # in train.py) is on this event's stack and explains it; the event itself is charged once, above.
@@ -217,10 +237,14 @@ class Recorder:
                 per[callers] = per.get(callers, 0) + 1
 
     @staticmethod
-    def _add(table, key, dd, duc, dcc, fb, eval_uc):
+    def _add(table, key, dd, duc, dcc, fb, eval_uc, dt=None):
         ev = table.get(key)
         if ev is None:
-            ev = table[key] = [0, 0, 0, {}, 0]
+            ev = table[key] = [0, 0, 0, {}, 0, 0.0, 0.0, 0.0]
+        if dt is not None:
+            ev[5] += dt[0]
+            ev[6] += dt[1]
+            ev[7] += dt[2]
         ev[0] += dd
         ev[1] += duc
         ev[2] += dcc

@@ -56,7 +56,7 @@ def _line_table(rec) -> dict:
         for ln in range(a, b + 1):
             key = (f, ln, st)
             hits[key] = max(hits.get(key, 0), n)
-    events = {k: [v[0], v[1], v[2], dict(v[3]), v[4]] for k, v in dict(rec.events).items()}
+    events = {k: [v[0], v[1], v[2], dict(v[3]), v[4], *v[5:]] for k, v in dict(rec.events).items()}
     via = {k: [v[0], v[1], v[2], dict(v[3]), v[4]] for k, v in dict(rec.via).items()}
 
     def entry(f, ln):
@@ -73,6 +73,12 @@ def _line_table(rec) -> dict:
                 "aten": ev[3],
                 "eval_uncached": ev[4],
             }
+            if name == "events" and len(ev) > 5:
+                # what it cost: the main thread's wait in the calls that moved the counters, and the
+                # compile and transfer time torch_xla measured (ms)
+                entry(f, ln)[name][str(st)].update(
+                    wall_ms=round(ev[5] * 1e3, 3), compile_ms=round(ev[6] * 1e3, 3), transfer_ms=round(ev[7] * 1e3, 3)
+                )
     for (f, ln), per in dict(rec.paths).items():
         entry(f, ln)["paths"] = [
             {"callers": [[os.path.realpath(c[0]), c[1]] for c in callers], "n": n} for callers, n in per.items()
