@@ -60,7 +60,9 @@ def test_verify_reports_a_notebook_by_cell(tmp_path: Path, xla):
     assert f"\n  {shown}:cell 4:6:8: XLA002 tensor-condition: CONFIRMED" in text
     assert f"\n  {shown}:cell 3:2: graph-cut transfer: " in text
     assert f"\n  {shown}:cell 4:3: steady-state recompile: " in text
-    assert f"graph cut at {shown}:cell 4:8\n" in text and f"root cause {shown}:cell 4:3: input shape changed" in text
+    # one entry per root cause (issue 36), its cuts by cell
+    assert f"graph cuts at {shown}:cell 3:2; {shown}:cell 4:6, 8\n" in text
+    assert f"root cause {shown}:cell 4:3: input shape changed" in text
     data = json.loads(render_json(report))
     assert [(f["filename"], f["cell"], f["line"], f["column"]) for f in data["findings"]] == [(nb, 4, 6, 8)]
     assert [(m["cell"], m["line"]) for m in data["misses"]] == [(3, 2), (4, 3)]

@@ -92,6 +92,15 @@ class CellPlaces:
                 out["end_line"] = self.at(d["path"], d["end_line"])[1]
         return out
 
+    def costs(self, costs):
+        """The ranking of where the time goes (verify/costs.py): its rows' places and the lines no rule flags."""
+        if not costs:
+            return costs
+        out = dict(costs)
+        out["rows"] = [dict(r, places=[self.frame_dict(p) for p in r.get("places", ())]) for r in costs.get("rows", ())]
+        out["no_finding_lines"] = [self.frame_dict(x) for x in costs.get("no_finding_lines", ())]
+        return out
+
     def pair(self, p):
         """A (path, line) pair of a stack: [path, line] or [notebook, line, cell]."""
         if not isinstance(p, (list, tuple)) or len(p) < 2:
@@ -157,4 +166,5 @@ def by_cell(report, notebook: str, script: str, table: list):
         error=c.text(report.error),
         traceback=c.text(report.traceback),
         program_output=c.text(report.program_output),
+        costs=c.costs(getattr(report, "costs", None)),
     )

@@ -366,7 +366,8 @@ def row_label(row: dict, shown) -> str:
     and kind; ``shown`` formats a path."""
     by_file: dict = {}
     for p in row["places"]:
-        by_file.setdefault(shown(p["path"]), []).append(str(p["line"]))
+        by_file.setdefault(shown(p["path"]) + (f":cell {p['cell']}" if p.get("cell") is not None else ""),
+                           []).append(str(p["line"]))
     where = "; ".join(f"{f}:{', '.join(lines)}" for f, lines in by_file.items())
     if row["kind"] == "finding":
         k = len(row["places"])
@@ -379,7 +380,8 @@ def none_label(costs: dict, shown, limit: int = 3) -> str:
     order that does not move with the clock)."""
     lines = sorted((costs.get("no_finding_lines") or [])[:limit], key=lambda x: (x["path"], x["line"])) + (
         costs.get("no_finding_lines") or [])[limit:]
-    named = ", ".join(f"{os.path.basename(x['path'])}:{x['line']}" for x in lines[:limit])
+    named = ", ".join(f"{os.path.basename(x['path'])}:" + (f"cell {x['cell']}:" if x.get("cell") is not None else "")
+                      + f"{x['line']}" for x in lines[:limit])
     more = f" and {len(lines) - limit} more" if len(lines) > limit else ""
     return f"lines no rule flags ({named}{more})" if lines else "lines no rule flags"
 

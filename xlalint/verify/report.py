@@ -99,8 +99,8 @@ def by_root_cause(groups: list) -> list:
         e["groups"].append(rc)
         e["count"] += rc.count
         e["steps"].update(rc.steps)
-        if rc.cut_path and (rc.cut_path, rc.cut_line) not in e["cuts"]:
-            e["cuts"].append((rc.cut_path, rc.cut_line))
+        if rc.cut_path and (rc.cut_path, rc.cut_line, rc.cut_cell) not in e["cuts"]:
+            e["cuts"].append((rc.cut_path, rc.cut_line, rc.cut_cell))
         for c in mine or rc.root_causes:
             e["causes"].setdefault((c["path"], c["line"], c.get("kind", ""), c.get("op", "")), c)
         e["others"] = max(e["others"], len(rc.root_causes) - len(mine) if mine else 0)
