@@ -28,7 +28,17 @@ PROJECTS = sorted(p for p in PROJECTS_DIR.iterdir() if (p / "pyproject.toml").is
 MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
 # Projects whose marks sit outside train.py: single-file analysis cannot find them (issue #12).
 NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns", "padded_batches", "speech_helpers",
-                          "decode_eval_hooks", "logging_sinks"}
+                          "decode_eval_hooks", "logging_sinks", "kv_decode"}
+
+
+# Projects whose marks --verify measures but cannot attribute to their lines yet, with the reason. The
+# test fails if one is CONFIRMED (then remove it here), and checks that the cost is there: the marked
+# lines ran after warm-up and UncachedCompile rose on every step after warm-up.
+UNATTRIBUTED = {
+    "kv_decode": "a Python int baked into a slice offset or an index changes no shape and no op of the IR text "
+                 "dump (torch_xla does not print the offsets), so the diff of two graphs names no line; the "
+                 "compiles per position are counted against the fixed twins by tests/test_decode_positions.py",
+}
 
 
 # (project, file, line) -> why a real runtime cost there is deliberately not a finding
@@ -104,6 +114,12 @@ def test_live_every_mark_is_a_per_step_cost(live_reports, project):
     assert {rel for rel, _, _ in _marks(project)} <= ran
     verdicts = {(_rel(project, v.finding.path), v.finding.line, v.finding.code): v for v in report.findings}
     assert set(verdicts) == _marks(project)
+    if project.name in UNATTRIBUTED:
+        steady = [s.uncached for s in report.steps if not s.warmup]
+        assert steady and all(n >= 1 for n in steady), steady
+        assert all(v.numbers["runs"] > 0 and v.status == "NOT CONFIRMED" for v in verdicts.values()), \
+            [(k, v.status) for k, v in verdicts.items()]
+        verdicts = {}
     problems = [f"{k}: {v.status}: {v.evidence}" for k, v in sorted(verdicts.items()) if v.status != "CONFIRMED"]
     problems += [f"{_rel(project, m.path)}:{m.line}: MISSED {m.kind}: {m.message}" for m in report.misses
                  if (project.name, _rel(project, m.path), m.line) not in KNOWN_MISSES]

@@ -5,10 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.rules import Rule
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
 from xlalint.semantics.syntax import keyword_arg, positional_args
 from xlalint.semantics.step_values import StepValues, expr_code
+
+# A device value read to the host by a call (the loop's graph ends there)
+_HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+_HOST_READ_BUILTINS = frozenset({"int", "float", "bool", "print"})
 
 FIX_INDEX = (
     "make the index data, not a constant: `x.index_select(0, idx)` / `x[idx]` with "
@@ -17,6 +22,13 @@ FIX_INDEX = (
 FIX_SLICE = (
     "slice to a fixed size and mask the rest (`x[:, :MAX] * (torch.arange(MAX, device=d) < n_t)` with the "
     "length as a device tensor), or round it up to a few buckets (`n = -(-n // 64) * 64`: one graph per bucket)"
+)
+FIX_DECODE = (
+    "keep every shape fixed and the position as data: a fixed-size buffer or static KV cache of the "
+    "maximum length, written at a position tensor (`cache.index_copy_(1, pos_t, k)`, `pos_t` on the device, "
+    "advanced with `pos_t += 1`), the unused tail masked with `torch.where(torch.arange(MAX, device=d) <= "
+    "pos_t, scores, -inf)` (the static cache that TPU generation uses); a sampler indexes its schedule with "
+    "a timestep tensor (`alphas.index_select(0, t)`)"
 )
 FIX_SHAPE = (
     "use a fixed size (pad to a bucket: one graph per bucket instead of one per value) and keep what varies "
@@ -47,6 +59,13 @@ class StepVaryingPythonInt(Rule):
         dispatch) is not flagged either: it takes values within the indexed dimension, one graph each,
         then cached (the host read itself is XLA001's, the loop over the tensor XLA008's); a size or a
         slice bound read from the data (`n = lengths.max().item(); x[:, :n]`) is.
+        Decoding and sampling loops count too when they end a graph on every iteration (a barrier, or a
+        host read such as the stop test `if all(eos_reached): break`): `tokens[:, prev:cur]`,
+        `tokens[:, cur] = nxt` (`prev = cur` carries the previous position), `alphas[i]` in
+        `for i in reversed(range(T))`, and the KV-cache slices of the `forward` the loop passes its
+        position to (`self.cache_k[:bsz, start_pos : start_pos + seqlen] = k`), through module calls whose
+        class the source shows (`self(...)`, `self.attn(...)` built in `__init__`, `for layer in
+        self.layers`, `model = LM(...)`). Not flagged: `torch.full((b,), i)` (the fill value is data).
     """
     why_slow = """
         torch_xla traces Python ints into the graph as constants: `x[:, :n]` with `n = 37` is a
@@ -77,6 +96,10 @@ class StepVaryingPythonInt(Rule):
         `len(sample["tokens"])` of an uncollated sample); `len()` of a tensor is its `size(0)`, taken as
         fixed. An int that changes per step but takes only a few values for reasons the source does not
         show (a schedule that is constant after warm-up) is reported.
+        A decoding loop reaches a `forward` only through a module whose class the source shows: a model
+        passed in as a parameter or stored from one (`self.model = model`) is not followed, and its KV
+        cache slices are not reported. An evaluation loop or a chunked forward over a fixed range is not
+        reported (the same few values on every call: a bounded set of graphs, compiled once).
         Fix safety: the fixes change shapes or introduce masks; none is applied automatically.
     """
     verify = """
@@ -84,6 +107,8 @@ class StepVaryingPythonInt(Rule):
         (the node whose shape or constant changed, from the IR dumps) at this line.
     """
     VALID = [
+        # a decoding loop that never ends a graph inside: one growing graph per call; a fill value is data
+        "import torch\n@torch.no_grad()\ndef generate(model, tokens: torch.Tensor, plen, total):\n    for cur in range(plen, total):\n        tokens[:, cur] = model(tokens[:, :cur])[:, -1].argmax(-1)\n        t = torch.full((2,), cur, device=tokens.device)\n    return tokens\n",
         # constants, config values, sizes of a fixed-shape input, bucketed values
         "import torch\nsizes = [64, 128, 256]\nfor step, (x, y) in enumerate(loader):\n    out = model(x)\n    a = out[:, :cfg.max_len]\n    b = out[: x.size(0)]\n    c = out[step % 4]\n    d = out[:, : sizes[step % 3]]\n    e = out[min(step, 3)]\n    loss = a.sum() + b.sum() + c.sum() + d.sum() + e.sum()\n    loss.backward()\n",
         # an inner loop over a fixed range repeats the same indices every step
@@ -97,6 +122,8 @@ class StepVaryingPythonInt(Rule):
         "import torch\nfor x, y in loader:\n    logits = model(x)\n    expert_mask = torch.nn.functional.one_hot(logits.argmax(-1), num_classes=8)\n    for hit in expert_mask.sum(0).nonzero():\n        e = int(hit.item())\n        w = expert_mask[e]\n        logits = logits + w.sum()\n    logits.sum().backward()\n",
     ]
     INVALID = [
+        # a decoding loop ended by its stop test every token: a new graph per position
+        "import torch\n@torch.no_grad()\ndef generate(model, tokens: torch.Tensor, plen, total, eos):\n    for cur in range(plen, total):\n        nxt = model(tokens[:, :cur])[:, -1].argmax(-1)\n        tokens[:, cur] = nxt\n        if (nxt == eos).all():\n            break\n    return tokens\n",
         "import torch\nfor step in range(100):\n    x = torch.randn(8, 64, device=device)\n    n = step % 50 + 10\n    out = model(x[:, :n])\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n",
         "import torch\nlengths = [int(l) for l in raw_lengths]\nfor step, (x, y) in enumerate(loader):\n    n = lengths[step]\n    pos = torch.arange(n, device=x.device)\n    loss = model(x).sum() + pos.sum()\n    loss.backward()\n",
         "import torch\nglobal_step = 0\nfor x, y in loader:\n    out = model(x)\n    global_step += 1\n    loss = out[global_step].sum() + out.view(global_step, -1).sum()\n    loss.backward()\n",
@@ -140,6 +167,27 @@ class StepVaryingPythonInt(Rule):
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         self._values().on_aug_assign(node)
 
+    def on_If(self, node: cst.If) -> None:
+        self._note_test(node.test)
+
+    def on_While(self, node: cst.While) -> None:
+        self._note_test(node.test)
+
+    def _note_test(self, test) -> None:
+        """``if (nxt == eos).all(): break``, ``if all(done):``: a truth test of a device value reads it."""
+        m = self.model
+        if type(test) is cst.UnaryOperation:
+            test = test.expression
+        if type(test) is cst.BooleanOperation:
+            self._note_test(test.left)
+            self._note_test(test.right)
+            return
+        if m.kind(test) in K.DEVICE_TENSORS or (
+                type(test) is cst.Call and any(m.is_builtin(test.func, b) for b in ("all", "any"))
+                and len(test.args) == 1 and type(test.args[0].value) in (cst.Name, cst.Attribute)
+                and m.kind(test.args[0].value) in K.DEVICE_TENSORS):
+            self._values().note_host_read()
+
     # ------------------------------------------------------------------ uses
     def on_Subscript(self, node: cst.Subscript) -> None:
         if self.model.kind(node.value) not in K.DEVICE_TENSORS:
@@ -161,12 +209,16 @@ class StepVaryingPythonInt(Rule):
         m = self.model
         func = node.func
         self._note_call(node)
+        self._note_host_read(node)
         q = m.qualname(func)
         if q is not None:
             if q in RT.SHAPE_FACTORIES:
                 if keyword_arg(node, "device") is None and m.kind(node) not in K.DEVICE_TENSORS:
                     return  # made on the CPU: no graph
-                v = self._varying_arg(node, positional_args(node))
+                args = positional_args(node)
+                if q in RT.FILL_FACTORIES:
+                    args = args[:1]  # torch.full((b,), i): the size, not the fill value (data: measured no recompile)
+                v = self._varying_arg(node, args)
                 if v is not None:
                     self._flag(node, v, "a size", FIX_SHAPE)
             return
@@ -178,11 +230,23 @@ class StepVaryingPythonInt(Rule):
             if v is not None and not (v.data and role == "an index"):
                 self._flag(node, v, role, FIX_INDEX if role == "an index" else FIX_SHAPE)
 
+    def _note_host_read(self, node: cst.Call) -> None:
+        """``nxt.item()``, ``tokens.tolist()``, ``int(t)``: a device value read to the host (a graph cut)."""
+        m = self.model
+        func = node.func
+        if type(func) is cst.Attribute:
+            if func.attr.value in _HOST_READ_METHODS and m.kind(func.value) in K.DEVICE_TENSORS:
+                self._values().note_host_read()
+        elif (type(func) is cst.Name and len(node.args) == 1 and func.value in _HOST_READ_BUILTINS
+              and m.is_builtin(func, func.value) and m.kind(node.args[0].value) in K.DEVICE_TENSORS):
+            self._values().note_host_read()
+
     def _note_call(self, node: cst.Call) -> None:
-        """A call to a project function passing a varying int: its parameter varies there."""
+        """A call to a project function passing a varying int: its parameter varies there. A call of a
+        module of a known project class runs its ``forward`` (``self.attn(h, start_pos)``)."""
         if not node.args or any(a.star for a in node.args):
             return
-        callee = self.model.callee_key(node.func)
+        callee = self.model.module_forward_key(node.func) or self.model.callee_key(node.func)
         if callee is None:
             return
         sv = self._values()
@@ -218,15 +282,34 @@ class StepVaryingPythonInt(Rule):
         for cand, v, role, code in self._found:
             if v.param is not None:
                 continue  # decided over the whole program (resolve_project): who calls with what
+            hot = False
             if not v.data:
                 loop = next((lp for lp in cand.ctx.loops if lp.node is v.loop), None)
-                if loop is None or not m.is_step_loop(loop):
-                    continue  # the value does not change from step to step where it is used
+                if loop is None:
+                    continue
+                if not m.is_step_loop(loop):
+                    if not self._hot_and_cut(loop):
+                        continue  # the value does not change from graph to graph where it is used
+                    hot = True
+                else:
+                    hot = not m.loop_trains(loop)  # a decoding or sampling loop ended by a barrier
             fr = m.frequency(cand.ctx)
             if not fr.per_step:
                 continue
             cand.frequency = fr
-            cand.message = _message(code, v.name, v.origin, role, cand.fix)
+            if hot:
+                cand.fix = FIX_DECODE
+            cand.message = _message(code, v.name, v.origin, role, cand.fix, hot)
+
+    def _hot_and_cut(self, loop) -> bool:
+        """A decoding or sampling loop (it runs the model on every iteration, and its words say it
+        generates) that reads a device value to the host in its body: each iteration ends a graph of its
+        own, and an int that changes per iteration makes each of them new: one graph per position, up to
+        the maximum length (measured: a decode of 8 tokens cut by its stop test compiled 9 graphs). An
+        evaluation or a chunked forward over a fixed range repeats the same few values every step: a bounded
+        set of graphs, compiled once, not reported."""
+        sv = self._values()
+        return _decoding(self.model.steps, loop) and sv.cuts(loop.node) and not sv.chunks(loop.node)
 
     # ------------------------------------------------------------------ across functions and modules
     def export(self, ctx_id, cand_id):
@@ -246,11 +329,16 @@ class StepVaryingPythonInt(Rule):
             return callee
 
         calls, seen = [], set()
+        alive = {id(lp) for lp in m.loops}
         for ctx, callee, where, v, arg in self._calls:
+            if any(id(lp) not in alive for lp in ctx.loops):
+                continue  # seen in a walk of its function that a later walk replaced
             pos = next((i for i, lp in enumerate(ctx.loops) if lp.node is v.loop), None) if v.param is None else None
             if v.param is None and pos is None:
                 continue
-            row = (ctx.func.key, ref(callee), where, pos, v.param, v.origin, arg)
+            cut = pos is not None and self._values().cuts(ctx.loops[pos].node) and not self._values().chunks(
+                ctx.loops[pos].node)
+            row = (ctx.func.key, ref(callee), where, pos, v.param, v.origin, arg, cut)
             if row in seen:
                 continue  # the same call seen again when its function was walked again
             seen.add(row)
@@ -272,54 +360,68 @@ class StepVaryingPythonInt(Rule):
         for mod, d in data.items():
             for key, rec in d["params"].items():
                 params[f"{mod}:{key}"] = rec
-        varying: dict = {}  # (global func key, param) -> how
+        varying: dict = {}  # (global func key, param) -> (how, from a hot loop's iterations rather than steps)
         forward = []  # (caller's global key, its param, targets, where, call text)
         for mod, d in data.items():
             ctxs = program.ctxs[mod]
-            for ci, callee, where, pos, cparam, origin, arg in d["calls"]:
+            for ci, callee, where, pos, cparam, origin, arg, cut in d["calls"]:
                 ctx = ctxs[ci]
                 if not steps.frequency(ctx).per_step:
                     continue
                 targets = program.targets(f"{mod}\0{callee}")
                 if cparam is None:
                     loop = ctx.loops[pos] if pos < len(ctx.loops) else None
-                    if loop is None or not steps.is_step_loop(loop):
+                    if loop is None:
                         continue
+                    step_loop = steps.is_step_loop(loop)
+                    if not step_loop and not (cut and _decoding(steps, loop)):
+                        continue
+                    hot = not step_loop or not steps.loop_trains(loop)
                     for t in targets:
                         p = _param_at(params.get(t), where, callee)
                         if p is not None:
-                            varying.setdefault((t, p), f"`{arg}` ({origin})")
+                            varying.setdefault((t, p), (f"`{arg}` ({origin})", hot))
                 else:
                     forward.append((ctx.func.key, cparam, targets, where, arg, callee))
         changed = True
         while changed:
             changed = False
             for caller, cparam, targets, where, arg, callee in forward:
-                how = varying.get((caller, cparam))
-                if how is None:
+                rec = varying.get((caller, cparam))
+                if rec is None:
                     continue
+                how, hot = rec
                 for t in targets:
                     p = _param_at(params.get(t), where, callee)
                     if p is not None and (t, p) not in varying:
-                        varying[(t, p)] = how if arg == cparam else f"`{arg}`, derived from {how}"
+                        varying[(t, p)] = (how if arg == cparam else f"`{arg}`, derived from {how}", hot)
                         changed = True
         if not varying:
             return
         for mod, d in data.items():
             for ci, fkey, param, name, origin, role, code in d["uses"]:
-                how = varying.get((f"{mod}:{fkey}", param))
-                if how is None:
+                rec = varying.get((f"{mod}:{fkey}", param))
+                if rec is None:
                     continue
+                how, hot = rec
                 cand = cands[mod][ci]
                 fr = steps.frequency(cand.ctx)
                 if not fr.per_step:
                     continue
                 cand.frequency = fr
+                every = "on every iteration of a decoding or sampling loop" if hot else "on every step"
                 if origin == f"the parameter `{param}`":
-                    shown = f"the parameter `{param}`, passed {how} on every step"
+                    shown = f"the parameter `{param}`, passed {how} {every}"
                 else:
-                    shown = f"derived from the parameter `{param}`, passed {how} on every step"
-                cand.message = _message(code, name, shown, role, cand.fix)
+                    shown = f"derived from the parameter `{param}`, passed {how} {every}"
+                if hot:
+                    cand.fix = FIX_DECODE
+                cand.message = _message(code, name, shown, role, cand.fix, hot)
+
+
+def _decoding(steps, loop) -> bool:
+    """The loop runs the model every iteration and is a decoding or sampling loop (``hot_loops.DECODE``)."""
+    return loop.hint == H.DECODE and steps.is_hot_loop(loop)
 
 
 def _param_at(rec, where, callee: str):
@@ -334,8 +436,16 @@ def _param_at(rec, where, callee: str):
     return names[i] if i < len(names) else None
 
 
-def _message(code: str, name: str, origin: str, role: str, fix: str) -> str:
+def _message(code: str, name: str, origin: str, role: str, fix: str, hot: bool = False) -> str:
     shown = code if len(code) <= 60 else code[:57] + "..."
+    if hot:
+        return (
+            f"`{shown}` uses `{name}` ({origin}), a Python int that changes every iteration, as {role}: "
+            "it is baked into the graph as a constant, and the loop ends a graph on every iteration (a "
+            "barrier or a host read), so each new value is a new graph to compile: one per position "
+            "(measured: a decode of 6 tokens compiled 6 graphs, a sampler of 8 steps 8; a new prompt "
+            "length compiles them again). Fix: " + fix
+        )
     return (
         f"`{shown}` uses `{name}` ({origin}), a Python int that changes every step, as {role}: "
         "it is baked into the graph as a constant, so each new value is a new graph to compile "

@@ -193,6 +193,8 @@ class Bindings:
         a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
         if kind not in K.HOLDS_DEVICE_TENSOR:
             return
+        if self.kind(container) in K.ANY_TENSOR:
+            return  # `self.cache_k[:b, pos] = k`: a write into a tensor, which stays one (not a container)
         if type(container) is cst.Attribute and type(container.value) is cst.Name and container.value.value == "self":
             self._bind_target(container, None, K.TENSORS)  # self.history.append(loss)
             return
@@ -292,6 +294,8 @@ class Bindings:
                     k = K.TENSOR
                     self._bind_name(pname, k)
                     info.guessed.add(pname)  # a guess from the rule: its attributes are not known to be tensors
+                    # and the callers' to overrule: one that every caller passes a Python value is one
+                    self._guessed_params.setdefault(info.key, set()).add(pname)
                     continue
                 else:
                     k = K.NOT_TENSOR

@@ -99,6 +99,11 @@ class CallSites:
         ctx = self.step_context()
         if callee is not None and not self._rewalking_quietly:
             self._record_call_site(callee, node, func)
+        forward = self.module_forward_key(func) if callee is None or callee not in self.funcs else None
+        if forward is not None and not self._rewalking_quietly and not self.func.excluded:
+            # `self.attn(h, start_pos)`: what it passes seeds the forward's parameters (no call-graph edge:
+            # a forward runs every step already); a unit test's CPU tensors say nothing of the real callers
+            self._record_call_site(forward, node, func)
         if step:
             if self.loop_stack:
                 loop = self.loop_stack[-1]

@@ -27,6 +27,7 @@ import libcst as cst
 from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.calls import CallSites
 from xlalint.semantics.export import Export
+from xlalint.semantics.module_calls import ModuleCalls
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
@@ -42,7 +43,8 @@ def _handlers(rule_class) -> tuple:
     return tuple(a for a in dir(rule_class) if a.startswith("on_"))
 
 
-class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Export, CallKinds, TensorInference):
+class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, StepMarks, Rewalk, Export, CallKinds,
+                    TensorInference):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True):
         self.module = module
@@ -96,6 +98,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, StepMarks, Rewalk, Expor
         self._element_prefixes: set = set()  # "images[" when some `images[0] = ...` was bound
         self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
         self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)
+        self._module_class_memo: dict = {}  # (id(function node), name, element) -> its module class (module_calls)
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}

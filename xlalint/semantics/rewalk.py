@@ -30,11 +30,11 @@ class Rewalk:
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
         before = {f.key: f.return_kind for f, _ in plans}
+        recorded = False
         for f, seeds in plans:
-            self._rewalk(f, seeds)
-            f.seeds = seeds
+            recorded |= self._rewalk_seeded(f, seeds)
         for _ in range(self._RETURN_ROUNDS):
-            if not self._rewalk_callers(before):
+            if not self._rewalk_callers(before) and not recorded:
                 break
             plans = []  # what the callers now pass: their callees' parameters may be known better
             for f in list(self.funcs.values()):
@@ -43,10 +43,20 @@ class Rewalk:
                     if seeds != f.seeds:
                         plans.append((f, seeds))
             before = {f.key: f.return_kind for f, _ in plans}
+            recorded = False
             for f, seeds in plans:
-                self._rewalk(f, seeds)
-                f.seeds = seeds
+                recorded |= self._rewalk_seeded(f, seeds)
         self._rewalk_format_methods()
+
+    def _rewalk_seeded(self, f: FuncInfo, seeds: dict) -> bool:
+        """Walk ``f`` again with its parameters' new kinds. When a guessed ``forward`` parameter turned out a
+        Python value (every caller passes an int: ``start_pos``), what ``f`` passes on changes too
+        (``self.attn(h, start_pos)``): its call sites are recorded again (True), for the next round."""
+        unguessed = any(k == K.NOT_TENSOR and f.seeds.get(name) != K.NOT_TENSOR and name in self._guessed_params.get(f.key, ())
+                        and f.name == "forward" for name, k in seeds.items())
+        self._rewalk(f, seeds, record=unguessed)
+        f.seeds = seeds
+        return unguessed
 
     def _rewalk_format_methods(self) -> None:
         # methods of plain classes read attributes that other methods set (a meter's `__str__` what its

@@ -56,6 +56,8 @@ SHAPE_FACTORIES = frozenset(
         "torch.triu_indices",
     }
 )
+# Of those, the factories whose later positional argument is a fill value (data: a new value is no new graph).
+FILL_FACTORIES = frozenset({"torch.full"})
 # Tensor methods whose int arguments are shapes (or, for select/narrow, positions).
 SHAPE_METHODS = frozenset(
     {

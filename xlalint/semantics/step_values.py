@@ -32,6 +32,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import target_names
 
 
@@ -66,6 +67,8 @@ class StepValues:
         self._int_lists: dict = {}  # (func key, name) -> number of literal ints
         self._data: dict = {}  # (func key, name) -> the loop whose iterations bind it (a batch, a sample)
         self._params: dict = {}  # func key -> its parameter names (seeded as varying by a caller)
+        self._cut_loops: set = set()  # id() of loop nodes whose body reads a device value to the host
+        self._chunk_loops: set = set()  # id() of `for start in range(0, n, chunk)` loop nodes
         self._reseed = False
 
     # ------------------------------------------------------------------ events from the walk
@@ -75,20 +78,61 @@ class StepValues:
         it, target = node.iter, node.target
         self._forget(target, key)
         self._bind_data(node, target, it, key)
+        it = self._unwrapped(it)
         if type(it) is cst.Call and type(it.func) is cst.Name:
             fn = it.func.value
             if fn == "range" and type(target) is cst.Name and _is_builtin(self.model, fn):
                 self._names[(key, target.value)] = Varying(node, target.value, "the loop counter")
+                self._carried(node, key, target.value)
+                if len(it.args) == 3 and _int(it.args[2].value) not in (1, -1):
+                    self._chunk_loops.add(id(node))
             elif fn == "enumerate" and _is_builtin(self.model, fn) and type(target) in (cst.Tuple, cst.List):
                 first = target.elements[0].value if target.elements else None
                 if type(first) is cst.Name:
                     self._names[(key, first.value)] = Varying(node, first.value, "the loop counter")
                 # `for batch, i in enumerate(range(0, n, bptt))`: the range's item is a counter too
-                inner = it.args[0].value if it.args else None
+                inner = self._unwrapped(it.args[0].value) if it.args else None
                 second = target.elements[1].value if len(target.elements) == 2 else None
                 if (type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "range"
                         and _is_builtin(self.model, "range") and type(second) is cst.Name):
                     self._names[(key, second.value)] = Varying(node, second.value, "the loop counter")
+
+    def _unwrapped(self, it):
+        """``reversed(range(T))``, ``tqdm(range(n))``: the iterable they go over, in its order or reversed."""
+        while (type(it) is cst.Call and len(it.args) >= 1 and it.args[0].keyword is None and not it.args[0].star
+               and ((type(it.func) is cst.Name and it.func.value == "reversed" and _is_builtin(self.model, "reversed"))
+                    or self.model.qualname(it.func) in T.TRANSPARENT_ITERATION_WRAPPERS)):
+            it = it.args[0].value
+        return it
+
+    def _carried(self, node: cst.For, key: str, counter: str) -> None:
+        """``prev = cur`` at the end of the body of ``for cur in range(...)``: ``prev`` holds the previous
+        iteration's counter wherever the body reads it (``model(tokens[:, prev:cur], prev)``)."""
+        for stmt in node.body.body if type(node.body) is cst.IndentedBlock else ():
+            if type(stmt) is not cst.SimpleStatementLine:
+                continue
+            for small in stmt.body:
+                if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
+                        and small.targets[0].target.value != counter and _counter_arithmetic(small.value, counter)):
+                    name = small.targets[0].target.value
+                    self._names[(key, name)] = Varying(
+                        node, name, f"the loop counter `{counter}` of the previous iteration, carried over")
+
+    # ------------------------------------------------------------------ graph cuts in a loop
+    def note_host_read(self) -> None:
+        """A device value is read to the host here (a graph cut): the graph of every enclosing loop of
+        this function ends within each of its iterations."""
+        for lp in self.model.step_context().loops:
+            self._cut_loops.add(id(lp.node))
+
+    def cuts(self, loop_node) -> bool:
+        """A host read inside the loop's body ends a graph on each iteration that reaches it."""
+        return id(loop_node) in self._cut_loops
+
+    def chunks(self, loop_node) -> bool:
+        """``for start in range(0, n, chunk)``: the offsets of a few chunks, the same on every call (a
+        bounded set of graphs), not positions that advance one by one."""
+        return id(loop_node) in self._chunk_loops
 
     def on_function(self, node: cst.FunctionDef) -> None:
         """A function's parameters: each varies if a caller passes a varying value (decided later)."""
@@ -280,7 +324,23 @@ def _is_len_of_target(model, elt, target) -> bool:
             and elt.args[0].value.value == target.value)
 
 
+def _counter_arithmetic(value, counter: str) -> bool:
+    """``value`` is ``counter``, or arithmetic of it with int literals (``cur``, ``cur + 1``)."""
+    if type(value) is cst.Name:
+        return value.value == counter
+    if type(value) is cst.BinaryOperation:
+        sides = (value.left, value.right)
+        return (any(_counter_arithmetic(x, counter) for x in sides)
+                and all(type(x) is cst.Integer or _counter_arithmetic(x, counter) for x in sides))
+    return False
+
+
 def _int(node) -> Optional[int]:
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        v = _int(node.expression)
+        return -v if v is not None else None
+    if type(node) is not cst.Integer:
+        return None
     try:
         return int(node.value, 0)
     except ValueError:

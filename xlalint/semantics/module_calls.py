@@ -1,0 +1,180 @@
+"""Which ``forward`` a call of a module runs, when the module is an object of a project class.
+
+A part of the semantic model (``model.SemanticModel`` composes it). The kinds say only that a value is
+a module (``kinds.MODULE``), not of which class; where the source shows the class, this names it:
+
+- ``self(x)`` (or ``self.forward(x)``) in a method of a module class runs that class's ``forward``;
+- ``self.attn(h, pos)`` runs the ``forward`` of the class that ``__init__`` builds into ``self.attn``
+  (``self.attn = Attention(args)``; every assignment there the same class);
+- ``layer(h, pos)`` in ``for layer in self.layers:`` with ``self.layers = nn.ModuleList([Block(...) for
+  ...])`` (or a list of such constructors) runs ``Block``'s;
+- ``model(x)`` with ``model = LM(cfg).to(device)`` the only binding of ``model`` in the function runs
+  ``LM``'s (``.to``/``.eval``/``.cuda``... return the module itself).
+
+Anything else (a parameter, an attribute set from a parameter, a name bound twice to different
+classes) is not known: None. The answer is a callee key as ``CallSites.callee_key`` gives them
+(``Cls.forward`` of this module, ``@pkg.mod:Cls.forward`` of another). It feeds parameter seeds (what the
+callers pass ``forward``) and rules that follow values into callees (XLA009); it adds no edge to the call
+graph: a module's ``forward`` already runs every step.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics.syntax import child_nodes, positional_args
+
+# methods of a module that return the module itself
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
+                          "requires_grad_", "to_empty", "xpu"})
+# containers of modules whose iteration gives the modules put in
+_MODULE_LISTS = frozenset({"torch.nn.ModuleList"})
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+class ModuleCalls:
+    """``module_forward_key``: the ``forward`` a module call runs, from the source's constructors."""
+
+    def module_forward_key(self, func) -> Optional[str]:
+        """The callee key of the ``forward`` that calling ``func`` runs (``func(...)``), or None."""
+        if type(func) is cst.Attribute and func.attr.value == "forward":
+            func = func.value
+        cls = self._module_class_of(func)
+        if cls is None:
+            return None
+        if cls[0] == "@":
+            return f"{cls}.forward"
+        return f"{cls}.forward" if f"{cls}.forward" in self.funcs else None
+
+    # ------------------------------------------------------------------ the class of a module value
+    def _module_class_of(self, e) -> Optional[str]:
+        """A local class name (``Attention``) or ``@`` and a project-wide class key, or None."""
+        if type(e) is cst.Name:
+            if e.value == "self":
+                cls = self.current_class()
+                return cls if cls is not None and self.classes.get(cls, {}).get("module") else None
+            for lp in reversed(self.loop_stack):  # `for layer in self.layers:`
+                node = lp.node
+                if type(node) is cst.For and type(node.target) is cst.Name and node.target.value == e.value:
+                    return self._element_class(node.iter)
+            return self._single_binding_class(e.value)
+        if type(e) is cst.Attribute and type(e.value) is cst.Name and e.value.value == "self":
+            return self._attribute_class(e.attr.value, element=False)
+        return None
+
+    def _element_class(self, it) -> Optional[str]:
+        if type(it) is cst.Attribute and type(it.value) is cst.Name and it.value.value == "self":
+            return self._attribute_class(it.attr.value, element=True)
+        return None
+
+    def _attribute_class(self, attr: str, element: bool) -> Optional[str]:
+        """The class ``__init__`` builds into ``self.<attr>`` (``element``: of the modules in the list it
+        builds there)."""
+        cls = self.current_class()
+        init = self.funcs.get(f"{cls}.__init__") if cls is not None else None
+        if init is None or type(init.node) is not cst.FunctionDef:
+            return None
+        memo = self._module_class_memo
+        key = (id(init.node), attr, element)
+        if key not in memo:
+            values = _bindings(init.node).get(("self", attr))
+            memo[key] = self._same_class(values, element)
+        return memo[key]
+
+    def _single_binding_class(self, name: str) -> Optional[str]:
+        node = self.func.node
+        if type(node) is not cst.FunctionDef:
+            return None
+        params = node.params
+        if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)):
+            return None
+        memo = self._module_class_memo
+        key = (id(node), name, False)
+        if key not in memo:
+            memo[key] = self._same_class(_bindings(node).get(name), False)
+        return memo[key]
+
+    def _same_class(self, values, element: bool) -> Optional[str]:
+        """The class every value in ``values`` constructs (a list of, with ``element``), or None."""
+        if not values or any(v is None for v in values):
+            return None
+        found = {self._constructed(v, element) for v in values}
+        return found.pop() if len(found) == 1 else None
+
+    def _constructed(self, v, element: bool) -> Optional[str]:
+        if element:
+            if type(v) is cst.Call and self.qualname(v.func) in _MODULE_LISTS and len(v.args) == 1:
+                v = positional_args(v)[0] if positional_args(v) else None
+            if type(v) in (cst.ListComp, cst.GeneratorExp):
+                return self._constructed(v.elt, False)
+            if type(v) in (cst.List, cst.Tuple) and v.elements:
+                found = {self._constructed(el.value, False) for el in v.elements}
+                return found.pop() if len(found) == 1 else None
+            return None
+        while type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value in _SAME_MODULE:
+            v = v.func.value
+        if type(v) is not cst.Call:
+            return None
+        f = v.func
+        if type(f) is cst.Name and f.value in self.classes and f.value not in self.imports:
+            return f.value if self.classes[f.value].get("module") else None
+        q = self.qualname(f)
+        if q is None or self.facts is None or not self.facts.knows(q):
+            return None
+        r = self.facts.resolve(q)
+        if r is not None and r[0] == "class" and self.facts.class_is_module(r[1]):
+            return "@" + r[1]
+        return None
+
+
+def _bindings(func: cst.FunctionDef) -> dict:
+    """Every binding in a function's own scope: name (or ("self", attr)) -> [value, or None when it is
+    bound otherwise than by a plain assignment (a loop, a ``with``, an augmented assignment)]."""
+    out: dict = {}
+
+    def bind(target, value) -> None:
+        if type(target) is cst.Name:
+            out.setdefault(target.value, []).append(value)
+        elif type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
+            out.setdefault(("self", target.attr.value), []).append(value)
+        elif type(target) in (cst.Tuple, cst.List):
+            for el in target.elements:
+                bind(el.value, None)
+        elif type(target) is cst.StarredElement:
+            bind(target.value, None)
+
+    stack = list(func.body.body) if hasattr(func.body, "body") else []
+    while stack:
+        n = stack.pop()
+        if type(n) in _SCOPES:
+            if type(n) in (cst.FunctionDef, cst.ClassDef):
+                out.setdefault(n.name.value, []).append(None)
+            continue
+        tp = type(n)
+        if tp is cst.Assign:
+            for t in n.targets:
+                bind(t.target, n.value)
+        elif tp is cst.AnnAssign:
+            bind(n.target, n.value)
+        elif tp is cst.AugAssign:
+            bind(n.target, None)
+        elif tp is cst.For:
+            bind(n.target, None)
+        elif tp is cst.WithItem and n.asname is not None:
+            bind(n.asname.name, None)
+        elif tp is cst.NamedExpr:
+            bind(n.target, None)
+        elif tp in (cst.Import, cst.ImportFrom) and not isinstance(n.names, cst.ImportStar):
+            for alias in n.names:
+                if alias.asname is not None:
+                    bind(alias.asname.name, None)
+                elif type(alias.name) is cst.Name:
+                    bind(alias.name, None)
+        elif tp is cst.ExceptHandler and n.name is not None:
+            bind(n.name.name, None)
+        elif tp is cst.Del:
+            bind(n.target, None)
+        stack.extend(child_nodes(n))
+    return out
