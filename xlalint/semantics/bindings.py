@@ -248,14 +248,21 @@ class Bindings:
                 return
         if k is K.UNKNOWN and self._looks_like_loader(iter_expr):
             k = K.LOADER
+        parts = K.generator_parts(k)
+        if parts is not None and type(target) in (cst.Tuple, cst.List) and len(target.elements) == len(parts) \
+                and not any(type(e) is cst.StarredElement for e in target.elements):
+            for e, pk in zip(target.elements, parts):  # `for x, y, names in batches(...)`: each as yielded
+                self._bind_target(e.value, None, pk)
+            return
         self._bind_target(target, None, K.element_of(k))
 
     def _bind_params(self, node: cst.FunctionDef, info: FuncInfo) -> None:
         params = node.params
         info.guessed.clear()
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-        is_forward = info.root and node.name.value == "forward"
-        is_step_method = node.name.value in ("training_step", "validation_step", "test_step", "predict_step")
+        name = node.name.value if type(node) is cst.FunctionDef else "<lambda>"
+        is_forward = info.root and name == "forward"
+        is_step_method = name in ("training_step", "validation_step", "test_step", "predict_step")
         autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
             info.class_key and self.classes.get(info.class_key, {}).get("autograd")
         )

@@ -50,6 +50,7 @@ class FuncInfo:
     polarities: dict = field(default_factory=dict)  # names bound to a device test: `mps = "mps" in device.type`
     excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code
     guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
+    yields: Optional[list] = None  # a generator's (item kind, tuple part kinds) per `yield`, as walked
 
 
 @dataclass(eq=False)

@@ -142,6 +142,8 @@ class StatementWalk:
         self.seq += 1
         for d in node.decorators:
             self.walk(d.decorator)
+        if self._defs_walked:
+            return  # the module's statements walked again (rewalk): the function keeps its walk
         name = node.name.value
         if self.func is self.top and self.class_key is None:
             key = name
@@ -189,6 +191,7 @@ class StatementWalk:
             self._attr_reads = set()
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
+        self.end_generator(info)
         if plain_method:
             self._format_seen[key] = self._read_attributes(info.class_key, self._attr_reads)
         self._attr_reads = saved_reads
@@ -197,12 +200,22 @@ class StatementWalk:
 
     def _lambda(self, node: cst.Lambda) -> None:
         self._emit("Lambda", node)
-        self.walk(node.body)
+        if id(node) in self._function_lambdas:
+            self.walk_lambda_function(node)  # callables: its body runs where it is called
+        else:
+            self.walk(node.body)
 
     def _class_def(self, node: cst.ClassDef) -> None:
         self.seq += 1
         for d in node.decorators:
             self.walk(d.decorator)
+        if self._defs_walked:  # the module's statements walked again (rewalk): the class's own statements only
+            key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
+            saved = (self.class_key, self.stmt)
+            self.class_key, self.stmt = key, node
+            self.walk_block(node.body)
+            self.class_key, self.stmt = saved
+            return
         bases = [a.value for a in node.bases]
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
         is_module = False
@@ -444,6 +457,10 @@ class StatementWalk:
         self._callee_memo = [node.func, UNRESOLVED]
         try:
             self._emit("Call", node)
+            if any(type(a.value) is cst.Lambda for a in node.args):
+                callee = self.callee_key(node.func)
+                if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
+                    self._function_lambdas.update(id(a.value) for a in node.args if type(a.value) is cst.Lambda)
         finally:
             self._callee_memo = None
         q = self.qualname(node.func)
@@ -575,6 +592,7 @@ _SPECIAL_METHODS = {
     "TryStar": "_try",
     "With": "_with",
     "Return": "_return",
+    "Yield": "_yield",
     "Raise": "_raise",
     "Assert": "_assert",
     "ListComp": "_comp",
