@@ -97,6 +97,8 @@ class StatementWalk:
         self._emit("Assign", node)
         self.walk(node.value)
         value_kind = self.kind(node.value)
+        if value_kind is K.UNKNOWN or value_kind == K.NOT_TENSOR:
+            value_kind = self.callable_kind(node.value) or value_kind  # `hooks = [log, partial(check, k=1)]`
         period = polarity = None
         if type(node.value) in (cst.Comparison, cst.BooleanOperation, cst.Call, cst.UnaryOperation):
             period = period_of(node.value) or self.predicate_period(node.value)
