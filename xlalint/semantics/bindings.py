@@ -143,6 +143,11 @@ class Bindings:
             ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
             if kind == K.ITEMS:
                 ek = K.TENSOR
+            parts = self._annotated_parts(value, len(elts))
+            if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
+                for e, pk in zip(elts, parts):
+                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
+                return
             for e in elts:
                 if type(e) is cst.StarredElement:
                     self._bind_target(e.value, None, K.TENSORS if ek == K.TENSOR else K.UNKNOWN)
@@ -174,6 +179,21 @@ class Bindings:
                 self._element_prefixes.add(key[: key.index("[") + 1])
                 self.func.env[key] = kind
             self._holds(target.value, kind)  # logs["loss"] = loss
+
+    def _annotated_parts(self, value, n: int):
+        """The kinds of the ``n`` items of the tuple a call of a function of this module returns, from its
+        return annotation (``-> Tuple[torch.Tensor, int]``), else None."""
+        if type(value) is not cst.Call or type(value.func) is not cst.Name:
+            return None
+        f = self._lookup_func(value.func.value)
+        node = f.node if f is not None else None
+        ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
+        if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
+            return None
+        items = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
+        if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
+            return None
+        return [self._annotation_kind(a) for a in items]
 
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
