@@ -15,6 +15,15 @@ COST = (
     "cut and run early), and a branch that flips compiles another graph"
 )
 
+FIX_ELEMENTS = (
+    "reduce on the device and test once: `if done.all():` / `if finished.any():` (one transfer), or keep the "
+    "decision on the device and test it every K iterations"
+)
+COST_ELEMENTS = (
+    "Python iterates the tensor and truth-tests each element: one device-to-host transfer per element read "
+    "(each cuts the graph), every time"
+)
+
 # Methods whose truth value only makes sense on a tensor: flagged even when the receiver is unknown.
 _UNAMBIGUOUS = frozenset({"any", "all", "isnan", "isinf", "isfinite"})
 
@@ -102,8 +111,27 @@ class TensorCondition(Rule):
     def _truth(self, e, by: str) -> None:
         """``e`` is truth-tested by Python: one finding for the whole test, at its first tensor operand."""
         hit = self._first_tensor_operand(e)
-        if hit is not None:
+        if hit is None:
+            return
+        if self._elementwise(hit):
+            self.report(hit, f"`{self.text(hit)}` reads the elements of a device tensor in Python, tested by {by} "
+                             f"{{when}}", fix=FIX_ELEMENTS, cost=COST_ELEMENTS)
+        else:
             self.report(hit, f"`{self.text(hit)}` is a device tensor tested by {by} {{when}}", fix=FIX, cost=COST)
+
+    def _elementwise(self, e) -> bool:
+        """``all(done)`` / ``any(finished)`` of one device tensor: Python truth-tests its elements one by
+        one (a transfer each, until the answer is known). Not a name that may hold a container (a
+        ``forward`` parameter taken for a tensor by its name alone: ``any(lengths)`` of a list)."""
+        if type(e) is not cst.Call or type(e.func) is not cst.Name or e.func.value not in ("all", "any"):
+            return False
+        if len(e.args) != 1 or e.args[0].keyword is not None or e.args[0].star:
+            return False
+        m = self.model
+        arg = e.args[0].value
+        if not m.is_builtin(e.func, e.func.value) or m.kind(arg) not in K.DEVICE_TENSORS:
+            return False
+        return not (type(arg) is cst.Name and arg.value in m.func.guessed)
 
     def _first_tensor_operand(self, e):
         self._done.add(id(e))
@@ -118,7 +146,7 @@ class TensorCondition(Rule):
             return self._first_tensor_operand(e.expression)
         m = self.model
         k = m.kind(e)
-        if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and _unambiguous(m, e)):
+        if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and _unambiguous(m, e)) or self._elementwise(e):
             return e
         return None
 

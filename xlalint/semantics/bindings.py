@@ -145,6 +145,11 @@ class Bindings:
             ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
             if kind == K.ITEMS:
                 ek = K.TENSOR
+            parts = self._annotated_parts(value, len(elts))
+            if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
+                for e, pk in zip(elts, parts):
+                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
+                return
             for e in elts:
                 if type(e) is cst.StarredElement:
                     self._bind_target(e.value, None, K.TENSORS if ek == K.TENSOR else K.UNKNOWN)
@@ -187,6 +192,21 @@ class Bindings:
             if key is not None:
                 self._element_prefixes.add(name + "[")
                 self.func.env[key] = self.kind(el.value)
+
+    def _annotated_parts(self, value, n: int):
+        """The kinds of the ``n`` items of the tuple a call of a function of this module returns, from its
+        return annotation (``-> Tuple[torch.Tensor, int]``), else None."""
+        if type(value) is not cst.Call or type(value.func) is not cst.Name:
+            return None
+        f = self._lookup_func(value.func.value)
+        node = f.node if f is not None else None
+        ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
+        if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
+            return None
+        items = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
+        if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
+            return None
+        return [self._annotation_kind(a) for a in items]
 
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
@@ -263,14 +283,21 @@ class Bindings:
                 return
         if k is K.UNKNOWN and self._looks_like_loader(iter_expr):
             k = K.LOADER
+        parts = K.generator_parts(k)
+        if parts is not None and type(target) in (cst.Tuple, cst.List) and len(target.elements) == len(parts) \
+                and not any(type(e) is cst.StarredElement for e in target.elements):
+            for e, pk in zip(target.elements, parts):  # `for x, y, names in batches(...)`: each as yielded
+                self._bind_target(e.value, None, pk)
+            return
         self._bind_target(target, None, K.element_of(k))
 
     def _bind_params(self, node: cst.FunctionDef, info: FuncInfo) -> None:
         params = node.params
         info.guessed.clear()
         all_params = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-        is_forward = info.root and node.name.value == "forward"
-        is_step_method = node.name.value in ("training_step", "validation_step", "test_step", "predict_step")
+        name = node.name.value if type(node) is cst.FunctionDef else "<lambda>"
+        is_forward = info.root and name == "forward"
+        is_step_method = name in ("training_step", "validation_step", "test_step", "predict_step")
         autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
             info.class_key and self.classes.get(info.class_key, {}).get("autograd")
         )

@@ -97,7 +97,8 @@ class CallSites:
         self._note_hot(node, func)
         callee = self.callee_key(func)
         ctx = self.step_context()
-        if callee is not None and not self._rewalking_quietly:
+        if callee is not None and (not self._rewalking_quietly or callee.startswith(H.CALLABLE_PREFIX)):
+            # a callback's call is known only once its parameter is (a walk again): recorded then too
             self._record_call_site(callee, node, func)
         forward = self.module_forward_key(func) if callee is None or callee not in self.funcs else None
         if forward is not None and not self._rewalking_quietly and not self.func.excluded:
@@ -135,6 +136,8 @@ class CallSites:
             if a.star == "*":
                 return  # f(*args): positions unknown
             k = self.kind(a.value)
+            if k is K.UNKNOWN or k == K.NOT_TENSOR:
+                k = self.callable_kind(a.value) or k  # `on_token=print_token`: the callee may call it
             if a.star == "**":  # f(**losses): only the callee's **kwargs learns from it (_param_seeds)
                 if "**" not in kw or k in K.HOLDS_DEVICE_TENSOR:
                     kw["**"] = k
@@ -144,6 +147,10 @@ class CallSites:
                 kw[a.keyword.value] = k
         via_self = type(func) is cst.Attribute
         self.call_sites.setdefault(callee, []).append((self.func.key, pos, kw, via_self))
+        if callee.startswith(H.CALLABLE_PREFIX):
+            self.callable_sites_added = True
+            for local in self._local_targets(callee):  # this module's callbacks learn from it
+                self.call_sites.setdefault(local, []).append((self.func.key, pos, kw, False))
 
     def callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
@@ -167,12 +174,19 @@ class CallSites:
             c = self.classes.get(func.value)
             if c is not None and not c["module"] and f"{func.value}.__init__" in self.funcs:
                 return f"{func.value}.__init__"  # ProgressMeter(n, [top1, top5]): its __init__ runs here
+            found, k = self._env_lookup(func.value)
+            if found and K.callable_keys(k) is not None:
+                return self.callable_callee(k)  # `on_token(nxt)` with a callback parameter
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self.current_class()
             if cls is not None:
                 held = self.classes.get(cls, {}).get("func_attrs", {}).get(func.attr.value)
                 if held is not None and f"{cls}.{func.attr.value}" not in self.funcs:
                     return held  # `self.neg_loss = _neg_loss` in __init__, called as `self.neg_loss(out, t)`
+                if f"{cls}.{func.attr.value}" not in self.funcs:
+                    k = self.classes.get(cls, {}).get("attrs", {}).get(func.attr.value)
+                    if K.callable_keys(k) is not None:
+                        return self.callable_callee(k)  # `self.on_step(loss)`: a callback given to __init__
                 return f"{cls}.{func.attr.value}"
         if type(func) is cst.Attribute:  # meter.update(loss) on an object of a class of this file
             mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
@@ -208,7 +222,7 @@ class CallSites:
         modules (``full``), or only in other modules (the first walk of ``f``). In a project, the
         question and its answer go with the walk's reads (``seeds.same_seeds``)."""
         node = f.node
-        if type(node) is not cst.FunctionDef:
+        if type(node) not in (cst.FunctionDef, cst.Lambda):
             return {}
         shape = self._seed_shape(f, node, full)
         facts = self.facts

@@ -186,6 +186,7 @@ DISPATCHED_HOOKS = PER_STEP_EVENTS - {"ITERATION_COMPLETED", "ITERATION_STARTED"
 # from a base of PER_STEP_HOOK_METHODS.
 CALLBACK_CLASS_SUFFIXES = ("Callback", "Callbacks", "Hook", "Hooks")
 DISPATCH_PREFIX = "@*"  # a callee key: "@*on_step_end" runs the project's callback methods of that name
+CALLABLE_PREFIX = "@&"  # a callee key: "@&pkg.a:f|pkg.b:g" runs one of the callbacks passed (kinds.callables)
 
 
 def hook_methods_of(bases) -> frozenset:

@@ -27,6 +27,11 @@ def element_of(kind):
     cls = instances_class(kind)
     if cls is not None:
         return instance(cls)
+    item = generator_item(kind)
+    if item is not None:
+        return item
+    if callable_keys(kind) is not None:
+        return kind  # a list of callbacks: each item is one of them
     if kind in (TENSORS, TENSOR, BOOL_TENSOR):
         return TENSOR
     if kind in (CPU_TENSORS, CPU_TENSOR):
@@ -89,4 +94,54 @@ def instances_class(kind):
     """The class key of a list-of-instances kind, else None."""
     if isinstance(kind, str) and kind.startswith(_INSTANCES):
         return kind[len(_INSTANCES):]
+    return None
+
+
+# What a project generator yields (``def batches(device, n): ... yield x.to(device), y.to(device)``):
+# iterating its call gives that. Kept for items that hold tensors only, and for a yielded tuple its
+# parts, one kind each (``yield x, y, names``: the names stay what they are).
+_GENERATOR = "gen:"
+_GENERATOR_ITEMS = frozenset({TENSOR, BOOL_TENSOR, TENSORS, CPU_TENSOR, CPU_TENSORS})
+_GENERATOR_PARTS = _GENERATOR_ITEMS | {NOT_TENSOR, MODULE}
+
+
+def generator(item, parts=None):
+    """The kind of a generator whose every item is of kind ``item`` (for a tuple: ``parts``, the kinds of
+    its elements, UNKNOWN where not known), or UNKNOWN when its items hold no tensor."""
+    if item not in _GENERATOR_ITEMS:
+        return UNKNOWN
+    text = _GENERATOR + item
+    if parts and all(p in _GENERATOR_PARTS or p is UNKNOWN for p in parts):
+        text += "|" + ",".join(p or "?" for p in parts)
+    return text
+
+
+def generator_item(kind):
+    """The kind of one item of a generator kind, else None."""
+    if isinstance(kind, str) and kind.startswith(_GENERATOR):
+        return kind[len(_GENERATOR):].partition("|")[0]
+    return None
+
+
+def generator_parts(kind):
+    """The kinds of the elements of a generator kind's tuple items (UNKNOWN where not known), else None."""
+    if isinstance(kind, str) and kind.startswith(_GENERATOR) and "|" in kind:
+        return tuple(None if p == "?" else p for p in kind.partition("|")[2].split(","))
+    return None
+
+
+# A project function passed as a value (``on_token=print_token``, ``callbacks=[log, partial(save, k=1)]``,
+# ``lambda t: print(t.tolist())``): calling it runs one of these functions (project-wide keys
+# "pkg.mod:func"), where the call is.
+_CALLABLE = "fn:"
+
+
+def callables(keys) -> str:
+    return _CALLABLE + "|".join(sorted(set(keys)))
+
+
+def callable_keys(kind):
+    """The project-wide keys of the functions a callable kind may run, else None."""
+    if isinstance(kind, str) and kind.startswith(_CALLABLE):
+        return tuple(kind[len(_CALLABLE):].split("|"))
     return None

@@ -8,6 +8,7 @@ calls rules make of it, and composes one part per job, each in its own module:
 * ``tensors.TensorInference`` and ``tensor_calls.CallKinds``: is this value a tensor? (``kind(expr)``,
   ``is_tensor(expr)``) from the bindings and the project's facts about other modules (``self.facts``);
 * ``calls.CallSites``: what each call runs, its call sites and the parameter seeds they give;
+* ``callables.Callables``: function values (callbacks, lambdas passed on) and what generators yield;
 * ``step_marks.StepMarks``: roots of per-step code, hot loops and hooks, and after the walk the module's own
   call graph (``steps.Steps``): does this line run every step?;
 * ``rewalk.Rewalk``: functions walked again when their parameters, callees or attributes became better known;
@@ -25,6 +26,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from xlalint.semantics.bindings import Bindings
+from xlalint.semantics.callables import Callables
 from xlalint.semantics.calls import CallSites
 from xlalint.semantics.export import Export
 from xlalint.semantics.module_calls import ModuleCalls
@@ -43,7 +45,7 @@ def _handlers(rule_class) -> tuple:
     return tuple(a for a in dir(rule_class) if a.startswith("on_"))
 
 
-class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, StepMarks, Rewalk, Export, CallKinds,
+class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
                     TensorInference):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True):
@@ -92,6 +94,11 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, StepMarks, 
         # callee key -> [(caller key, positional kinds, keyword kinds, called via self.)]
         self.call_sites: dict[str, list] = {}
         self._rewalking_quietly = False
+        self._defs_walked = False  # the module's statements walked again: its definitions keep their walks
+        self._lambda_keys: dict = {}  # id(lambda node) -> its function key, for a lambda passed to a project function
+        self._function_lambdas: set = set()  # id(lambda node) of those lambdas (walked as functions, not inline)
+        self.callable_sites_added = False  # a call of a callback was recorded (its parameters may learn from it)
+        self._recorded_again = False  # the last re-walks recorded call sites again (rewalk._rewalk_seeded)
         # method of a plain class -> the kinds of the attributes it read (None: all) when it was walked
         self._format_seen: dict = {}
         self._attr_reads: Optional[set] = None  # the `self.<attr>` names the method being walked reads

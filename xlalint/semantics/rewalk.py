@@ -10,6 +10,8 @@ assignments, and keeps everything else.
 
 from __future__ import annotations
 
+import libcst as cst
+
 from xlalint.semantics import kinds as K
 from xlalint.semantics.bindings import attribute_kind
 from xlalint.semantics.steps import FuncInfo
@@ -23,30 +25,39 @@ class Rewalk:
 
     def _refine_params(self) -> None:
         """Re-walk the functions whose parameters turn out to be tensors, with those kinds."""
+        for rnd in range(self._RETURN_ROUNDS + 1):
+            self.callable_sites_added = False
+            before = self._rewalk_plans()
+            if rnd == self._RETURN_ROUNDS:
+                break
+            # what the callers now pass (their callees' parameters may be known better); a callback's
+            # call recorded on a walk again: the callback learns its parameters
+            # a guessed `forward` parameter that turned out a Python value re-recorded what f passes on
+            # (`self.attn(h, start_pos)`): its callees learn it on the next round
+            if not self._rewalk_callers(before) and not self.callable_sites_added and not self._recorded_again:
+                break
+        self.callable_sites_added = False
+        self._rewalk_format_methods()
+        if self.callable_sites_added:  # `self.on_step(loss)` in a method walked again with its attributes
+            self._rewalk_plans()
+
+    def _rewalk_plans(self) -> dict:
+        """Walk again the functions whose seeds changed (module-level functions and methods, and the
+        lambdas passed as callbacks); their return kinds before, by key."""
         plans = []
         for f in list(self.funcs.values()):
-            if f.parent is None and f.node is not None:
+            if f.node is not None and (f.parent is None or type(f.node) is cst.Lambda):
                 seeds = self._param_seeds(f)
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
         before = {f.key: f.return_kind for f, _ in plans}
         recorded = False
         for f, seeds in plans:
+            if self.funcs.get(f.key) is not f:
+                continue  # a lambda made again by its function's walk again
             recorded |= self._rewalk_seeded(f, seeds)
-        for _ in range(self._RETURN_ROUNDS):
-            if not self._rewalk_callers(before) and not recorded:
-                break
-            plans = []  # what the callers now pass: their callees' parameters may be known better
-            for f in list(self.funcs.values()):
-                if f.parent is None and f.node is not None:
-                    seeds = self._param_seeds(f)
-                    if seeds != f.seeds:
-                        plans.append((f, seeds))
-            before = {f.key: f.return_kind for f, _ in plans}
-            recorded = False
-            for f, seeds in plans:
-                recorded |= self._rewalk_seeded(f, seeds)
-        self._rewalk_format_methods()
+        self._recorded_again = recorded
+        return before
 
     def _rewalk_seeded(self, f: FuncInfo, seeds: dict) -> bool:
         """Walk ``f`` again with its parameters' new kinds. When a guessed ``forward`` parameter turned out a
@@ -85,6 +96,9 @@ class Rewalk:
         changed = {k for k, rk in before.items() if k in self.funcs and self.funcs[k].return_kind != rk}
         if not changed:
             return False
+        top = any(c in changed for c, _ in self.top.calls)
+        if top:  # a script's or a notebook's loop at module level: `acc = accuracy(logits, y)`
+            self._rewalk_top()
         callers = {}
         for g in self.funcs.values():
             if g.node is None or not any(c in changed for c, _ in g.calls):
@@ -98,7 +112,38 @@ class Rewalk:
             for callee, recs in self.call_sites.items():
                 recs[:] = [r for r in recs if r[0] != g.key and not r[0].startswith(prefix)]
             self._rewalk(g, g.seeds, record=True)
-        return bool(callers)
+        return bool(callers) or top
+
+    def _rewalk_top(self) -> None:
+        """Walk the module's own statements again, as ``_rewalk`` walks a caller again: what they call
+        returns better-known kinds now. The definitions keep their walks: a ``def`` or a class is walked
+        again only as far as the module runs it (its decorators, a class's own statements)."""
+        top = self.top
+        prefix = top.key + ".<locals>."  # its lambdas passed as callbacks, made again by the walk
+        mine = lambda key: key == top.key or key.startswith(prefix)  # noqa: E731
+        for recs in self.call_sites.values():
+            recs[:] = [r for r in recs if not mine(r[0])]
+        self.candidates = [c for c in self.candidates if not mine(c.ctx.func.key)]
+        self.loops = [lp for lp in self.loops if not mine(lp.func.key)]
+        for key in [k for k in self.funcs if k.startswith(prefix)]:
+            self._replaced.append(self.funcs.pop(key))
+        for store in (top.env, top.periods, top.polarities, top.step_counters, top.calls, top.sync_points):
+            store.clear()
+        top.step_call_outside_loops = top.barrier_outside_loops = top.trains_outside_loops = False
+        top.runs_model = False
+        self._kind_cache.clear()
+        for rule in self.rules:
+            rule.before_rewalk()
+        saved = (self.loop_stack, self.guards, self.stmt, self.cond_depth, self.top_index, self._type_tested)
+        self.loop_stack, self.guards, self.cond_depth, self._type_tested = [], [], 0, []
+        self._defs_walked = True
+        try:
+            for i, stmt in enumerate(self.module.body):
+                self.top_index = i
+                self.walk(stmt)
+        finally:
+            self._defs_walked = False
+            (self.loop_stack, self.guards, self.stmt, self.cond_depth, self.top_index, self._type_tested) = saved
 
     def _rewalk(self, f: FuncInfo, seeds: dict, record: bool = False) -> None:
         """Walk ``f`` again with parameter kinds ``seeds``; ``record``: its call sites are recorded
@@ -124,6 +169,7 @@ class Rewalk:
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.runs_model = False
         f.return_kind = K.UNKNOWN
+        f.yields = None
         self._kind_cache.clear()
         for c in self.classes.values():  # its attribute assignments are made again by the walk
             for name, entries in c.get("entries", {}).items():
@@ -147,6 +193,7 @@ class Rewalk:
             self._bind_params(f.node, f)
             f.env.update(seeds)
             self.walk_block(f.node.body)
+            self.end_generator(f)
         finally:
             self.eval_depth = saved_eval
             self._rewalking_quietly = False

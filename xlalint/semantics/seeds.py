@@ -129,7 +129,8 @@ def seeds(shape: Shape, external: list, vetoes: Callable[[], list], known: Calla
                 # beside `losses.update(loss.item())`): its attributes hold device tensors
                 out[name] = K.TENSOR
             continue
-        found = [k for k in ks if k in SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None]
+        found = [k for k in ks if k in SEEDABLE or K.instance_class(k) is not None or K.instances_class(k) is not None
+                 or K.generator_item(k) is not None or K.callable_keys(k) is not None]
         if not found:
             continue
         if vetoed is None:  # asked only now: it matters only where a seed is on the table
@@ -138,6 +139,8 @@ def seeds(shape: Shape, external: list, vetoes: Callable[[], list], known: Calla
             continue
         if all(k == found[0] for k in found):
             out[name] = found[0]
+        elif all(K.callable_keys(k) is not None for k in found):  # different callbacks: any of them runs
+            out[name] = K.callables([c for k in found for c in K.callable_keys(k)])
         elif all(k in K.DEVICE_TENSORS for k in found):
             out[name] = K.TENSOR
     return out

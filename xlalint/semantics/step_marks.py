@@ -136,6 +136,10 @@ class StepMarks:
             meth = callee[len(H.DISPATCH_PREFIX):]
             return [k for k, f in self.funcs.items()
                     if f.name == meth and f.class_key is not None and self._callback_like(f.class_key)]
+        if callee.startswith(H.CALLABLE_PREFIX):  # the callbacks passed that are this module's
+            prefix = self.module_name + ":"
+            return [g[len(prefix):] for g in callee[len(H.CALLABLE_PREFIX):].split("|")
+                    if g.startswith(prefix) and g[len(prefix):] in self.funcs]
         return [callee] if callee in self.funcs else []
 
     def _callback_like(self, cls: str, _depth: int = 0) -> bool:

@@ -52,6 +52,7 @@ class FuncInfo:
     #                         a checkpoint writer (its host copies are its purpose)
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)
     guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
+    yields: Optional[list] = None  # a generator's (item kind, tuple part kinds) per `yield`, as walked
 
 
 @dataclass(eq=False)

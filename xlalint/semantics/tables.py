@@ -66,6 +66,8 @@ CPU_FACTORY_FUNCTIONS = frozenset(
         "torch.randperm", "torch.Tensor", "torch.LongTensor", "torch.FloatTensor",
         "torch.BoolTensor", "torch.IntTensor", "torch.get_rng_state", "torch.frombuffer",
         "torch.scalar_tensor", "torch.empty_strided", "torch.normal", "torch.bernoulli",
+        "torch.fft.fftfreq", "torch.fft.rfftfreq", "torch.hann_window", "torch.hamming_window",
+        "torch.blackman_window", "torch.bartlett_window", "torch.kaiser_window",
     }
 )
 

@@ -77,6 +77,8 @@ class CallKinds:
             return K.NOT_TENSOR
         if name in ("iter", "list", "tuple", "sorted", "reversed") and args:
             k = self.kind(args[0])
+            if K.callable_keys(k) is not None:
+                return k  # `self.callbacks = list(callbacks)`: still the callbacks
             if name == "iter":
                 return k if k is not K.UNKNOWN else (K.LOADER if self._looks_like_loader(args[0]) else K.UNKNOWN)
             if k in (K.TENSORS, K.TENSOR, K.BOOL_TENSOR):

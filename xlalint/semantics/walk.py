@@ -99,6 +99,8 @@ class StatementWalk:
         self._emit("Assign", node)
         self.walk(node.value)
         value_kind = self.kind(node.value)
+        if value_kind is K.UNKNOWN or value_kind == K.NOT_TENSOR:
+            value_kind = self.callable_kind(node.value) or value_kind  # `hooks = [log, partial(check, k=1)]`
         period = polarity = None
         if type(node.value) in (cst.Comparison, cst.BooleanOperation, cst.Call, cst.UnaryOperation):
             period = period_of(node.value) or self.predicate_period(node.value)
@@ -146,6 +148,8 @@ class StatementWalk:
         self.seq += 1
         for d in node.decorators:
             self.walk(d.decorator)
+        if self._defs_walked:
+            return  # the module's statements walked again (rewalk): the function keeps its walk
         name = node.name.value
         if self.func is self.top and self.class_key is None:
             key = name
@@ -193,6 +197,7 @@ class StatementWalk:
             self._attr_reads = set()
         self._emit("FunctionDef", node)
         self.walk_block(node.body)
+        self.end_generator(info)
         if info.saves and _SAVE_WORDS & set(name_words(name)):
             # `save_lora_checkpoint()` copies each parameter to the host to write it: the copy is its purpose,
             # every `save_interval` steps, not a cost to fix (issue 32)
@@ -205,12 +210,22 @@ class StatementWalk:
 
     def _lambda(self, node: cst.Lambda) -> None:
         self._emit("Lambda", node)
-        self.walk(node.body)
+        if id(node) in self._function_lambdas:
+            self.walk_lambda_function(node)  # callables: its body runs where it is called
+        else:
+            self.walk(node.body)
 
     def _class_def(self, node: cst.ClassDef) -> None:
         self.seq += 1
         for d in node.decorators:
             self.walk(d.decorator)
+        if self._defs_walked:  # the module's statements walked again (rewalk): the class's own statements only
+            key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
+            saved = (self.class_key, self.stmt)
+            self.class_key, self.stmt = key, node
+            self.walk_block(node.body)
+            self.class_key, self.stmt = saved
+            return
         bases = [a.value for a in node.bases]
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
         is_module = False
@@ -464,6 +479,10 @@ class StatementWalk:
         self._callee_memo = [node.func, UNRESOLVED]
         try:
             self._emit("Call", node)
+            if any(type(a.value) is cst.Lambda for a in node.args):
+                callee = self.callee_key(node.func)
+                if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
+                    self._function_lambdas.update(id(a.value) for a in node.args if type(a.value) is cst.Lambda)
         finally:
             self._callee_memo = None
         q = self.qualname(node.func)
@@ -622,6 +641,7 @@ _SPECIAL_METHODS = {
     "TryStar": "_try",
     "With": "_with",
     "Return": "_return",
+    "Yield": "_yield",
     "Raise": "_raise",
     "Assert": "_assert",
     "ListComp": "_comp",

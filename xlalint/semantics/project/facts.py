@@ -247,6 +247,14 @@ class Facts:
         """The project functions a recorded callee may run (a method call also runs the overrides)."""
         if callee.startswith(H.DISPATCH_PREFIX):  # cb.on_step_end(): the project's callback methods
             return self.dispatched(callee[len(H.DISPATCH_PREFIX):])
+        if callee.startswith(H.CALLABLE_PREFIX):  # on_token(nxt): the callbacks its callers passed
+            out = []
+            for gkey in callee[len(H.CALLABLE_PREFIX):].split("|"):
+                m, _, key = gkey.partition(":")
+                s = self.summaries.get(m)
+                if s is not None and key in s["funcs"]:
+                    out.append(gkey)
+            return out
         if callee.startswith("@"):
             ref = callee[1:]
             if ":" in ref:  # "@pkg.core:Trainer.step": a method of a known class
@@ -361,7 +369,8 @@ def _shape(s: Optional[dict]):
 
 def seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
-    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) or K.instance_class(kind) or K.instances_class(kind):
+    if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) \
+            or K.instance_class(kind) or K.instances_class(kind) or K.generator_item(kind) or K.callable_keys(kind):
         return kind
     return None
 
