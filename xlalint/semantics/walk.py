@@ -306,7 +306,7 @@ class StatementWalk:
         self.stmt = prev
         period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
-        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or self._breaks_the_loop(node.body))
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or _breaks_the_loop(node.body, self.loop_stack))
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
         mode = mode_test(node.test)
@@ -377,16 +377,6 @@ class StatementWalk:
         self.walk(node.right)
         if skipped:
             self.guards.pop()
-
-    def _breaks_the_loop(self, block) -> bool:
-        """``if train_iterator.epoch >= epochs: generate_example(...); break``: the block ends with a ``break``
-        of the function's outermost loop (or of a loop over a loader): it runs once, as the loop ends, never
-        every step (a ``break`` of an inner loop nested in the step loop may run every step: not this)."""
-        body = getattr(block, "body", ())
-        last = body[-1] if body else None
-        if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
-            return False
-        return bool(self.loop_stack) and (len(self.loop_stack) == 1 or self.loop_stack[-1].iterates_loader)
 
     def _exits(self, block) -> bool:
         """The block ends the program or raises: it runs at most once, like an error path."""
@@ -566,6 +556,17 @@ def _tensor_type_test(test) -> Optional[str]:
         elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
             return args[0].value
     return None
+
+
+def _breaks_the_loop(block, loop_stack) -> bool:
+    """``if train_iterator.epoch >= epochs: generate_example(...); break``: the block ends with a ``break`` of
+    the function's outermost loop (or of a loop over a loader): it runs once, as the loop ends, never every
+    step (a ``break`` of an inner loop nested in the step loop may run every step: not this)."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
+        return False
+    return bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
 
 
 def _debug_flag(test) -> bool:
