@@ -157,3 +157,13 @@ def test_a_value_read_once_before_the_loop_is_silent():
     src = ("import torch\nn = int(sizes.sum().to(device))\nfor x, y in loader:\n    out = model(x)\n"
            "    r = out[:, :n]\n    r.sum().backward()\n    optimizer.step()\n")
     assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+
+
+def test_the_elements_of_a_python_container_are_unknown_not_python_values():
+    """``batches = []`` filled by ``batches.append(batch)`` holds batches: a loop over it binds values of unknown
+    kind, never "a Python value" that would tell a `forward` its `batch` parameter is not a tensor (OpenNMT's
+    trainer lost its loss's mask writes that way)."""
+    from xlalint.semantics import kinds as K
+
+    assert K.element_of(K.NOT_TENSOR) is K.UNKNOWN
+    assert K.element_of(K.TENSORS) == K.TENSOR and K.element_of(K.CPU_TENSORS) == K.CPU_TENSOR

@@ -40,8 +40,8 @@ def element_of(kind):
         return TENSORS
     if kind == CPU_LOADER:
         return CPU_TENSORS
-    if kind == NOT_TENSOR:
-        return NOT_TENSOR
+    # a Python container's elements are not known from the container: `batches = []` filled with
+    # `batches.append(batch)` holds batches (what a loop over it binds is unknown, not a Python value)
     return UNKNOWN
 
 
