@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from xlalint.semantics.project.levels import components
+
 ROOT = Path(__file__).resolve().parent.parent
 # where the code lives, and the top-level name it is imported by
 PACKAGES = {"xlalint": ROOT / "xlalint", "xlalint_flake8": ROOT / "plugins" / "xlalint_flake8"}
@@ -200,39 +202,12 @@ def test_imports_only_point_down():
 
 
 def _circles() -> list:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    """The strongly connected components of more than one module, each sorted (the project pass's own
+    Tarjan, ``levels.components``, over the import graph)."""
     graph: dict = {n: set() for n in MODULES}
     for a, b, _ in EDGES:
         graph[a].add(b)
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+    return [sorted(c) for c in components(graph) if len(c) > 1]
 
 
 def test_no_import_circle():

@@ -38,9 +38,20 @@ def dependency_levels(index: ProjectIndex, decls: dict) -> dict:
             if q is not None and q != p:
                 out.add(q)
         deps[p] = out
-    # Tarjan's strongly connected components, iteratively (no recursion limit): each component comes out
-    # after every component it depends on, so its level is known when it does
     level: dict = {}
+    for comp in components(deps):  # each after every component it depends on: their levels are known
+        members = set(comp)
+        lv = 1 + max((level[w] for c in comp for w in deps.get(c, ()) if w not in members), default=-1)
+        for c, sub in _cycle_levels(sorted(members), deps).items():
+            level[c] = lv + sub
+    return level
+
+
+def components(deps: dict) -> list:
+    """The strongly connected components of the graph ``deps`` (node -> the nodes it depends on), by
+    Tarjan's algorithm, iteratively (no recursion limit): each component comes after every component it
+    depends on. Deterministic: nodes and their dependencies are visited in sorted order."""
+    out: list = []
     num: dict = {}
     low: dict = {}
     on_stack: set = set()
@@ -82,11 +93,8 @@ def dependency_levels(index: ProjectIndex, decls: dict) -> dict:
                     comp.append(w)
                     if w == v:
                         break
-                members = set(comp)
-                lv = 1 + max((level[w] for c in comp for w in deps.get(c, ()) if w not in members), default=-1)
-                for c, sub in _cycle_levels(sorted(members), deps).items():
-                    level[c] = lv + sub
-    return level
+                out.append(comp)
+    return out
 
 
 def _cycle_levels(members: list, deps: dict) -> dict:
