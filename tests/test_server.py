@@ -312,6 +312,15 @@ def _edit_cell(client, uri, cell_uri, version, line, start, end, text):
                                       end=types.Position(line=line, character=end)), text=text)])]))))
 
 
+def _delete_cell(client, uri, version, index, cell_uri):
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=version),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=index, delete_count=1, cells=[]),
+                did_close=[types.TextDocumentIdentifier(uri=cell_uri)])))))
+
+
 @pytest.mark.asyncio
 async def test_a_notebook_gets_diagnostics_per_cell_and_after_a_cell_edit(client: LanguageClient, tmp_path: Path):
     """notebookDocument/didOpen: the cells are one program (a helper in cell 2 read per step by cell 4's
@@ -340,21 +349,11 @@ async def test_a_notebook_gets_diagnostics_per_cell_and_after_a_cell_edit(client
         cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
 
     # delete cell 3 (the setup): the loop is cell 3 now, its finding stays on its URI; the deleted cell's go
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=4),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
-            structure=types.NotebookDocumentCellChangeStructure(
-                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
-                did_close=[types.TextDocumentIdentifier(uri=cells[2])])))))
+    _delete_cell(client, uri, 4, 2, cells[2])
     assert await _cell_diagnostics(client, code) == {
         cells[1]: [], cells[2]: [], cells[3]: [("XLA006", 3, 4, "xlalint")]}
     # delete the loop: its diagnostic is cleared
-    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-        notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=5),
-        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
-            structure=types.NotebookDocumentCellChangeStructure(
-                array=types.NotebookCellArrayChange(start=2, delete_count=1, cells=[]),
-                did_close=[types.TextDocumentIdentifier(uri=cells[3])])))))
+    _delete_cell(client, uri, 5, 2, cells[3])
     assert await _cell_diagnostics(client, [cells[1], cells[3]]) == {cells[1]: [], cells[3]: []}
 
     # closing the notebook clears what is left (a cell with a finding again, to see it go)
