@@ -261,16 +261,22 @@ def _encode(rows: list) -> bytes:
 _ROW_TYPES = (int, int, str, int, int, str, str, str, str, str, str, tuple, str, str, (int, type(None)))
 
 
-def _decode(blob: bytes) -> Optional[list]:
-    if len(blob) < 8 or blob[:4] != MAGIC:
+def _unframe(blob: bytes, magic: bytes):
+    """What ``blob`` holds when it starts with ``magic`` and its checksum agrees, else None (a torn write, a
+    file of another version)."""
+    if len(blob) < 8 or blob[:4] != magic:
         return None
     payload = blob[8:]
     if zlib.crc32(payload).to_bytes(4, "little") != blob[4:8]:
         return None
     try:
-        rows = marshal.loads(payload)
+        return marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
         return None
+
+
+def _decode(blob: bytes) -> Optional[list]:
+    rows = _unframe(blob, MAGIC)
     if not isinstance(rows, tuple):
         return None
     for r in rows:
@@ -282,12 +288,4 @@ def _decode(blob: bytes) -> Optional[list]:
 
 
 def _decode_value(blob: bytes):
-    if len(blob) < 8 or blob[:4] != MAGIC2:
-        return None
-    payload = blob[8:]
-    if zlib.crc32(payload).to_bytes(4, "little") != blob[4:8]:
-        return None
-    try:
-        return marshal.loads(payload)
-    except (EOFError, ValueError, TypeError):
-        return None
+    return _unframe(blob, MAGIC2)
