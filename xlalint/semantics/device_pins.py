@@ -16,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import dotted_name
+from xlalint.semantics.syntax import dotted_name, string_value
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -32,19 +32,9 @@ def mentions_xla(text: str) -> bool:
     return _MENTIONS_XLA.search(text) is not None
 
 
-def _string(node) -> Optional[str]:
-    if type(node) is cst.SimpleString:
-        try:
-            v = node.evaluated_value
-        except Exception:  # noqa: BLE001 - a literal libcst cannot evaluate
-            return None
-        return v if isinstance(v, str) else None
-    return None
-
-
 def _is_cuda_value(node) -> Optional[bool]:
     """True: names CUDA; False: a device chosen elsewhere; None: not a device (a dtype, a literal "cpu")."""
-    s = _string(node)
+    s = string_value(node)
     if s is not None:
         low = s.lower()
         if low.startswith(_CUDA_WORDS):

@@ -288,9 +288,5 @@ def element_key_of(name: str, idx) -> Optional[str]:
     """The key of ``name[idx]`` for a constant index: ``metrics['loss']`` and ``metrics["loss"]`` are one."""
     if type(idx) is cst.Integer:
         return f"{name}[{idx.value}]"
-    if type(idx) is cst.SimpleString:
-        try:
-            return f"{name}[{idx.evaluated_value!r}]"
-        except Exception:  # noqa: BLE001 - a literal libcst cannot evaluate: no key
-            return None
-    return None
+    value = string_value(idx)
+    return f"{name}[{value!r}]" if value is not None else None
