@@ -172,3 +172,63 @@ def test_a_periodic_predicate_names_the_period_its_caller_passes(tmp_path):
     msgs = _messages(_lint(tmp_path), "t.py")
     assert "every `validate_every` steps" in msgs[11], msgs[11]
     assert "every `cfg.generate_every` steps" in msgs[13], msgs[13]
+
+
+CUDA_LOOP = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "{setup}\n"
+    "model = nn.Linear(4, 4){place_model}\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for step in range(10):\n"
+    "    x = torch.randn(8, 4){place_x}\n"
+    "    loss = model(x).sum()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    print(loss.item())\n"
+)
+
+
+def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twin_is(tmp_path):
+    """Issue 32 cause 8: `.cuda()` / `device="cuda"` literals and nothing chosen at run time, XLA never named:
+    not XLA code. A device variable (even one set to "cuda" by default) is what a user points at XLA."""
+    cases = {
+        "pinned.py": dict(setup="", place_model=".cuda()", place_x=".cuda()"),
+        "pinned_kw.py": dict(setup="", place_model=".to('cuda')", place_x=" + torch.zeros(8, 4, device='cuda')"),
+        "variable.py": dict(setup="device = 'cuda'", place_model=".to(device)", place_x=".to(device)"),
+        "chosen.py": dict(setup="device = 'cuda' if torch.cuda.is_available() else 'cpu'",
+                          place_model=".to(device)", place_x=".to(device)"),
+        "names_xla.py": dict(setup="# runs on a TPU too (torch_xla)", place_model=".cuda()", place_x=".cuda()"),
+    }
+    for name, parts in cases.items():
+        (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
+    found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
+    assert found == {"variable.py", "chosen.py", "names_xla.py"}, found
+
+
+def test_a_whole_evaluation_through_a_helper_ends_it_for_reads_in_a_periodic_block_only(tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "def evaluate(model, loader):\n"
+        "    total = 0\n"
+        "    for x, y in loader:\n"
+        "        total = total + model(x).sum()\n"
+        "    return total\n"
+        "def run_eval(model, loader):\n"
+        "    return evaluate(model, loader)\n"
+        "def train(model, loader, val, opt, every):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if step % every == 0:\n"
+        "            val_loss = run_eval(model, val)\n"
+        "            print(val_loss.item())\n"
+        "        out = run_eval(model, val)\n"
+        "        print(out.item())\n"
+        "        torch_xla.sync()\n"
+    )
+    lines = {f.line for f in _lint(tmp_path) if f.code == "XLA001"}
+    assert 17 not in lines  # the periodic evaluation's result, read once after it (through run_eval)
+    assert 19 in lines  # the same read every step, outside a periodic block, is still a finding
