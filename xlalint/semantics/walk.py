@@ -162,8 +162,9 @@ class StatementWalk:
                         top_index=self.top_index)
         # a unit test: anything in a test module, and a unittest case's test methods anywhere (a `test_epoch()`
         # elsewhere is an evaluation on the test split)
-        info.excluded = self.func.excluded or (name.startswith("test") and self.class_key is not None
-                                       and self.class_key.rpartition(".")[2].startswith("Test"))
+        info.excluded = self.func.excluded or (self.class_key is not None and (
+            self.classes.get(self.class_key, {}).get("test_case", False)
+            or (name.startswith("test") and self.class_key.rpartition(".")[2].startswith("Test"))))
         replaced = self.funcs.get(key)
         if replaced is not None:  # defined again (in both arms of an `if`, walked again): release() needs it
             self._replaced.append(replaced)
@@ -246,8 +247,12 @@ class StatementWalk:
                 is_module = is_module or bool(r is not None and r[0] == "class" and self.facts.class_is_module(r[1]))
         names = [self.qualname(b) or (f"{self.module_name}.{dotted_name(b)}" if dotted_name(b) in self.classes
                                       else dotted_name(b)) for b in bases]
+        # a unittest case (`class TestGradients(TestCase)`, `absltest.TestCase`, a project base deriving from
+        # one): every method is test code, its helpers too, whose loops compare runs and assert
+        test_case = any(n.rpartition(".")[2].endswith("TestCase")
+                        or self.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
         self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd,
-                             "bases": [n for n in names if n]}
+                             "bases": [n for n in names if n], "test_case": test_case}
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -605,12 +610,19 @@ def _places_on_device(node: cst.Call) -> bool:
 # Types whose instances are never tensors nor hold them: `isinstance(v, (str, Path))` narrows `v` to a
 # Python value (not containers: `isinstance(x, dict)` then `x.get("patch_valid")` may be a tensor).
 _PYTHON_TYPES = frozenset({"str", "bytes", "int", "float", "bool", "complex",
-                           "Path", "PurePath", "PathLike", "Number", "Integral", "Real", "ndarray", "Image"})
+                           "Path", "PurePath", "PathLike", "Number", "Integral", "Real", "ndarray", "Image",
+                           # NumPy's scalar types (`isinstance(v, np.number)`): host values
+                           "number", "generic", "integer", "floating", "signedinteger", "unsignedinteger",
+                           "bool_", "float32", "float64", "int32", "int64"})
 
 
 def _python_type_test(test) -> Optional[str]:
     """``isinstance(v, str)`` / ``isinstance(v, (str, Path))``: the name ``v`` when every type named is a
-    Python type whose instances are never tensors (``_PYTHON_TYPES``, by its last name)."""
+    Python type whose instances are never tensors (``_PYTHON_TYPES``, by its last name). In a chain of
+    ``and`` (``np is not None and isinstance(v, np.number)``) the body runs only when every operand holds,
+    so one narrowing operand narrows."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _python_type_test(test.left) or _python_type_test(test.right)
     if type(test) is not cst.Call or dotted_name(test.func) != "isinstance":
         return None
     args = positional_args(test)
