@@ -199,11 +199,24 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         "chosen.py": dict(setup="device = 'cuda' if torch.cuda.is_available() else 'cpu'",
                           place_model=".to(device)", place_x=".to(device)"),
         "names_xla.py": dict(setup="# runs on a TPU too (torch_xla)", place_model=".cuda()", place_x=".cuda()"),
+        # XLA and TPU as words: "outputs" holds "tpu" and "xlarge" starts with "xla", neither names them
+        "words.py": dict(setup="outputs = []  # vit_xlarge throughput", place_model=".cuda()", place_x=".cuda()"),
+        "flag.py": dict(setup="use_tpu = False", place_model=".cuda()", place_x=".cuda()"),
+        # `device=w.device` follows its input: neither a pin nor a device chosen at run time
+        "follows.py": dict(setup="", place_model=".cuda()",
+                           place_x=".cuda() + torch.zeros(8, 4, device=model.weight.device)"),
+        # a CUDA-only library imported unconditionally: the module cannot be imported on a TPU host, whatever
+        # its device variable says; imported under `try:` it is optional
+        "flash.py": dict(setup="from flash_attn import flash_attn_func\ndevice = 'cuda'",
+                         place_model=".to(device)", place_x=".to(device)"),
+        "optional_flash.py": dict(setup="try:\n    from flash_attn import flash_attn_func\nexcept ImportError:\n"
+                                        "    flash_attn_func = None\ndevice = 'cuda'",
+                                  place_model=".to(device)", place_x=".to(device)"),
     }
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
     found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
-    assert found == {"variable.py", "chosen.py", "names_xla.py"}, found
+    assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py"}, found
 
 
 def test_a_whole_evaluation_through_a_helper_ends_it_for_reads_in_a_periodic_block_only(tmp_path):

@@ -6,7 +6,9 @@ by a literal (``model.cuda()``, ``x.to("cuda")``, ``torch.device("cuda:0")``, ``
 ``Fabric(accelerator="cuda")``, ``init_process_group("nccl")``, ``torch.cuda.set_device(rank)``), places on
 a device chosen elsewhere (``x.to(device)``, ``device=args.device``), or neither. A module with a pin,
 no placement chosen elsewhere and no mention of XLA or TPU anywhere in its text is excluded like a JAX
-module: its findings would describe costs of a program that never runs on XLA.
+module: its findings would describe costs of a program that never runs on XLA. So is a module that imports
+a CUDA-only library (``flash_attn``, ``mamba_ssm``, ...) unconditionally and never names XLA or a TPU: it
+cannot be imported on a TPU host at all.
 """
 
 from __future__ import annotations
@@ -21,10 +23,41 @@ from xlalint.semantics.syntax import dotted_name, string_value
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
 
-_MENTIONS_XLA = re.compile(r"xla|tpu", re.IGNORECASE)
+# XLA or a TPU as a word or a word's start (`torch_xla`, `XLA_USE_BF16`, `tpu_cores`, `TPUv4`), not inside
+# another word: "output" holds "tpu", "xlarge" starts with "xla"
+_MENTIONS_XLA = re.compile(r"(?<![a-z])(?:xla(?!rge)|tpu)", re.IGNORECASE)
 _DEVICE_KEYWORDS = frozenset({"device", "map_location", "accelerator", "backend"})
 _CUDA_WORDS = ("cuda", "gpu", "nccl")
 _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "memory_format", "non_blocking")
+
+
+# Libraries that exist only as CUDA builds: a module importing one unconditionally (not under `try:` or `if`)
+# cannot even be imported on a TPU host. (Not triton, deepspeed, xformers or bitsandbytes: they import
+# without a GPU.)
+CUDA_ONLY_LIBRARIES = frozenset({
+    "flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm", "causal_conv1d",
+    "selective_scan_cuda", "grouped_gemm", "transformer_engine", "apex", "amp_C", "fused_layer_norm_cuda",
+    "cupy", "pycuda",
+})
+
+
+def requires_cuda(module: cst.Module) -> Optional[str]:
+    """The CUDA-only library (``CUDA_ONLY_LIBRARIES``) the module imports at its top level, unconditionally;
+    None when it imports none (an import under ``try:`` or ``if`` is optional: the code runs without it)."""
+    for stmt in module.body:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            if type(small) is cst.Import:
+                names = [dotted_name(a.name) or "" for a in small.names]
+            elif type(small) is cst.ImportFrom and not small.relative and small.module is not None:
+                names = [dotted_name(small.module) or ""]
+            else:
+                continue
+            for n in names:
+                if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
+                    return n
+    return None
 
 
 def mentions_xla(text: str) -> bool:
@@ -44,6 +77,8 @@ def _is_cuda_value(node) -> Optional[bool]:
         return _is_cuda_value(node.args[0].value)
     if type(node) is cst.Integer:
         return None
+    if type(node) is cst.Attribute and node.attr.value == "device":
+        return None  # `device=mask.device`: wherever its input is, neither CUDA nor a choice
     name = dotted_name(node)
     if name is None:
         return False if type(node) in (cst.Subscript, cst.Call, cst.IfExp) else None

@@ -25,6 +25,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import device_pins
 from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.callables import Callables
 from xlalint.semantics.calls import CallSites
@@ -73,6 +74,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.names_xla = names_xla
         self.pins_cuda = False
         self.chooses_device = False
+        self.requires_cuda = not names_xla and device_pins.requires_cuda(module) is not None
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []

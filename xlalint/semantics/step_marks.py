@@ -95,9 +95,10 @@ class StepMarks:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
         funcs = self.funcs
-        if self.pins_cuda and not self.chooses_device and not self.names_xla:
+        if (self.pins_cuda and not self.chooses_device or self.requires_cuda) and not self.names_xla:
             # hard-wired to CUDA (`model.cuda()`, `Fabric(accelerator="cuda")`, `device = "cuda"`), never a
-            # device chosen at run time, XLA and TPUs never named: it does not run on torch_xla
+            # device chosen at run time, XLA and TPUs never named, or importing a CUDA-only library
+            # (`from flash_attn import ...`): it does not run on torch_xla
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
