@@ -65,9 +65,12 @@ class Rewalk:
         (``self.attn(h, start_pos)``): its call sites are recorded again (True), for the next round."""
         unguessed = any(k == K.NOT_TENSOR and f.seeds.get(name) != K.NOT_TENSOR and name in self._guessed_params.get(f.key, ())
                         and f.name == "forward" for name, k in seeds.items())
-        self._rewalk(f, seeds, record=unguessed)
+        # a callback received that f hands on (`generate(..., callback=cb)` passing `callback=callback` to its
+        # decode loop): what f passes on changes too
+        forwarded = any(K.callable_keys(k) is not None and f.seeds.get(name) != k for name, k in seeds.items())
+        self._rewalk(f, seeds, record=unguessed or forwarded)
         f.seeds = seeds
-        return unguessed
+        return unguessed or forwarded
 
     def _rewalk_format_methods(self) -> None:
         # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
