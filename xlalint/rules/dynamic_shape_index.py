@@ -225,8 +225,15 @@ class DynamicShapeIndex(Rule):
                 return
 
     def _assumed_param(self, bound) -> bool:
-        """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often."""
-        if type(bound) is not cst.Name:
+        """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often;
+        so is arithmetic on such parameters and literals only (``arange(j - i, j)`` in ``forward(self, i, j)``)."""
+        t = type(bound)
+        if t is cst.BinaryOperation:
+            return self._assumed_or_literal(bound.left) and self._assumed_or_literal(bound.right) and (
+                self._assumed_param(bound.left) or self._assumed_param(bound.right))
+        if t is cst.UnaryOperation:
+            return self._assumed_param(bound.expression)
+        if t is not cst.Name:
             return False
         f = self.model.func
         name = bound.value
@@ -237,6 +244,9 @@ class DynamicShapeIndex(Rule):
             if p.name.value == name:
                 return p.annotation is None
         return False
+
+    def _assumed_or_literal(self, e) -> bool:
+        return type(e) in (cst.Integer, cst.Float) or self._assumed_param(e)
 
     # --------------------------------------------------------------- calls
     def on_Call(self, node: cst.Call) -> None:
