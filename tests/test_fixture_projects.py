@@ -29,7 +29,7 @@ MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
 # Projects whose marks sit outside train.py: single-file analysis cannot find them (issue #12).
 NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns", "padded_batches", "speech_helpers",
                           "decode_eval_hooks", "logging_sinks", "kv_decode",
-                          "script_callbacks"}
+                          "script_callbacks", "helper_defaults"}
 
 
 # Projects whose marks --verify measures but cannot attribute to their lines yet, with the reason. The

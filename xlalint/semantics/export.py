@@ -60,7 +60,7 @@ class Export:
         funcs = {}
         for key, f in self.funcs.items():
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
-                          f.trains_outside_loops, f.return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
+                          f.trains_outside_loops, f.call_return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
                           [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up,
                           f.runs_model, f.excluded, f.no_grad]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]

@@ -145,3 +145,24 @@ def callable_keys(kind):
     if isinstance(kind, str) and kind.startswith(_CALLABLE):
         return tuple(kind[len(_CALLABLE):].split("|"))
     return None
+
+
+# What a function that returns one of its arguments returns (``def default(val, d): return val if val is not
+# None else d``): at each call, what that call passed (``passthrough.at_call``). Parts: position, name and
+# whether the parameter is called (``d()``).
+_PASSTHROUGH = "arg:"
+
+
+def passthrough(parts) -> str:
+    return _PASSTHROUGH + ",".join(f"{i}/{name}/{int(called)}" for i, name, called in parts)
+
+
+def passthrough_spec(kind):
+    """The parts of a passthrough kind, else None."""
+    if isinstance(kind, str) and kind.startswith(_PASSTHROUGH):
+        out = []
+        for part in kind[len(_PASSTHROUGH):].split(","):
+            i, name, called = part.split("/")
+            out.append((int(i), name, called == "1"))
+        return tuple(out)
+    return None

@@ -172,6 +172,7 @@ class Rewalk:
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.runs_model = False
         f.return_kind = K.UNKNOWN
+        f.passes = None
         f.yields = None
         self._kind_cache.clear()
         for c in self.classes.values():  # its attribute assignments are made again by the walk

@@ -53,6 +53,13 @@ class FuncInfo:
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)
     guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
     yields: Optional[list] = None  # a generator's (item kind, tuple part kinds) per `yield`, as walked
+    passes: object = None  # a function returning its arguments: their parts (passthrough), False if not one
+
+    @property
+    def call_return_kind(self):
+        """What a call of it returns: its return kind, or for a function that returns one of its arguments
+        a passthrough kind that each call resolves with its own arguments (passthrough.at_call)."""
+        return K.passthrough(self.passes) if self.passes else self.return_kind
 
 
 @dataclass(eq=False)

@@ -12,6 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
@@ -36,7 +37,7 @@ class CallKinds:
                     return r
             f = self._lookup_func(name)
             if f is not None:
-                return f.return_kind
+                return passthrough.at_call(f.call_return_kind, e, self.kind)
             if name in self.classes:
                 return K.MODULE if self.classes[name]["module"] else K.instance(f"{self.module_name}:{name}")
             found, fk = self._env_lookup(name)
@@ -156,7 +157,7 @@ class CallKinds:
         if ns.startswith("torch.nn.utils") and fn in ("clip_grad_norm_", "clip_grad_norm", "parameters_to_vector"):
             return K.TENSOR
         if self.facts is not None and self.facts.knows(q):
-            return self._project_call_kind(q)
+            return passthrough.at_call(self._project_call_kind(q), e, self.kind)
         return K.NOT_TENSOR if q.startswith(_HOST_LIBRARIES) else K.UNKNOWN
 
     def _infer_method_call(self, e: cst.Call, func: cst.Attribute):

@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins
+from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -450,6 +450,8 @@ class StatementWalk:
             self.walk(node.value)
             k = self.kind(node.value)
             f = self.func
+            if f.class_key is None and f.parent is None:  # a plain function: what it returns may be an argument
+                f.passes = passthrough.combine(f.passes, passthrough.spec_of_return(node.value, f.node))
             if f.return_kind is K.UNKNOWN or f.return_kind == k:
                 f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
 
