@@ -616,3 +616,63 @@ def test_torch_source_lookalikes_stay_silent():
                         continue
         """)
     assert found == []
+
+
+FRAMEWORK_HOOKS = """
+import speechbrain as sb
+from composer import Callback
+from fastai.callback.core import Callback as FastCallback
+from trl import SFTTrainer
+
+
+class LossPrinter(Callback):
+    def after_loss(self, state, logger):
+        print(state.loss.item())
+
+    def fit_end(self, state, logger):
+        print(state.loss.item())
+
+    def eval_batch_end(self, state, logger):
+        print(state.loss.item())
+
+
+class FastPrinter(FastCallback):
+    def after_batch(self):
+        print(self.learn.loss.item())
+
+    def after_fit(self):
+        print(self.learn.loss.item())
+
+
+class ASR(sb.Brain):
+    def compute_objectives(self, predictions, batch, stage):
+        loss = self.modules.head(predictions).mean()
+        if loss.isnan().any():
+            print("nan")
+        return loss
+
+    def on_stage_end(self, stage, stage_loss, epoch):
+        loss = self.modules.head(stage_loss).mean()
+        if loss.isnan().any():
+            print("nan")
+
+
+class MyTrainer(SFTTrainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss = model(**inputs).loss
+        print(loss.item())
+        return loss
+
+    def save_model(self, output_dir=None, _internal_call=False):
+        print(self.model(**self.last_inputs).loss.item())
+"""
+
+
+def test_framework_trainers_and_callbacks_per_step_methods_and_their_lookalikes():
+    """Issue 33 item 6: composer's and fastai's batch events, speechbrain's Brain methods run by fit_batch(),
+    a trl trainer's compute_loss are per step; fit/epoch/stage-level methods and evaluation events are not
+    (their "every step" would be wrong)."""
+    found = lint(FRAMEWORK_HOOKS)
+    got = {(ln, c) for ln, c, _ in found}
+    assert got == {(10, "XLA001"), (21, "XLA001"), (30, "XLA002"), (43, "XLA001")}, found
+    assert all("every step" in m for _, _, m in found), found

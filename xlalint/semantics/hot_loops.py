@@ -148,6 +148,27 @@ _HF_CALLBACKS = ("transformers.TrainerCallback", "transformers.trainer_callback.
 _HF_TRAINERS = ("transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
                 "transformers.trainer_seq2seq.Seq2SeqTrainer")
 
+# trl's trainers subclass transformers' Trainer: a project trainer built on one inherits its per-step methods
+_TRL_TRAINERS = tuple(f"trl.{n}" for n in (
+    "SFTTrainer", "DPOTrainer", "GRPOTrainer", "PPOTrainer", "RewardTrainer", "KTOTrainer", "ORPOTrainer",
+    "CPOTrainer", "RLOOTrainer", "OnlineDPOTrainer", "GKDTrainer", "BCOTrainer", "XPOTrainer", "NashMDTrainer"))
+_HF_TRAINER_STEP_METHODS = frozenset({"compute_loss", "training_step", "prediction_step", "_prepare_inputs"})
+# composer's Callback: the events of every training batch (not fit/epoch events; the eval_* events run per
+# evaluation batch, which "every step" would misstate)
+_COMPOSER_CALLBACKS = ("composer.Callback", "composer.core.Callback", "composer.core.callback.Callback")
+_COMPOSER_BATCH_EVENTS = frozenset({
+    "batch_start", "after_dataloader", "before_train_batch", "before_forward", "after_forward", "before_loss",
+    "after_loss", "before_backward", "after_backward", "after_train_batch", "batch_end"})
+# fastai's Callback: the events of every batch
+_FASTAI_CALLBACKS = ("fastai.callback.core.Callback", "fastai.callback.all.Callback", "fastai.learner.Callback")
+_FASTAI_BATCH_EVENTS = frozenset({"before_batch", "after_pred", "after_loss", "before_backward", "after_backward",
+                                  "before_step", "after_step", "after_batch"})
+# speechbrain's Brain: fit_batch() runs compute_forward/compute_objectives every step (evaluate_batch, per
+# evaluation batch, is left out: "every step" would misstate it)
+_SPEECHBRAIN_BRAINS = ("speechbrain.Brain", "speechbrain.core.Brain")
+_SPEECHBRAIN_BATCH_METHODS = frozenset({"fit_batch", "compute_forward", "compute_objectives",
+                                        "on_fit_batch_start", "on_fit_batch_end"})
+
 # A base class (as the user's import resolves it) -> the methods of its subclasses that run every step
 # (or every batch of an evaluation). Epoch-level hooks (`on_train_epoch_end`, `on_evaluate`) are not here.
 PER_STEP_HOOK_METHODS = {
@@ -155,7 +176,10 @@ PER_STEP_HOOK_METHODS = {
     **{b: _LIGHTNING_BATCH_HOOKS | {"optimizer_step", "optimizer_zero_grad", "training_step_end",
                                      "validation_step_end", "on_after_batch_transfer"} for b in _LIGHTNING_MODULES},
     **{b: _HF_CALLBACK_HOOKS for b in _HF_CALLBACKS},
-    **{b: frozenset({"compute_loss", "training_step", "prediction_step"}) for b in _HF_TRAINERS},
+    **{b: _HF_TRAINER_STEP_METHODS for b in _HF_TRAINERS + _TRL_TRAINERS},
+    **{b: _COMPOSER_BATCH_EVENTS for b in _COMPOSER_CALLBACKS},
+    **{b: _FASTAI_BATCH_EVENTS for b in _FASTAI_CALLBACKS},
+    **{b: _SPEECHBRAIN_BATCH_METHODS for b in _SPEECHBRAIN_BRAINS},
 }
 
 ALL_HOOK_METHODS = frozenset().union(*PER_STEP_HOOK_METHODS.values())
