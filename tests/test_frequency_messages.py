@@ -245,3 +245,18 @@ def test_a_whole_evaluation_through_a_helper_ends_it_for_reads_in_a_periodic_blo
     lines = {f.line for f in _lint(tmp_path) if f.code == "XLA001"}
     assert 17 not in lines  # the periodic evaluation's result, read once after it (through run_eval)
     assert 19 in lines  # the same read every step, outside a periodic block, is still a finding
+
+
+BRAIN = 'import torch\nimport torch.nn as nn\nimport torch_xla\n\n\nclass Stage:\n    TRAIN = 1\n    VALID = 2\n\n\nclass Brain:\n    def __init__(self, model, device):\n        self.model = model\n        self.device = device\n\n    def compute_forward(self, batch, stage):\n        x, prompt_len = batch\n        x, prompt_len = x.to(self.device), prompt_len.to(self.device)\n        h = self.model(x)\n        if stage != Stage.TRAIN:\n            n = x.shape[1] + int(prompt_len[0].item())\n            h = h[:, :n]\n        return h\n\n    def fit(self, batches, opt):\n        for batch in batches:\n            out = self.compute_forward(batch, Stage.TRAIN)\n            out.sum().backward()\n            opt.step()\n            torch_xla.sync()\n'
+
+
+def test_a_varying_int_in_an_evaluation_branch_says_every_evaluation_batch_in_a_project_too(tmp_path):
+    """Issue 32 cause 9: XLA009 under `if stage != Stage.TRAIN:` runs per evaluation batch; the project pass
+    rebuilt its frequency from the module's summary without the hot loop's kind and said "every step"."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "brain.py").write_text(BRAIN)
+    (tmp_path / "train.py").write_text("from brain import Brain\n")
+    for found in (_lint(tmp_path), _lint(tmp_path / "brain.py")):
+        msgs = _messages(found, "brain.py", "XLA009")
+        assert "every evaluation batch" in msgs[22] and "every step" not in msgs[22], msgs
+        assert "every evaluation batch" in _messages(found, "brain.py")[21]

@@ -128,6 +128,13 @@ def _resolve(rule, program, data: dict, cands: dict, live: dict, errors: dict) -
                 errors.setdefault(path, []).append(internal_error(path, where, e))
 
 
+def _exported_frequency(data) -> Frequency:
+    """A frequency as a module's summary keeps it: level, period, after the sync, the hot loop's kind (an
+    evaluation branch: "every evaluation batch") and the period of its function."""
+    level, period, after_sync, *rest = data
+    return Frequency(level, period, after_sync, hot=rest[0] if rest else None, within=rest[1] if len(rest) > 1 else None)
+
+
 def _findings(path: str, mod: str, found: list, steps, by_code: dict, honor_noqa: bool) -> list:
     """The findings of one module's candidates, decided (the ones that do not run every step dropped)."""
     seen = {}
@@ -140,7 +147,7 @@ def _findings(path: str, mod: str, found: list, steps, by_code: dict, honor_noqa
                 continue
         elif c.when == "custom":
             fr = c.frequency if isinstance(c.frequency, Frequency) else (
-                Frequency(*c.frequency) if c.frequency else None)
+                _exported_frequency(c.frequency) if c.frequency else None)
             if fr is None or not fr.per_step:
                 continue
         else:

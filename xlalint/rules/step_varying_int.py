@@ -447,7 +447,7 @@ def _message(code: str, name: str, origin: str, role: str, fix: str, hot: bool =
             "length compiles them again). Fix: " + fix
         )
     return (
-        f"`{shown}` uses `{name}` ({origin}), a Python int that changes every step, as {role}: "
-        "it is baked into the graph as a constant, so each new value is a new graph to compile "
-        "{when} (measured: a recompile on every step). Fix: " + fix
+        f"`{shown}` uses `{name}` ({origin}), a Python int that changes from one run to the next, as {role}: "
+        "it is baked into the graph as a constant, so each new value is a new graph to compile, {when} "
+        "(measured: a recompile whenever it changes). Fix: " + fix
     )

@@ -90,7 +90,8 @@ class Export:
             fr = c.frequency
             cand_ids[id(c)] = len(cands)
             cands.append([c.rule.code, line, col, end_line, end_col, c.message, c.fix, c.when, ctx_id(c.ctx),
-                          [fr.level, fr.period, fr.after_sync] if fr is not None and c.when == "custom" else None,
+                          [fr.level, fr.period, fr.after_sync, fr.hot, fr.within]
+                          if fr is not None and c.when == "custom" else None,
                           *self._fix_parts(locator, c), quiet])
         rules = {}
         for r in self.rules:
