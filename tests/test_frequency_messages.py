@@ -203,8 +203,11 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         "words.py": dict(setup="outputs = []  # vit_xlarge throughput", place_model=".cuda()", place_x=".cuda()"),
         "flag.py": dict(setup="use_tpu = False", place_model=".cuda()", place_x=".cuda()"),
         # `device=w.device` follows its input: neither a pin nor a device chosen at run time
-        "follows.py": dict(setup="", place_model=".cuda()",
-                           place_x=".cuda() + torch.zeros(8, 4, device=model.weight.device)"),
+        "follows.py": dict(setup="w = model_weight = torch.zeros(4)", place_model=".cuda()",
+                           place_x=".cuda() + torch.zeros(8, 4, device=w.device)"),
+        # `self.device` / `args.device` / `model.device`: the run's device, chosen elsewhere
+        "holder.py": dict(setup="import argparse\nargs = argparse.Namespace(device='cpu')", place_model=".cuda()",
+                          place_x=".cuda() + torch.zeros(8, 4, device=args.device)"),
         # a CUDA-only library imported unconditionally: the module cannot be imported on a TPU host, whatever
         # its device variable says; imported under `try:` it is optional
         "flash.py": dict(setup="from flash_attn import flash_attn_func\ndevice = 'cuda'",
@@ -216,7 +219,7 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
     found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
-    assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py"}, found
+    assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py", "holder.py"}, found
 
 
 def test_a_whole_evaluation_through_a_helper_ends_it_for_reads_in_a_periodic_block_only(tmp_path):

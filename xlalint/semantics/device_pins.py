@@ -28,6 +28,10 @@ CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argum
 _MENTIONS_XLA = re.compile(r"(?<![a-z])(?:xla(?!rge)|tpu)", re.IGNORECASE)
 _DEVICE_KEYWORDS = frozenset({"device", "map_location", "accelerator", "backend"})
 _CUDA_WORDS = ("cuda", "gpu", "nccl")
+# `self.device`, `args.device`, `model.device`: the run's device, chosen elsewhere (not a tensor's own)
+_HOLDERS_OF_THE_DEVICE = frozenset({
+    "self", "args", "cfg", "config", "conf", "opt", "opts", "hparams", "params", "accelerator", "fabric",
+    "trainer", "state", "model", "module", "net", "runner", "engine", "env", "ctx", "settings", "options"})
 _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "memory_format", "non_blocking")
 
 
@@ -77,8 +81,9 @@ def _is_cuda_value(node) -> Optional[bool]:
         return _is_cuda_value(node.args[0].value)
     if type(node) is cst.Integer:
         return None
-    if type(node) is cst.Attribute and node.attr.value == "device":
-        return None  # `device=mask.device`: wherever its input is, neither CUDA nor a choice
+    if (type(node) is cst.Attribute and node.attr.value == "device" and type(node.value) is cst.Name
+            and node.value.value not in _HOLDERS_OF_THE_DEVICE):
+        return None  # `device=mask.device`: wherever its input tensor is, neither CUDA nor a choice
     name = dotted_name(node)
     if name is None:
         return False if type(node) in (cst.Subscript, cst.Call, cst.IfExp) else None
