@@ -298,6 +298,7 @@ class Bindings:
         name = node.name.value if type(node) is cst.FunctionDef else "<lambda>"
         is_forward = info.root and name == "forward"
         is_step_method = name in ("training_step", "validation_step", "test_step", "predict_step")
+        receivers = None  # _container_receivers(node), computed when a guess needs it
         autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
             info.class_key and self.classes.get(info.class_key, {}).get("autograd")
         )
@@ -317,6 +318,8 @@ class Bindings:
                     k = K.NOT_TENSOR if pname == "ctx" else K.UNKNOWN
                 elif _config_like_param(pname):
                     k = K.UNKNOWN
+                elif pname in (receivers := receivers if receivers is not None else _container_receivers(node)):
+                    k = K.UNKNOWN  # `cache.get(i)`, `cache.update(i, kv)`: an object, not a tensor
                 elif p.default is None or (type(p.default) is cst.Name and p.default.value == "None"):
                     k = K.TENSOR
                     self._bind_name(pname, k)
@@ -406,6 +409,29 @@ def _moves_to_device(body, names: set) -> bool:
                 return True
         stack.extend(child_nodes(n))
     return False
+
+
+# Methods a torch.Tensor does not have, that caches, dicts and lists do: a parameter whose body calls one
+# (`cache.get(i)`, `past_key_values.get_seq_length()`) is not a tensor, whatever its name suggests
+_NOT_TENSOR_METHODS = frozenset({"get", "update", "keys", "items", "append", "extend", "pop", "setdefault",
+                                 "insert", "remove", "clear", "get_seq_length", "get_max_length", "reset"})
+
+
+def _container_receivers(node) -> frozenset:
+    """The names ``node``'s body calls one of ``_NOT_TENSOR_METHODS`` on (``cache.get(i)``)."""
+    found = set()
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            f = call.func
+            if type(f) is cst.Attribute and type(f.value) is cst.Name and f.attr.value in _NOT_TENSOR_METHODS:
+                found.add(f.value.value)
+
+        def visit_FunctionDef(self, inner) -> bool:
+            return inner is node  # not nested functions' own names
+
+    node.visit(_Visitor())
+    return frozenset(found)
 
 
 def _config_like_param(name: str) -> bool:
