@@ -7,6 +7,7 @@ in whichever module the finding belongs to; ``lookalikes`` has none and must lin
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -605,3 +606,30 @@ def test_a_plain_folder_named_is_one_project(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(drop)
     assert main(["--isolated", "--no-cache", "--output-format", "concise"]) == 1
     assert "tagger/losses.py:2:" in capsys.readouterr().out
+
+
+def test_a_plain_folder_is_one_project_for_flake8_and_the_server_too(tmp_path, monkeypatch):
+    """Issue 33 item 1, the front ends that lint one file at a time: flake8 run inside a plain folder (its
+    current directory), and the language server with the folder as its workspace, connect train.py to
+    tagger/losses.py; the filesystem's root and the home directory are never taken for a project."""
+    from xlalint.run.files import root_for
+    from xlalint.semantics.project import marked_root
+    from xlalint.server import lint_document
+
+    if marked_root(str(tmp_path)) is not None:
+        pytest.skip(f"a root marker above the temporary directory: {marked_root(str(tmp_path))}")
+    drop = tmp_path / "code_drop"
+    (drop / "tagger").mkdir(parents=True)
+    (drop / "train.py").write_text(PLAIN_TRAIN)
+    helper = drop / "tagger" / "losses.py"
+    helper.write_text(PLAIN_HELPER)
+    assert root_for(str(helper), [str(drop)]) == str(drop)
+    assert root_for(str(helper), []) == str(drop / "tagger")
+    assert root_for(str(helper), [os.sep, os.path.expanduser("~")]) == str(drop / "tagger")
+    settings = build_settings(None)
+    assert [(f.line, f.code) for f in lint_document(str(helper), PLAIN_HELPER, settings, [str(drop)])] == [(2, "XLA003")]
+    assert lint_document(str(helper), PLAIN_HELPER, settings, []) == []
+    from xlalint_flake8 import _lint
+
+    monkeypatch.chdir(drop)
+    assert [(f.line, f.code) for f in _lint(str(helper), PLAIN_HELPER, None, settings)] == [(2, "XLA003")]

@@ -58,7 +58,12 @@ _PARSERS: dict = {}
 MAX_PARSERS = 16
 
 
-def lint_document(path: str, text: str, settings: Settings) -> list:
+# The workspace's folders on disk (XlaLintServer._anchors, refreshed before each lint): where a file with no
+# root marker finds its project
+_ANCHORS: list = []
+
+
+def lint_document(path: str, text: str, settings: Settings, anchors=None) -> list:
     """Lint one open document, as part of its project (the modules connected to it by imports, read from
     disk and the cache). Every lint the server does goes through here; ``path`` is the file's path on
     disk, ``text`` the editor's buffer.
@@ -74,11 +79,13 @@ def lint_document(path: str, text: str, settings: Settings) -> list:
         return lint_source(text, path, settings.codes_for(path), limits=settings.limits, parse=parser)
     # as part of its project (a helper's findings depend on its callers), the rest from the cache
     from xlalint.run.cache import Cache
+    from xlalint.run.files import root_for
     from xlalint.run.project import lint_project
-    from xlalint.semantics.project import find_root
 
     cache = Cache.open(None, settings, lambda _msg: None)
-    return lint_project(find_root(path), [path], settings, cache=cache, sources={path: text},
+    # a plain folder (no marker) opened as the workspace is one project (``anchors``: its folders)
+    root = root_for(path, _ANCHORS if anchors is None else anchors)
+    return lint_project(root, [path], settings, cache=cache, sources={path: text},
                                  parse={path: parser})
 
 
@@ -242,6 +249,16 @@ class XlaLintServer(LanguageServer):
         lines = text.splitlines()
         self._publish(uri, [to_diagnostic(f, lines) for f in findings if f.cell is None], version)
 
+    def _anchors(self) -> list:
+        """The workspace's folders on disk: where a file without a root marker finds its project."""
+        try:
+            from pygls.uris import to_fs_path
+
+            folders = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
+            return [f for f in folders + [self.workspace.root_path] if f]
+        except Exception:  # noqa: BLE001 - no workspace yet (a test's server): the file's own directory
+            return []
+
     async def _findings(self, uri: str, path: str, text: str):
         """The findings of one document's text, or the config error's message (a str)."""
         try:
@@ -252,6 +269,7 @@ class XlaLintServer(LanguageServer):
             return []
         loop = asyncio.get_running_loop()
         try:
+            _ANCHORS[:] = self._anchors()
             return await loop.run_in_executor(None, lint_document, path, text, settings)
         except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902 diagnostic, the server stays up
             _log_crash(self, f"linting {uri}")

@@ -100,14 +100,14 @@ def _lint(filename: str, source: str, codes, settings) -> list:
             return []
         return lint_source(source, filename, codes, honor_noqa=False, limits=settings.limits)
     from xlalint.run.cache import Cache
-    from xlalint.run.files import project_files, project_tops
+    from xlalint.run.files import project_files, project_tops, root_for
     from xlalint.run.project import lint_project
-    from xlalint.semantics.project import find_root
 
     if _CACHE.get("settings") is not settings:  # once per process, as the files are discovered
         _CACHE.update(settings=settings, cache=Cache.open(None, settings, lambda _msg: None))
     cache = _CACHE["cache"]
-    root = find_root(filename)
+    # a plain folder (no pyproject.toml, setup.py or .git) is one project when flake8 runs in it
+    root = root_for(filename, [os.getcwd()])
     # flake8 asks for each file of a tree in turn: the first one decides them all (and stores them in
     # the cache), the others read theirs back; the project's files are discovered once per process
     where = (root, tuple(project_tops(root, [filename])))

@@ -24,6 +24,19 @@ def by_root(paths, folders=()) -> dict:
     return groups
 
 
+def root_for(path: str, anchors=()) -> str:
+    """The project root of one file linted by a front end that names no folder (the flake8 plugin, the
+    language server): ``anchors`` are where the user works (flake8's current directory, the editor's
+    workspace folders); a file with no root marker under one of them belongs to it, as in ``by_root``.
+    The filesystem's root and the home directory are never anchors: a stray file there is not a project
+    of everything below."""
+    usable = [a for a in anchors if a and os.path.normpath(os.path.abspath(a)) not in _NEVER_ANCHORS]
+    return next(iter(by_root([path], usable)))
+
+
+_NEVER_ANCHORS = frozenset({os.path.abspath(os.sep), os.path.normpath(os.path.expanduser("~"))})
+
+
 def _own_dir(path: str) -> str:
     p = os.path.abspath(path)
     return p if os.path.isdir(p) else os.path.dirname(p)

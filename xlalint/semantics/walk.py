@@ -227,32 +227,8 @@ class StatementWalk:
             self.walk_block(node.body)
             self.class_key, self.stmt = saved
             return
-        bases = [a.value for a in node.bases]
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
-        is_module = False
-        autograd = False
-        for b in bases:
-            bq = self.qualname(b) or dotted_name(b) or ""
-            if bq in ("torch.autograd.Function", "torch.autograd.function.Function") or bq.endswith("autograd.Function"):
-                autograd = True
-            q = self.qualname(b) or dotted_name(b) or ""
-            if q in T.MODULE_BASES or q.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
-                is_module = True
-            elif dotted_name(b) in self.classes and self.classes[dotted_name(b)]["module"]:
-                is_module = True
-            elif (dotted_name(b) or "").endswith(("Module", "Model", "Layer", "Block", "Net")):
-                is_module = True
-            elif self.facts is not None and self.qualname(b) and self.facts.knows(self.qualname(b)):
-                r = self.facts.resolve(self.qualname(b))  # a base class in another project module
-                is_module = is_module or bool(r is not None and r[0] == "class" and self.facts.class_is_module(r[1]))
-        names = [self.qualname(b) or (f"{self.module_name}.{dotted_name(b)}" if dotted_name(b) in self.classes
-                                      else dotted_name(b)) for b in bases]
-        # a unittest case (`class TestGradients(TestCase)`, `absltest.TestCase`, a project base deriving from
-        # one): every method is test code, its helpers too, whose loops compare runs and assert
-        test_case = any(n.rpartition(".")[2].endswith("TestCase")
-                        or self.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
-        self.classes[key] = {"module": is_module, "attrs": {}, "autograd": autograd,
-                             "bases": [n for n in names if n], "test_case": test_case}
+        self.classes[key] = _class_record(self, [a.value for a in node.bases])
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -563,6 +539,33 @@ def _tensor_type_test(test) -> Optional[str]:
         elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
             return args[0].value
     return None
+
+
+def _class_record(walk: StatementWalk, bases: list) -> dict:
+    """What the model keeps of a class from its bases: an ``nn.Module`` (by base, a project base that is one,
+    or a name like one), an ``autograd.Function``, a unittest case, and the bases' names."""
+    is_module = autograd = False
+    for b in bases:
+        q = walk.qualname(b) or dotted_name(b) or ""
+        if q in ("torch.autograd.Function", "torch.autograd.function.Function") or q.endswith("autograd.Function"):
+            autograd = True
+        if q in T.MODULE_BASES or q.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
+            is_module = True
+        elif dotted_name(b) in walk.classes and walk.classes[dotted_name(b)]["module"]:
+            is_module = True
+        elif (dotted_name(b) or "").endswith(("Module", "Model", "Layer", "Block", "Net")):
+            is_module = True
+        elif walk.facts is not None and walk.qualname(b) and walk.facts.knows(walk.qualname(b)):
+            r = walk.facts.resolve(walk.qualname(b))  # a base class in another project module
+            is_module = is_module or bool(r is not None and r[0] == "class" and walk.facts.class_is_module(r[1]))
+    names = [walk.qualname(b) or (f"{walk.module_name}.{dotted_name(b)}" if dotted_name(b) in walk.classes
+                                  else dotted_name(b)) for b in bases]
+    # a unittest case (`class TestGradients(TestCase)`, `absltest.TestCase`, a project base deriving from
+    # one): every method is test code, its helpers too, whose loops compare runs and assert
+    test_case = any(n.rpartition(".")[2].endswith("TestCase")
+                    or walk.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
+    return {"module": is_module, "attrs": {}, "autograd": autograd, "bases": [n for n in names if n],
+            "test_case": test_case}
 
 
 def _breaks_the_loop(block, loop_stack) -> bool:
