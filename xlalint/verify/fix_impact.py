@@ -110,7 +110,7 @@ def render_lines(fi: dict | None, shown) -> list:
            f"per step after warm-up over {before['steady_steps']} steps):"]
     if not fi["fixes"]:
         return out + ["  no finding has an automatic fix"]
-    out.append(f"  before: {fmt_ms(b) if b is not None else 'not measured'}; {events_text(before)}")
+    out.append(f"  before: {fmt_ms(b) if b is not None else 'not measured'}; {_events(before)}")
     for r in impact_rows(fi, shown):
         label = r["label"] + (f" ({r['applicability']} fix)" if r["applicability"] else "")
         if r["error"]:
@@ -121,7 +121,7 @@ def render_lines(fi: dict | None, shown) -> list:
             saved = r["saved_ms"]
             pct = f", {r['saved_pct']}%" if r["saved_pct"] is not None else ""
             out.append(f"  {label}: {fmt_ms(r['after_ms'])} ({'saves' if saved >= 0 else 'costs'} {fmt_ms(abs(saved))}{pct}); "
-                       f"{events_text(r['after'])}" + ("; " + NOISE if r["same_counters"] else ""))
+                       f"{_events(r['after'])}" + ("; " + NOISE if r["same_counters"] else ""))
     return out
 
 
@@ -129,6 +129,6 @@ NOISE = "no counter changed: the difference in time is likely noise"
 _COUNTERS = ("transfers_per_step", "fallbacks_per_step", "uncached_after_warmup")
 
 
-def events_text(fig: dict) -> str:
+def _events(fig: dict) -> str:
     return (f"per step: transfers {fig['transfers_per_step']:g}, CPU fallbacks {fig['fallbacks_per_step']:g}; "
             f"uncached compiles after warm-up: {fig['uncached_after_warmup']}")
