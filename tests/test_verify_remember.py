@@ -5,6 +5,7 @@ here are made by hand (no torch_xla): the figures are data, the checks exact."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -63,7 +64,7 @@ def test_the_round_trip_keeps_each_line_with_its_verdict_cost_and_text(train):
     assert where.is_file() and where.parent == project / ".xlalint_cache" / "verify"  # the project's cache dir
     assert (project / ".xlalint_cache" / "CACHEDIR.TAG").is_file()  # a cache directory made here says so
     entry = load(train)
-    assert entry["path"] == os.path.realpath(train) and entry["target"] == train
+    assert entry["path"] == os.path.realpath(train) and entry["target"] == os.path.realpath(train)
     assert [(e["kind"], e["line"], e.get("code"), e.get("verdict"), e["cost"], e["source"]) for e in entry["lines"]] == [
         ("finding", 4, "XLA001", CONFIRMED, COST, "v = loss.item()"),
         ("finding", 5, "XLA006", NOT_CONFIRMED, None, "print(loss)"),
@@ -72,7 +73,9 @@ def test_the_round_trip_keeps_each_line_with_its_verdict_cost_and_text(train):
 
 
 def test_hover_on_the_text_that_ran_shows_what_was_measured(train):
-    _kept(train, started=time.mktime((2026, 11, 26, 17, 40, 0, 0, 0, -1)))
+    started = time.mktime((2026, 11, 26, 17, 40, 0, 0, 0, -1))
+    os.utime(train, (started - 60, started - 60))  # written before that run
+    assert _kept(train, started=started) == []
     assert measured_hover(train, TRAIN, 4, 12, [("XLA001", 4)]) == (
         f"**Measured by `xlalint --verify`** (2026-11-26 17:40): XLA001 CONFIRMED; {COST}")
     # a finding the run did not confirm: its verdict and evidence
@@ -120,6 +123,19 @@ def test_two_findings_with_one_cost_say_so(train):
     assert measured_hover(train, TRAIN, 4, 12, [("XLA005", 4)]).endswith(
         "XLA005 CONFIRMED; costs 5,762 ms per step on average (71% of the step time) (shared by the XLA005 findings "
         "at lines 3 and 4: the same events)")
+    # after an edit above, the lines named are those of the version that ran
+    assert measured_hover(train, "\n" + TRAIN, 5, 12, [("XLA005", 5)]).endswith(
+        "(shared by the XLA005 findings that were at lines 3 and 4: the same events)")
+
+
+def test_the_hover_names_the_program_that_ran_when_it_is_another_file(train, monkeypatch, tmp_path):
+    monkeypatch.chdir(os.path.dirname(train))  # the CLI's target, relative to where it ran
+    rep = _report(train, findings=[_verdict(train, 4, "XLA001", cost={"text": COST})], target="train.py")
+    remember(rep, time.time())
+    monkeypatch.chdir(tmp_path)  # the editor's working directory is another
+    assert "running" not in measured_hover(train, TRAIN, 4, 12, [("XLA001", 4)])
+    remember(dataclasses.replace(rep, target="main.py::entry"), time.time())  # a helper of another program
+    assert ", running main.py): XLA001 CONFIRMED" in measured_hover(train, TRAIN, 4, 12, [("XLA001", 4)])
 
 
 def test_the_last_run_replaces_the_entry_even_when_it_measured_nothing_there(train):

@@ -118,7 +118,7 @@ def measured_hover(path: str, text: str, line: int, column: int, findings: list,
     parts = []
     for code, start in dict.fromkeys(findings):
         for e in at([e for e in entry["lines"] if e["kind"] == "finding" and e.get("code") == code], start):
-            parts.append(_finding_text(e))
+            parts.append(_finding_text(e, same))
     if not findings and 0 < line <= len(rows):
         row = rows[line - 1]
         code_at = len(row) - len(row.lstrip())
@@ -136,8 +136,9 @@ def measured_hover(path: str, text: str, line: int, column: int, findings: list,
     return head.rstrip() + "\n" + "".join(f"\n- {p}" for p in parts)
 
 
-def _finding_text(e: dict) -> str:
-    """``XLA005 CONFIRMED; costs 5,762 ms per step ...`` or ``XLA001 NOT CONFIRMED: <the evidence>``."""
+def _finding_text(e: dict, same: bool) -> str:
+    """``XLA005 CONFIRMED; costs 5,762 ms per step ...`` or ``XLA001 NOT CONFIRMED: <the evidence>``;
+    ``same``: the text is the one that ran (else the lines named are the measured version's)."""
     head = f"{e.get('code')} {e.get('verdict') or 'measured'}"
     cost = e.get("cost")
     if not cost:
@@ -146,7 +147,7 @@ def _finding_text(e: dict) -> str:
     others = [n for n in e.get("with") or () if isinstance(n, int)]
     if len(others) > 1:
         listed = ", ".join(map(str, others[:-1])) + f" and {others[-1]}"
-        cost += f" (shared by the {e.get('code')} findings at lines {listed}: the same events)"
+        cost += f" (shared by the {e.get('code')} findings {'at' if same else 'that were at'} lines {listed}: the same events)"
     return f"{head}; {cost}"
 
 

@@ -45,6 +45,8 @@ def remember(report, started: float, cache_dir=None) -> list:
     target = str(report.target).split("::")[0]
     if not report.steps or target.lower().endswith(".ipynb"):
         return []
+    program, _, function = str(report.target).partition("::")
+    ran = os.path.realpath(program) + (f"::{function}" if function else "")  # as the editor, elsewhere, finds it
     notes = []
     for path, lines in sorted(per_file(report).items()):
         try:
@@ -57,7 +59,7 @@ def remember(report, started: float, cache_dir=None) -> list:
         except OSError:
             continue  # gone since the run: nothing to show it on
         try:
-            save(path, text, when=started, target=report.target, lines=lines, cache_dir=cache_dir)
+            save(path, text, when=started, target=ran, lines=lines, cache_dir=cache_dir)
         except OSError as exc:
             notes.append(f"could not keep the measurements for the editor's hover ({exc.strerror or exc})")
             break
