@@ -168,6 +168,59 @@ async def test_hover_shows_the_rule_docs(client: LanguageClient, tmp_path: Path)
     nothing = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=2)))
     assert nothing is None
+    assert "Measured by" not in hover.contents.value  # no --verify run is stored for this file
+
+
+async def _hover(client: LanguageClient, uri: str, line: int, character: int):
+    return await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character)))
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_what_the_last_verify_run_measured(client: LanguageClient, tmp_path: Path):
+    """A run stored as ``xlalint --verify`` stores it (a report made by hand: its figures are data): the
+    hover adds its verdict and cost to the rule's docs, a miss's on a line no rule flags; after an edit
+    above, the same line says it was measured on an earlier version; the edited line says nothing."""
+    import time
+
+    from xlalint.findings import Finding
+    from xlalint.verify.remember import remember
+    from xlalint.verify.results import CONFIRMED, FindingVerdict, Miss, VerifyReport
+
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    (path.parent / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    path.write_text(HOST_READ)
+    cost = "costs 1,210 ms per step (87% of the step time): 0.9 compiles x 1,344 ms"
+    f = Finding(path=str(path), line=4, column=9, code="XLA001", end_line=4, end_column=20, name="host-read", message="m")
+    report = VerifyReport(
+        target=str(path), status="ok", exit_code=1, stop_reason="max_steps", steps=[1], warmup=2, max_steps=5,
+        findings=[FindingVerdict(f, CONFIRMED, "10 host transfers", {"cost": {"text": cost}})],
+        misses=[Miss(str(path), 3, "cpu fallback", "aten::nonzero fell back on 8 of 8 steps", 8, 8,
+                     {"cost": {"text": "costs 3.0 ms per step (<1% of the step time)"}})],
+        recompiles=[], transfers_without_cut=[], user_files=[str(path)], timing={}, notes=[])
+    started = time.time()
+    assert remember(report, started) == []
+
+    uri = _open(client, path, HOST_READ)
+    assert _summary(await _diagnostics(client, uri)) == [("XLA001", 3, 8, "xlalint")]
+    hover = (await _hover(client, uri, 3, 12)).contents.value
+    assert hover.startswith("**XLA001 (host-read)**")  # the rule's docs first
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
+    assert hover.endswith(f"\n---\n**Measured by `xlalint --verify`** ({when}): XLA001 CONFIRMED; {cost}")  # then the run's
+    miss = (await _hover(client, uri, 2, 8)).contents.value
+    assert miss.startswith("**Measured by `xlalint --verify`**") and "a miss (cpu fallback)" in miss
+    assert await _hover(client, uri, 1, 2) is None  # a line where nothing was measured
+
+    _change(client, uri, 2, 0, 0, 0, "# a comment\n")  # everything moves down one line
+    assert _summary(await _diagnostics(client, uri)) == [("XLA001", 4, 8, "xlalint")]
+    moved = (await _hover(client, uri, 4, 12)).contents.value
+    assert "on an earlier version of this file; this line reads the same): XLA001 CONFIRMED" in moved
+
+    _change(client, uri, 3, 4, 4, 5, "w")  # the measured line itself: `w = loss.item()`
+    assert _summary(await _diagnostics(client, uri)) == [("XLA001", 4, 8, "xlalint")]
+    edited = (await _hover(client, uri, 4, 12)).contents.value
+    assert edited.startswith("**XLA001 (host-read)**") and "Measured by" not in edited
 
 
 @pytest.mark.asyncio

@@ -44,6 +44,13 @@ def test_each_fix_runs_in_memory_and_its_effect_is_measured(tmp_path):
     assert "What the fixes save (--fix-impact" in text
     assert "train.py:14 XLA001 (unsafe fix): " in text and "per step: transfers 0," in text
     assert json.loads(render_json(rep))["fix_impact"]["fixes"][0]["after"]["transfers_per_step"] == 0
+    # the HTML page: the same table, the fix's row with its median and no transfer left
+    from xlalint.verify.html import render_html
+
+    table = render_html(rep).split("<table id=fix-impact>", 1)[1].split("</table>", 1)[0]
+    fixed = table.split("<tr data-fix=measured", 1)[1].split("</tr>", 1)[0]
+    assert "train.py:14 XLA001</code> (unsafe fix)" in fixed
+    assert f"data-after-ms='{entry['after']['median_ms']:.3f}'" in fixed and "<td class=num>0<td class=num>" in fixed
 
 
 def test_fixed_sources_applies_the_edits_to_the_text_only(tmp_path):
@@ -79,3 +86,50 @@ def test_a_fix_that_changes_no_counter_is_said_to_be_likely_noise():
                         "uncached compiles after warm-up: 3; no counter changed: the difference in time is likely noise")
     assert lines[3].startswith("  t.py:9 XLA005 (unsafe fix): 90 ms (saves 10 ms, 10%); per step: transfers 3,") and "noise" not in lines[3]
     assert lines[4] == "  t.py:11 XLA005 (unsafe fix): the fix no longer applies"
+
+
+def _report_with(fi: dict):
+    from xlalint.verify.results import VerifyReport
+
+    return VerifyReport(target="t.py", status="ok", exit_code=1, stop_reason="max_steps", steps=[], warmup=2,
+                        max_steps=10, findings=[], misses=[], recompiles=[], transfers_without_cut=[], user_files=[],
+                        timing={}, notes=[], fix_impact=fi)
+
+
+def test_the_html_page_has_the_fix_impact_table_as_the_text_says_it():
+    import re
+
+    from xlalint.verify.html import render_html
+    from xlalint.verify.report import render_text
+
+    fig = {"median_ms": 100.0, "steps": 10, "steady_steps": 8, "transfers_per_step": 4.0, "fallbacks_per_step": 1.0,
+           "uncached_after_warmup": 3}
+    fix = {"code": "XLA001", "name": "host-read", "path": "t.py", "line": 7, "title": "Keep <it> on the device",
+           "applicability": "unsafe"}
+    fi = {"before": fig, "fixes": [
+        {"fixes": [fix], "after": dict(fig, median_ms=60.0, transfers_per_step=3.0), "error": None},
+        {"fixes": [dict(fix, line=9, code="XLA005", applicability="safe", title="")], "after": dict(fig, median_ms=120.0),
+         "error": None},
+        {"fixes": [dict(fix, line=11)], "after": None, "error": "the fix no longer applies"},
+    ], "all": {"fixes": [fix, dict(fix, line=9)], "after": dict(fig, median_ms=50.0, transfers_per_step=2.0,
+                                                                     uncached_after_warmup=0), "error": None}}
+    page = render_html(_report_with(fi))
+    table = page.split("<table id=fix-impact>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr data-fix=(\w+)[^>]*>(.*?)</tr>", table, re.S)
+    cells = [(kind, [re.sub(r"<[^>]+>", "", c).strip() for c in re.split(r"<td[^>]*>", body)[1:]]) for kind, body in rows]
+    assert cells == [
+        ("before", ["before (the verify run)", "100 ms", "", "4", "1", "3", ""]),
+        ("measured", ["t.py:7 XLA001 (unsafe fix)Keep &lt;it&gt; on the device", "60 ms", "40 ms (40%)", "3", "1", "3", ""]),
+        ("measured", ["t.py:9 XLA005 (safe fix)", "120 ms", "-20 ms (-20%)", "4", "1", "3",
+                      "no counter changed: the difference in time is likely noise"]),
+        ("error", ["t.py:11 XLA001 (unsafe fix)Keep &lt;it&gt; on the device", "-", "-", "-", "-", "-", "the fix no longer applies"]),
+        ("measured", ["all 2 fixes together", "50 ms", "50 ms (50%)", "2", "1", "0", ""]),
+    ]
+    assert page.index("What the fixes save") < page.index("<h2>Per step</h2>")
+    # the same figures as the text report
+    text = render_text(_report_with(fi))
+    assert "  t.py:9 XLA005 (safe fix): 120 ms (costs 20 ms, -20%); " in text
+    assert "  all 2 fixes together: 50 ms (saves 50 ms, 50%); per step: transfers 2," in text
+    # no --fix-impact: no section; no fix available: said so
+    assert "fix-impact" not in render_html(_report_with(None))
+    assert "no finding has an automatic fix" in render_html(_report_with({"before": fig, "fixes": [], "all": None}))

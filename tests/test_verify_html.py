@@ -63,7 +63,8 @@ def test_html_report_renders_in_a_browser_with_the_runs_numbers(tmp_path):
     page = str(tmp_path / "report.html")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "plugins")]), PJRT_DEVICE="CPU")
     proc = subprocess.run(
-        [sys.executable, "-m", "xlalint", "--verify", PROGRAM, "--max-steps", "5", "--html", page],
+        [sys.executable, "-m", "xlalint", "--verify", PROGRAM, "--max-steps", "5", "--html", page,
+         "--cache-dir", str(tmp_path / "cache")],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the .item() is confirmed
@@ -90,3 +91,9 @@ def test_html_report_renders_in_a_browser_with_the_runs_numbers(tmp_path):
     assert all('class="bar"' in body for _, body in rows)
     data = __import__("json").loads(re.search(r'id="report-data">(.*?)</script>', source, re.S).group(1))
     assert abs(sum(float(ms) for ms, _ in rows) - data["costs"]["step_ms"]) < 0.01 * len(rows) + 0.01
+    # what was measured is kept for the editor's hover (in --cache-dir: the repository's own stays untouched)
+    from xlalint.run.measured import load
+
+    kept = load(PROGRAM, cache_dir=str(tmp_path / "cache"))
+    assert [(e["line"], e["code"], e["verdict"]) for e in kept["lines"]] == [(14, "XLA001", "CONFIRMED")]
+    assert kept["lines"][0]["cost"] == data["findings"][0]["numbers"]["cost"]["text"]

@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--config", metavar="FILE", help="a pyproject.toml (or xlalint.toml) to use instead of the nearest one")
     files.add_argument("--isolated", action="store_true", help="ignore every config file")
     files.add_argument("-j", "--jobs", type=int, default=0, metavar="N", help="lint with N processes (default: one per core)")
-    files.add_argument("--no-cache", action="store_true", help="do not read or write the findings cache")
-    files.add_argument("--cache-dir", metavar="DIR", help="where to keep the findings cache (default: .xlalint_cache at the project root)")
+    files.add_argument("--no-cache", action="store_true", help="do not read or write the findings cache (with --verify: do not keep what was measured for the editor's hover)")
+    files.add_argument("--cache-dir", metavar="DIR", help="where to keep the findings cache and --verify's measurements (default: .xlalint_cache at the project root)")
     out = p.add_argument_group("output")
     out.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="full", help="output format (default: full: each finding with its source lines; concise: one line each)")
     out.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of standard output")
@@ -187,7 +187,8 @@ def _run(args, program_args: list) -> int:
 
         fmt = args.format if args.format == "json" else "text"
         return verify.run(args.verify, program_args + list(args.paths), max_steps=args.max_steps,
-                          timeout=args.timeout, fmt=fmt, out=out, html=args.html, fix_impact=args.fix_impact)
+                          timeout=args.timeout, fmt=fmt, out=out, html=args.html, fix_impact=args.fix_impact,
+                          remember=not args.no_cache, cache_dir=args.cache_dir)
 
     from xlalint.analysis.file_findings import INTERNAL_ERROR, SHOW_TRACEBACKS, problem_finding
     from xlalint.analysis.source import lint_source

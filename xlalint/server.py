@@ -4,7 +4,8 @@
   seconds; a result that a newer edit has overtaken is dropped, never shown.
 - Code actions: ``# noqa: CODE`` on the finding's line (added to an existing ``# noqa:`` list).
 - Hover: a finding's rule documentation (the ``xlalint --explain`` text), also over a code in a
-  ``# noqa:`` comment.
+  ``# noqa:`` comment; then what the last ``xlalint --verify`` run measured there (its verdict and cost
+  per step; a miss's on a line no rule flags), when one is stored (xlalint/run/measured.py).
 - Notebooks (``notebookDocument/didOpen``, ``didChange``, ``didSave``, ``didClose``): the cells are linted
   as one program, as ``xlalint notebook.ipynb`` lints the file, and each code cell's findings are
   published on that cell's URI at its own lines (hover and ``# noqa`` actions work in a cell too).
@@ -453,26 +454,41 @@ def build_server() -> "XlaLintServer":
             return None
         text = lines[row]
         col = _from_utf16(text, params.position.character) + 1
-        codes = []
-        for f in ls.current_findings(uri):
-            if f.cell is None and (f.line, f.column) <= (row + 1, col) <= (f.end_line, f.end_column):
-                codes.append(f.code)
+        here = [f for f in ls.current_findings(uri)
+                if f.cell is None and (f.line, f.column) <= (row + 1, col) <= (f.end_line, f.end_column)]
+        codes = [f.code for f in here]
         hash_at = text.find("#")
         if not codes and hash_at >= 0 and "noqa" in text[hash_at:].lower():
             for m in _CODE_AT.finditer(text, hash_at):
                 if m.start() < col <= m.end() + 1:
                     codes.append(m.group())
-        return hover_for(codes)
+        return hover_for(codes, measured_at(uri, doc.source, row + 1, col, [(f.code, f.line) for f in here]))
 
     return server
 
 
-def hover_for(codes: list):
+def measured_at(uri: str, text: str, line: int, column: int, findings: list) -> Optional[str]:
+    """What the last ``xlalint --verify`` run measured here, when one is stored (xlalint/run/measured.py)."""
+    if urlparse(uri).scheme not in ("file", ""):  # a notebook's cell, an unsaved buffer: nothing is stored
+        return None
+    from xlalint.run.measured import measured_hover
+
+    try:
+        return measured_hover(uri_to_path(uri), text, line, column, findings)
+    except Exception:  # noqa: BLE001 - a bug of xlalint's: the rule's documentation is still shown
+        log.exception("xlalint server: reading the stored --verify run of %s", uri)
+        return None
+
+
+def hover_for(codes: list, measured: Optional[str] = None):
+    """The rules' documentation for ``codes``, then what the last ``--verify`` run measured there."""
     from xlalint.report.sarif import rule_markdown
     from xlalint.rules import rules_by_code
 
     rules = rules_by_code()
     parts = [rule_markdown(rules[c]) for c in dict.fromkeys(codes) if c in rules]
+    if measured:
+        parts.append(measured)
     if not parts:
         return None
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n---\n".join(parts)))

@@ -93,6 +93,16 @@ def salt_for(settings) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
 
 
+def make_cache_dir(directory: Path, root: Path) -> None:
+    """Create ``directory`` under the cache ``root``; a root made here is tagged as a cache (backup tools
+    skip it) and ignored by git. Raises OSError."""
+    fresh = not root.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    if fresh:
+        (root / "CACHEDIR.TAG").write_bytes(_TAG)
+        (root / ".gitignore").write_text("# Automatically created by xlalint.\n*\n")
+
+
 def default_cache_dir(settings) -> Path:
     root = getattr(settings, "root", None) or Path.cwd()
     return Path(root) / CACHE_DIR_NAME
@@ -117,11 +127,7 @@ class Cache:
         directory = Path(directory) if directory is not None else default_cache_dir(settings)
         cache = cls(directory, salt_for(settings), warn)
         try:
-            fresh = not cache.root.exists()
-            cache.dir.mkdir(parents=True, exist_ok=True)
-            if fresh:
-                (cache.root / "CACHEDIR.TAG").write_bytes(_TAG)
-                (cache.root / ".gitignore").write_text("# Automatically created by xlalint.\n*\n")
+            make_cache_dir(cache.dir, cache.root)
         except OSError as e:
             if cache.dir.is_dir() and os.access(cache.dir, os.R_OK | os.X_OK):
                 cache.writable = False  # read what is there, write nothing

@@ -6,8 +6,9 @@ API (the CLI and the tests use only these):
   -> ``VerifyReport``: runs the program in a child process and judges every finding.
 - ``render_text(report) -> str`` / ``render_json(report) -> str``.
 - ``run(target, program_args, *, max_steps=20, timeout=300.0, fmt="text", out=sys.stdout,
-  findings_provider=None) -> int``: collect + render + the exit code (0 clean, 1 confirmed finding or
-  miss, 2 the program could not be run).
+  findings_provider=None, html=None, fix_impact=False, remember=True, cache_dir=None) -> int``: collect +
+  render + the exit code (0 clean, 1 confirmed finding or miss, 2 the program could not be run); what was
+  measured in each file is kept for the language server's hover (``remember.py``).
 - ``python -m xlalint.verify TARGET [--max-steps N] [--timeout S] [--format text|json] [--fix-impact] [-- ARGS...]``.
 
 ``target`` is ``path/to/train.py`` (run as ``__main__``) or ``path/to/file.py::function`` (the file is
@@ -314,14 +315,25 @@ def run(
     findings_provider=None,
     html: str | None = None,
     fix_impact: bool = False,
+    remember: bool = True,
+    cache_dir: str | None = None,
 ) -> int:
     """Verify ``target``, write the report to ``out`` (stdout by default) and return the exit code.
-    ``html``: also write the report as one self-contained page to this path."""
+    ``html``: also write the report as one self-contained page to this path. ``remember``: keep what was
+    measured in each file for the language server's hover (``remember.py``), in ``cache_dir`` when given,
+    else in the project's ``.xlalint_cache``."""
+    import time
+
     out = out or sys.stdout
+    started = time.time()
     report = collect(
         target, program_args, max_steps=max_steps, timeout=timeout, findings_provider=findings_provider,
         fix_impact=fix_impact,
     )
+    if remember:
+        from xlalint.verify.remember import remember as keep
+
+        report.notes.extend(keep(report, started, cache_dir))
     if html:
         from xlalint.verify.html import write_html
 
@@ -356,6 +368,9 @@ def main(argv: list | None = None) -> int:
     p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
     p.add_argument("--fix-impact", action="store_true",
                    help="also run the program with each available fix applied (in memory) and report the median ms per step before and after")
+    p.add_argument("--no-cache", action="store_true",
+                   help="do not keep what was measured for the language server's hover (.xlalint_cache/verify)")
+    p.add_argument("--cache-dir", metavar="DIR", help="keep it under DIR instead of the project's .xlalint_cache")
     args = p.parse_args(argv)
     return run(args.target, program_args, max_steps=args.max_steps, timeout=args.timeout, fmt=args.format,
-               html=args.html, fix_impact=args.fix_impact)
+               html=args.html, fix_impact=args.fix_impact, remember=not args.no_cache, cache_dir=args.cache_dir)

@@ -77,6 +77,29 @@ def _figures(rep) -> dict:
     }
 
 
+def impact_rows(fi: dict, shown) -> list:
+    """One row per fix measured, then all together: what the text and the HTML page show. Each row:
+    ``label``, ``applicability``, ``title``, ``after`` (the figures, or None), ``error`` (or None),
+    ``after_ms``, ``saved_ms`` (negative: it cost time), ``saved_pct`` (or None), ``same_counters`` (no
+    transfer, fallback or compile changed: the difference in time is likely noise)."""
+    before = fi["before"]
+    b = before["median_ms"]
+    rows = []
+    entries = [(e, None) for e in fi["fixes"]] + ([(fi["all"], "all")] if fi.get("all") else [])
+    for e, together in entries:
+        f = e["fixes"][0]
+        row = {"label": f"all {len(e['fixes'])} fixes together" if together else f"{shown(f['path'])}:{f['line']} {f['code']}",
+               "applicability": "" if together else f["applicability"], "title": "" if together else f.get("title") or "",
+               "after": e.get("after"), "error": e.get("error"), "after_ms": None, "saved_ms": None, "saved_pct": None,
+               "same_counters": False}
+        a = (e.get("after") or {}).get("median_ms")
+        if not e.get("error") and a is not None and b is not None:
+            row.update(after_ms=a, saved_ms=b - a, saved_pct=round(100 * (b - a) / b) if b > 0 else None,
+                       same_counters=all(e["after"][k] == before[k] for k in _COUNTERS))
+        rows.append(row)
+    return rows
+
+
 def render_lines(fi: dict | None, shown) -> list:
     """The text report's "What the fixes save" section."""
     if not fi:
@@ -88,28 +111,21 @@ def render_lines(fi: dict | None, shown) -> list:
     if not fi["fixes"]:
         return out + ["  no finding has an automatic fix"]
     out.append(f"  before: {fmt_ms(b) if b is not None else 'not measured'}; {_events(before)}")
-
-    def line(label, e):
-        a = (e.get("after") or {}).get("median_ms")
-        if e.get("error"):
-            return f"  {label}: {e['error']}"
-        if a is None or b is None:
-            return f"  {label}: not measured"
-        saved = b - a
-        pct = f", {round(100 * saved / b)}%" if b > 0 else ""
-        same = all(e["after"][k] == before[k] for k in _COUNTERS)
-        return (f"  {label}: {fmt_ms(a)} ({'saves' if saved >= 0 else 'costs'} {fmt_ms(abs(saved))}{pct}); "
-                f"{_events(e['after'])}" + ("; no counter changed: the difference in time is likely noise" if same else ""))
-
-    for e in fi["fixes"]:
-        f = e["fixes"][0]
-        safety = f" ({f['applicability']} fix)" if f["applicability"] else ""
-        out.append(line(f"{shown(f['path'])}:{f['line']} {f['code']}{safety}", e))
-    if fi.get("all"):
-        out.append(line(f"all {len(fi['all']['fixes'])} fixes together", fi["all"]))
+    for r in impact_rows(fi, shown):
+        label = r["label"] + (f" ({r['applicability']} fix)" if r["applicability"] else "")
+        if r["error"]:
+            out.append(f"  {label}: {r['error']}")
+        elif r["saved_ms"] is None:
+            out.append(f"  {label}: not measured")
+        else:
+            saved = r["saved_ms"]
+            pct = f", {r['saved_pct']}%" if r["saved_pct"] is not None else ""
+            out.append(f"  {label}: {fmt_ms(r['after_ms'])} ({'saves' if saved >= 0 else 'costs'} {fmt_ms(abs(saved))}{pct}); "
+                       f"{_events(r['after'])}" + ("; " + NOISE if r["same_counters"] else ""))
     return out
 
 
+NOISE = "no counter changed: the difference in time is likely noise"
 _COUNTERS = ("transfers_per_step", "fallbacks_per_step", "uncached_after_warmup")
 
 

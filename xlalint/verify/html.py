@@ -15,6 +15,7 @@ import os
 
 from xlalint.sources.notebook import cell_line
 from xlalint.verify.costs import fmt_ms, none_label, percent, row_label
+from xlalint.verify.fix_impact import NOISE, impact_rows
 from xlalint.verify.report import place, shown_path, stop_text
 
 _CSS = """
@@ -121,6 +122,7 @@ def render_html(report) -> str:
               f"{r['transfers']}<td class=num>{r['compile_s']:g}<td class=num>{r['wall_s']:g}</tr>")
         w(f"</table><p>Fix: {_e(nb['fix'])}</p>")
     _costs(report, w)
+    _fix_impact(report, w)
     w("<h2>Per step</h2><div class=charts id=charts></div>")
     if report.steps:
         w("<details><summary>table</summary><table id=steps><tr><th>step<th class=num>uncached<th class=num>cached"
@@ -201,6 +203,44 @@ def _costs(report, w) -> None:
             "the step's own compiles, executions and copies", "none")
     row("", "unexplained", max(costs["unexplained_ms"], 0.0),
         "the rest of the step (Python, tracing the graph, the input pipeline, executions nobody waited for)", "rest")
+    w("</table>")
+
+
+def _fix_impact(report, w) -> None:
+    """``--fix-impact``: "What the fixes save", as the text report says it: the median ms per step after
+    warm-up before and after each fix and all together, with the transfers, CPU fallbacks and compiles."""
+    fi = getattr(report, "fix_impact", None)
+    if not fi:
+        return
+    before = fi["before"]
+    w(f"<h2>What the fixes save</h2><p class=sub>--fix-impact: each fix applied in memory, the files untouched; "
+      f"one run each, median per step after warm-up over {before['steady_steps']} steps</p>")
+    if not fi["fixes"]:
+        w("<p class=sub>no finding has an automatic fix</p>")
+        return
+    w("<table id=fix-impact><tr><th>fix<th class=num>ms per step<th class=num>saves<th class=num>transfers per step"
+      "<th class=num>CPU fallbacks per step<th class=num>uncached compiles after warm-up<th>note</tr>")
+
+    def counters(fig) -> str:
+        return (f"<td class=num>{fig['transfers_per_step']:g}<td class=num>{fig['fallbacks_per_step']:g}"
+                f"<td class=num>{fig['uncached_after_warmup']}")
+
+    b = before["median_ms"]
+    w(f"<tr data-fix=before><td>before (the verify run)<td class=num>{_e(fmt_ms(b)) if b is not None else 'not measured'}"
+      f"<td class=num>{counters(before)}<td></tr>")
+    for r in impact_rows(fi, shown_path):
+        what = f"<code>{_e(r['label'])}</code>" + (f" ({_e(r['applicability'])} fix)" if r["applicability"] else "")
+        if r["title"]:
+            what += f"<div class=sub>{_e(r['title'])}</div>"
+        if r["error"] or r["saved_ms"] is None:
+            w(f"<tr data-fix=error><td>{what}<td class=num>-<td class=num>-<td class=num>-<td class=num>-<td class=num>-"
+              f"<td>{_e(r['error'] or 'not measured')}</tr>")
+            continue
+        saved = r["saved_ms"]
+        pct = f" ({r['saved_pct']}%)" if r["saved_pct"] is not None else ""
+        w(f"<tr data-fix=measured data-after-ms='{r['after_ms']:.3f}'><td>{what}<td class=num>{_e(fmt_ms(r['after_ms']))}"
+          f"<td class=num>{'' if saved >= 0 else '-'}{_e(fmt_ms(abs(saved)))}{pct}{counters(r['after'])}"
+          f"<td>{_e(NOISE) if r['same_counters'] else ''}</tr>")
     w("</table>")
 
 
