@@ -79,7 +79,7 @@ class ModuleCalls:
         memo = self._module_class_memo
         key = (id(init.node), attr, element)
         if key not in memo:
-            values = _bindings(init.node).get(("self", attr))
+            values = self._bindings_of(init.node).get(("self", attr))
             memo[key] = self._same_class(values, element)
         return memo[key]
 
@@ -93,7 +93,16 @@ class ModuleCalls:
         memo = self._module_class_memo
         key = (id(node), name, False)
         if key not in memo:
-            memo[key] = self._same_class(_bindings(node).get(name), False)
+            memo[key] = self._same_class(self._bindings_of(node).get(name), False)
+        return memo[key]
+
+    def _bindings_of(self, node: cst.FunctionDef) -> dict:
+        """``_bindings(node)``, once per function: it depends on the function's syntax only (a function
+        asks about each of its names in turn: one walk of its body, not one per name)."""
+        memo = self._module_class_memo
+        key = ("bindings", id(node))
+        if key not in memo:
+            memo[key] = _bindings(node)
         return memo[key]
 
     def _same_class(self, values, element: bool) -> Optional[str]:
