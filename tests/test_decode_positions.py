@@ -332,6 +332,16 @@ def test_an_attribute_built_from_two_classes_is_not_resolved(tmp_path):
     assert ("model.py", 38, "XLA009") in {(f, ln, c) for f, ln, c, _ in found}  # LM's own slice still is (a line down)
 
 
+def test_a_name_rebound_by_a_walrus_deep_in_an_expression_is_not_resolved(tmp_path):
+    # `model` is bound by an assignment to LM and by a `:=` inside a call's argument: not one class, so
+    # `model(...)` runs no known forward (module_calls searches the expressions once a class is found)
+    gen = GENERATE.replace("        prev = 0\n", "        prev = 0\n        print(len([model := prompt]))\n")
+    found = project(tmp_path, {"model.py": CACHE_MODEL, "generate.py": gen})
+    assert not {(f, ln) for f, ln, c, _ in found if f == "model.py" and c == "XLA009"}, found
+    found = project(tmp_path, {"model.py": CACHE_MODEL, "generate.py": gen.replace("model := prompt", "prompt")})
+    assert ("model.py", 14, "XLA009") in {(f, ln, c) for f, ln, c, _ in found}
+
+
 # ---- measured: the marked constructs recompile, their fixed twins do not ---------------------------
 
 _MEASURE = """

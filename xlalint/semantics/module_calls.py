@@ -24,13 +24,15 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import child_nodes, positional_args
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, positional_args
 
 # methods of a module that return the module itself
 _SAME_MODULE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
                           "requires_grad_", "to_empty", "xpu"})
 # containers of modules whose iteration gives the modules put in
 _MODULE_LISTS = frozenset({"torch.nn.ModuleList"})
+# every expression node type: no statement, `with` item or `except` clause is inside one (a `:=` is)
+_EXPRESSIONS = frozenset(t for t in NODE_TYPES if issubclass(t, cst.BaseExpression))
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -79,8 +81,7 @@ class ModuleCalls:
         memo = self._module_class_memo
         key = (id(init.node), attr, element)
         if key not in memo:
-            values = _bindings(init.node).get(("self", attr))
-            memo[key] = self._same_class(values, element)
+            memo[key] = self._bound_class(init.node, ("self", attr), element)
         return memo[key]
 
     def _single_binding_class(self, name: str) -> Optional[str]:
@@ -93,7 +94,25 @@ class ModuleCalls:
         memo = self._module_class_memo
         key = (id(node), name, False)
         if key not in memo:
-            memo[key] = self._same_class(_bindings(node).get(name), False)
+            memo[key] = self._bound_class(node, name, False)
+        return memo[key]
+
+    def _bound_class(self, node: cst.FunctionDef, name, element: bool) -> Optional[str]:
+        """``_same_class`` of what ``node`` binds to ``name``. Its statements first: a class is rare, and
+        only then can a ``:=`` deep in an expression (a binding otherwise than by assignment) change the
+        answer, so only then are the expressions searched too."""
+        cls = self._same_class(self._bindings_of(node, False).get(name), element)
+        if cls is not None:
+            cls = self._same_class(self._bindings_of(node, True).get(name), element)
+        return cls
+
+    def _bindings_of(self, node: cst.FunctionDef, expressions: bool) -> dict:
+        """``_bindings(node, expressions)``, once per function: it depends on the function's syntax only
+        (a function asks about each of its names in turn: one walk of its body, not one per name)."""
+        memo = self._module_class_memo
+        key = ("bindings", id(node), expressions)
+        if key not in memo:
+            memo[key] = _bindings(node, expressions)
         return memo[key]
 
     def _same_class(self, values, element: bool) -> Optional[str]:
@@ -129,9 +148,11 @@ class ModuleCalls:
         return None
 
 
-def _bindings(func: cst.FunctionDef) -> dict:
+def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
     """Every binding in a function's own scope: name (or ("self", attr)) -> [value, or None when it is
-    bound otherwise than by a plain assignment (a loop, a ``with``, an augmented assignment)]."""
+    bound otherwise than by a plain assignment (a loop, a ``with``, an augmented assignment)].
+    ``expressions=False``: the bindings of its statements only, the expressions not searched (the
+    same but for the ``:=`` in them; most of a function's nodes are expressions)."""
     out: dict = {}
 
     def bind(target, value) -> None:
@@ -148,6 +169,8 @@ def _bindings(func: cst.FunctionDef) -> dict:
     stack = list(func.body.body) if hasattr(func.body, "body") else []
     while stack:
         n = stack.pop()
+        if not expressions and type(n) in _EXPRESSIONS:
+            continue
         if type(n) in _SCOPES:
             if type(n) in (cst.FunctionDef, cst.ClassDef):
                 out.setdefault(n.name.value, []).append(None)
