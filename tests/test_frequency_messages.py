@@ -205,9 +205,12 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         # `device=w.device` follows its input: neither a pin nor a device chosen at run time
         "follows.py": dict(setup="w = model_weight = torch.zeros(4)", place_model=".cuda()",
                            place_x=".cuda() + torch.zeros(8, 4, device=w.device)"),
-        # `self.device` / `args.device` / `model.device`: the run's device, chosen elsewhere
+        # `self.device` / `args.device`: the run's device, chosen elsewhere (a setting); `model.device` follows
+        # the model's placement (`.cuda()` here)
         "holder.py": dict(setup="import argparse\nargs = argparse.Namespace(device='cpu')", place_model=".cuda()",
                           place_x=".cuda() + torch.zeros(8, 4, device=args.device)"),
+        "model_device.py": dict(setup="", place_model=".cuda()",
+                                place_x=".cuda() + torch.zeros(8, 4, device=model.device)"),
         # a CUDA-only library imported unconditionally: the module cannot be imported on a TPU host, whatever
         # its device variable says; imported under `try:` it is optional
         "flash.py": dict(setup="from flash_attn import flash_attn_func\ndevice = 'cuda'",

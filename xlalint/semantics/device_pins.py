@@ -28,10 +28,12 @@ CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argum
 _MENTIONS_XLA = re.compile(r"(?<![a-z])(?:xla(?!rge)|tpu)", re.IGNORECASE)
 _DEVICE_KEYWORDS = frozenset({"device", "map_location", "accelerator", "backend"})
 _CUDA_WORDS = ("cuda", "gpu", "nccl")
-# `self.device`, `args.device`, `model.device`: the run's device, chosen elsewhere (not a tensor's own)
+# `self.device`, `args.device`, `cfg.device`: the run's device, chosen elsewhere (a setting). Not
+# `model.device`, `fabric.device` or `mask.device`: they follow where something was placed, and that
+# placement is a pin or a choice of its own (`Fabric(accelerator="cuda")`, `model.to(device)`)
 _HOLDERS_OF_THE_DEVICE = frozenset({
-    "self", "args", "cfg", "config", "conf", "opt", "opts", "hparams", "params", "accelerator", "fabric",
-    "trainer", "state", "model", "module", "net", "runner", "engine", "env", "ctx", "settings", "options"})
+    "self", "args", "cfg", "config", "conf", "opt", "opts", "hparams", "params", "settings", "options",
+    "run_opts", "flags", "FLAGS"})
 _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "memory_format", "non_blocking")
 
 
