@@ -41,10 +41,11 @@ class Callables:
                 return K.callables([c for k in ks for c in K.callable_keys(k)])
             return None
         if t is cst.Call:
+            if not (self.qualname(e.func) == "functools.partial" or (
+                    type(e.func) is cst.Name and e.func.value == "partial")):
+                return None
             args = positional_args(e)
-            partial = self.qualname(e.func) == "functools.partial" or (
-                type(e.func) is cst.Name and e.func.value == "partial")
-            if partial and len(args) == 1 and all(a.star == "" for a in e.args):
+            if len(args) == 1 and all(a.star == "" for a in e.args):
                 return self.callable_kind(args[0])  # partial(log_metric, name="loss"): its positions unchanged
             return None
         if t is cst.Name:

@@ -107,8 +107,9 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self._element_prefixes: set = set()  # "images[" when some `images[0] = ...` was bound
         self._guessed_params: dict = {}  # function key -> parameters whose kind is a guess from the name
         self._func_order: dict = {}  # function key -> the order it was first walked in (attribute kinds)
-        # (id(function node), name, element) -> its module class; ("bindings", id(node)) -> its bindings
-        self._module_class_memo: dict = {}  # (module_calls)
+        # (module_calls) (id(function node), name, element) -> its module class; ("bindings", id(node),
+        # expressions) -> its bindings; ("params", id(node)) -> its parameters' names
+        self._module_class_memo: dict = {}
         # calls into other modules: id(ctx) -> (the callee as written, its occurrence among calls written
         # so); their lines, shown in messages ("called from train.py:88"), come from CPython's parse
         self._site_refs: dict = {}

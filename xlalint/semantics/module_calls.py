@@ -33,7 +33,9 @@ _SAME_MODULE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float",
 _MODULE_LISTS = frozenset({"torch.nn.ModuleList"})
 # every expression node type: no statement, `with` item or `except` clause is inside one (a `:=` is)
 _EXPRESSIONS = frozenset(t for t in NODE_TYPES if issubclass(t, cst.BaseExpression))
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+# a simple statement or a `with` item: what it binds is taken at the node, the rest of it is expressions
+_LEAVES = frozenset({cst.WithItem} | {t for t in NODE_TYPES if issubclass(t, cst.BaseSmallStatement)})
 
 
 class ModuleCalls:
@@ -88,10 +90,14 @@ class ModuleCalls:
         node = self.func.node
         if type(node) is not cst.FunctionDef:
             return None
-        params = node.params
-        if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)):
-            return None
         memo = self._module_class_memo
+        names = memo.get(("params", id(node)))
+        if names is None:
+            params = node.params
+            names = memo["params", id(node)] = frozenset(
+                p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+        if name in names:
+            return None
         key = (id(node), name, False)
         if key not in memo:
             memo[key] = self._bound_class(node, name, False)
@@ -169,13 +175,13 @@ def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
     stack = list(func.body.body) if hasattr(func.body, "body") else []
     while stack:
         n = stack.pop()
-        if not expressions and type(n) in _EXPRESSIONS:
+        tp = type(n)
+        if not expressions and tp in _EXPRESSIONS:
             continue
-        if type(n) in _SCOPES:
-            if type(n) in (cst.FunctionDef, cst.ClassDef):
+        if tp in _SCOPES:
+            if tp is cst.FunctionDef or tp is cst.ClassDef:
                 out.setdefault(n.name.value, []).append(None)
             continue
-        tp = type(n)
         if tp is cst.Assign:
             for t in n.targets:
                 bind(t.target, n.value)
@@ -199,5 +205,7 @@ def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
             bind(n.name.name, None)
         elif tp is cst.Del:
             bind(n.target, None)
+        if not expressions and tp in _LEAVES:
+            continue
         stack.extend(child_nodes(n))
     return out

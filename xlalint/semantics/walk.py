@@ -452,10 +452,12 @@ class StatementWalk:
         self._callee_memo = [node.func, UNRESOLVED]
         try:
             self._emit("Call", node)
-            if any(type(a.value) is cst.Lambda for a in node.args):
-                callee = self.callee_key(node.func)
-                if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
-                    self._function_lambdas.update(id(a.value) for a in node.args if type(a.value) is cst.Lambda)
+            for a in node.args:  # a loop, not any(): this runs for every call
+                if type(a.value) is cst.Lambda:
+                    callee = self.callee_key(node.func)
+                    if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
+                        self._function_lambdas.update(id(a.value) for a in node.args if type(a.value) is cst.Lambda)
+                    break
         finally:
             self._callee_memo = None
         q = self.qualname(node.func)
