@@ -86,9 +86,9 @@ def finding_lines(stdout: str) -> list[str]:
 
 # The files that take longest, longest first: test_readme.py (one test of pip installs and README commands
 # in order: ~80 CPU seconds, on one core, and waiting for pip), the verify fixtures (~180 CPU seconds, two
-# children at a time), then 10-90 CPU seconds each. Collected first, they start first: under `make test` (pytest-xdist, --dist
-# loadfile --no-loadscope-reorder) the two workers begin with the two longest, and the short files fill in
-# around the rest instead of leaving one worker alone at the end.
+# children at a time), then 10-90 CPU seconds each. Collected first, they start first: under `make test`
+# (pytest-xdist, --dist loadfile --no-loadscope-reorder) the two workers begin with the two longest, and the
+# short files fill in around the rest instead of leaving one worker alone at the end.
 LONGEST_FIRST = ("test_readme.py", "test_verify_fixtures.py", "test_fixture_projects.py", "test_verify.py",
                  "test_fix.py", "test_verify_zygote.py", "test_fallback_table.py", "test_verify_signals.py",
                  "test_decode_positions.py", "test_precommit.py", "test_speed_consistency.py", "test_incremental.py",

@@ -6,12 +6,12 @@ server process (tests/verify_zygote_server.py) imports them once and forks each 
 before any device exists; the forked process then runs the very same entry script, with the same streams,
 working directory, environment, session and pipes as ``subprocess.Popen`` would give it.
 
-``forked_children()`` routes the runner's ``Popen`` of its child there for as long as it is active, and
-every other ``Popen`` (and a child with an interpreter or environment the server was not started with) to
-``subprocess`` as before. What the runner does with the process (its wait loop, the timeout's request on
-the command pipe, ``kill_tree`` of its session, the watchdog pipe) is unchanged. One thing differs, and
-is adjusted here: the child's parent is the server, so the spec's ``parent_pid`` (the child's check that
-xlalint is still there) names the server.
+``forked_children()`` routes the runner's ``Popen`` of its child there for as long as it is active (a
+child whose environment differs from the server's gets a server started with it), and every other
+``Popen`` (another interpreter's child too) to ``subprocess`` as before. What the runner does with the
+process (its wait loop, the timeout's request on the command pipe, ``kill_tree`` of its session, the
+watchdog pipe) is unchanged. One thing differs, and is adjusted here: the child's parent is the server,
+so the spec's ``parent_pid`` (the child's check that xlalint is still there) names the server.
 
 The servers also compile as ``fast_compile`` says: XLA's CPU backend at optimization level 0, without
 its expensive LLVM passes. A small fixture's graphs then compile 2-3 times faster (the compiles, not the
@@ -19,8 +19,9 @@ imports, are most of what is left of its cost), and nothing a test reads changes
 built, cut, compiled, cached, transferred and fall back to the CPU; only how fast the compiled code runs
 differs, and no verdict depends on a time.
 
-Tests about the child process itself (signals, hangs, ``xlalint --verify`` on the command line) do not use
-it; tests/test_verify_zygote.py checks that a forked child reports what a started one does.
+Tests about the child process itself (signals, a compile that must outlast the timeout, ``xlalint --verify``
+on the command line) do not use it; tests/test_verify_zygote.py checks that a forked child reports what a
+started one does.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ import threading
 import types
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify_zygote_server.py")
-#: What a run with IR graph dumps adds to the child's environment (runner.child_env). torch_xla reads
-#: XLA_IR_DEBUG (and the format) when it is imported, so those runs fork from a server started with them.
-DUMP_VARIABLES = ("XLA_IR_DEBUG", "XLA_SAVE_TENSORS_FMT")
+#: A run with IR graph dumps (runner.child_env) names its dump file here. Its other variables (XLA_IR_DEBUG,
+#: the format) are read by torch_xla when it is imported: those runs fork from a server started with them.
+DUMP_FILE = "XLA_SAVE_TENSORS_FILE"
 #: Variables of one run, read after the fork: set in the forked child, not a reason for a server of its own
 #: (the run's dump file, read when the first graph is saved; pytest's name of the test running).
-PER_RUN = ("XLA_SAVE_TENSORS_FILE", "PYTEST_CURRENT_TEST")
+PER_RUN = (DUMP_FILE, "PYTEST_CURRENT_TEST")
 #: XLA's CPU backend at optimization level 0, without its expensive LLVM passes: faster compiles of the
 #: same graphs (an unknown flag would make torch_xla abort: these are XLA's own, checked on start-up).
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
@@ -170,7 +171,7 @@ class Zygotes:
             return None
         if not kwargs["start_new_session"] or kwargs["stdin"] != subprocess.DEVNULL:
             return None
-        return "dump" if "XLA_SAVE_TENSORS_FILE" in kwargs["env"] else "plain"
+        return "dump" if DUMP_FILE in kwargs["env"] else "plain"
 
     def route(self, args, kwargs, started=frozenset()) -> str | None:
         """``kind``, but None for a child of a program in ``started`` (real paths)."""

@@ -22,7 +22,6 @@ import socket
 import sys
 
 
-
 def run_child(request: dict, fds: list) -> None:
     """In the forked process: become what ``subprocess.Popen([python, CHILD, spec], start_new_session=True,
     pass_fds=...)`` starts, then run the child's entry script as ``__main__``. Never returns."""
