@@ -84,12 +84,15 @@ def finding_lines(stdout: str) -> list[str]:
     return out
 
 
-# The files whose tests run programs under torch_xla or build environments, longest first (a 2-core run:
-# each takes minutes, the verify ones on both cores). Collected first, they start first: under
-# `make test` (pytest-xdist, --dist loadfile --no-loadscope-reorder) the two workers begin with the two
-# longest, and the short files fill in around the rest instead of leaving one worker alone at the end.
-LONGEST_FIRST = ("test_verify_fixtures.py", "test_readme.py", "test_fixture_projects.py", "test_verify.py",
-                 "test_fix.py", "test_precommit.py", "test_fallback_table.py", "test_conventions.py")
+# The files that take longest, longest first: test_readme.py (one test of pip installs and README commands
+# in order: ~80 CPU seconds, on one core, and waiting for pip), the verify fixtures (~180 CPU seconds, two
+# children at a time), then 10-90 CPU seconds each. Collected first, they start first: under `make test`
+# (pytest-xdist, --dist loadfile --no-loadscope-reorder) the two workers begin with the two longest, and the
+# short files fill in around the rest instead of leaving one worker alone at the end.
+LONGEST_FIRST = ("test_readme.py", "test_verify_fixtures.py", "test_fixture_projects.py", "test_verify.py",
+                 "test_fix.py", "test_verify_zygote.py", "test_fallback_table.py", "test_verify_signals.py",
+                 "test_decode_positions.py", "test_precommit.py", "test_speed_consistency.py", "test_incremental.py",
+                 "test_bad_input.py", "test_cli.py", "test_conventions.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -119,3 +122,24 @@ def require_torch_xla() -> None:
 def xla():
     """Marks a test that runs torch_xla (``require_torch_xla``)."""
     require_torch_xla()
+
+
+@pytest.fixture(scope="module")
+def forked_verify_children():
+    """For a module whose tests are about ``--verify``'s report, not its child process: the runner's
+    children are forked from one torch_xla start-up per worker (tests/verify_zygote.py) instead of each
+    importing torch and torch_xla (about 5 of a small program's 7 CPU seconds). Without torch_xla, nothing
+    changes: the tests' own ``require_torch_xla`` decides."""
+    if not HAVE_XLA:
+        yield None
+        return
+    from tests import verify_zygote
+
+    with verify_zygote.forked_children() as servers:
+        yield servers
+
+
+def pytest_sessionfinish(session, exitstatus):
+    zygote = sys.modules.get("tests.verify_zygote")
+    if zygote is not None:
+        zygote.stop()

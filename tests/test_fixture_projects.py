@@ -95,7 +95,7 @@ def _marks_as_findings(paths: list) -> list:
 
 
 @pytest.fixture(scope="module")
-def live_reports():
+def live_reports(forked_verify_children):
     require_torch_xla()
     from xlalint.verify import collect
 

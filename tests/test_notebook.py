@@ -243,7 +243,7 @@ def test_verify_script_runs_cells_as_one_program(tmp_path: Path):
 HAVE_XLA = importlib.util.find_spec("torch_xla") is not None
 
 
-def test_verify_runs_the_notebook_and_confirms_its_marks():
+def test_verify_runs_the_notebook_and_confirms_its_marks(forked_verify_children):
     """`--verify notebook.ipynb`: its code cells run as one script; every marked line is CONFIRMED, and
     cited by cell and line in the notebook (tests/test_verify_notebook.py: misses, recompiles, formats)."""
     if not HAVE_XLA:

@@ -1,7 +1,8 @@
 """``xlalint --verify``: real runs of small programs on the torch_xla CPU device (tests/verify_programs/).
 
-Each child run costs a few seconds (importing torch + torch_xla), so every program runs once, with few steps,
-and the tests share the report. Under CI=true a missing torch_xla fails these tests instead of skipping them.
+Each child run costs a few seconds (compiles, and importing torch + torch_xla unless it is forked from one
+start-up: tests/verify_zygote.py), so every program runs once, with few steps, and the tests share the report.
+Under CI=true a missing torch_xla fails these tests instead of skipping them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from tests import verify_zygote
 from tests.conftest import HAVE_XLA
 from tests.test_verify_fixtures import assert_costs_consistent
 
@@ -137,7 +139,9 @@ def runs(request):
     from xlalint.verify import runner
 
     selected = {item.name for item in request.session.items}
-    with pytest.MonkeyPatch.context() as mp:
+    # forked from one torch_xla start-up (tests/verify_zygote.py), but the compile that must outlast the
+    # timeout and its grace period: that child is started as xlalint starts it
+    with verify_zygote.forked_children(started=[prog("compile_forever.py")]), pytest.MonkeyPatch.context() as mp:
         once = _EachProgramOnce(runner.run_child)
         mp.setattr(runner, "run_child", once)
         pool = ThreadPoolExecutor(max_workers=2)

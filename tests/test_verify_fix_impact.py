@@ -21,7 +21,7 @@ ROOT = os.path.dirname(HERE)
 PROGRAM = os.path.join(HERE, "verify_programs", "item_per_step.py")
 
 
-def test_each_fix_runs_in_memory_and_its_effect_is_measured(tmp_path):
+def test_each_fix_runs_in_memory_and_its_effect_is_measured(tmp_path, forked_verify_children):
     require_torch_xla()
     from xlalint.verify import collect, render_json, render_text
 

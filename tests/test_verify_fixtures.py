@@ -43,7 +43,7 @@ def _marks(path: Path) -> set:
 
 
 @pytest.fixture(scope="module")
-def reports():
+def reports(forked_verify_children):
     require_torch_xla()
     from xlalint.verify import collect
 

@@ -35,7 +35,7 @@ def write_notebook(tmp_path: Path, cells=CELLS) -> Path:
     return path
 
 
-def test_verify_reports_a_notebook_by_cell(tmp_path: Path, xla):
+def test_verify_reports_a_notebook_by_cell(tmp_path: Path, xla, forked_verify_children):
     from xlalint.verify import collect, render_json, render_text
     from xlalint.verify.html import render_html
     from xlalint.verify.report import shown_path
