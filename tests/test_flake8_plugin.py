@@ -208,6 +208,10 @@ def test_a_tree_is_decided_once_not_once_per_file(checker_cls, monkeypatch, tmp_
 
     root = tmp_path / "proj"
     shutil.copytree(PROJECTS / "trainer_callbacks", root)
+    # its own [tool.xlalint] table: the settings' root (and the cache under it) is this copy, never a
+    # configured folder above the temporary directory whose cache an earlier run filled
+    with open(root / "pyproject.toml", "a") as fh:
+        fh.write("\n[tool.xlalint]\n")
     monkeypatch.chdir(root)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*.py"))
     real = decision.decide
