@@ -229,11 +229,14 @@ class CallKinds:
             return K.NOT_TENSOR
         if meth == "per_device_loader":
             return K.LOADER
+        if meth == "cpu":
+            # x.cpu() on something unknown: a module if it is named like one, else what it returns is on
+            # the host whatever it was (a tensor's copy; reading it, or its rows, costs nothing more)
+            return K.MODULE if _named_like_module(recv) else K.CPU_TENSOR
         if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
             # x.to(device) on something unknown: a module if it is named like one, else a tensor
             rname = (last_name(recv) or "").lower()
-            words = name_words(rname)
-            if words and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp")):
+            if _named_like_module(recv):
                 return K.MODULE
             if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
                 return K.TENSORS
@@ -387,3 +390,9 @@ _DTYPES = frozenset(
 # libraries whose calls return host values (NumPy arrays, images, numbers, strings), never torch tensors
 _HOST_LIBRARIES = ("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.", "numpy.", "scipy.",
                    "cv2.", "PIL.", "pandas.", "sklearn.")
+
+
+def _named_like_module(recv) -> bool:
+    """``recv``'s last name ends in a model word (``model``, ``net``, ``head``, ``layer``, ``ddp``, ...)."""
+    words = name_words((last_name(recv) or "").lower())
+    return bool(words) and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp"))
