@@ -129,9 +129,12 @@ class Bindings:
                 self._bind_dict_entries(target.value, value)
         elif type(target) in (cst.Tuple, cst.List):
             elts = target.elements
-            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts):
+            if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts) \
+                    and not any(type(v) is cst.StarredElement for v in value.elements):
                 for e, v in zip(elts, value.elements):
                     self._bind_target(e.value, v.value, self.kind(v.value))
+                return
+            if type(value) in (cst.Tuple, cst.List) and self._bind_around_starred(elts, value.elements):
                 return
             if type(value) is cst.Call and last_name(value.func) == "prepare":
                 args = positional_args(value)
@@ -143,6 +146,8 @@ class Bindings:
                         self._bind_target(e.value, None, k)
                     return
             ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
+            if _is_shape(value):  # `b, n, _ = x.shape`: Python ints
+                ek = K.NOT_TENSOR
             if kind == K.ITEMS:
                 ek = K.TENSOR
             parts = self._annotated_parts(value, len(elts))
@@ -182,6 +187,28 @@ class Bindings:
                 self.func.env[key] = kind
             self._holds(target.value, kind)  # logs["loss"] = loss
 
+    def _bind_around_starred(self, elts, values) -> bool:
+        """``batch, seq, mask = *x.shape[:2], mask``: the items before the value's one starred item and after
+        it bound by position from each end, those it covers to one of its items (a shape's are ints). False
+        (nothing bound) when the target has a starred item too, or the value more than one."""
+        starred = [i for i, v in enumerate(values) if type(v) is cst.StarredElement]
+        if len(starred) != 1 or any(type(e) is cst.StarredElement for e in elts):
+            return False
+        i, after = starred[0], len(values) - starred[0] - 1
+        if i + after > len(elts):
+            return False
+        sk = self.kind(values[i].value)
+        covered = K.NOT_TENSOR if sk == K.NOT_TENSOR else K.element_of(sk)
+        for j, e in enumerate(elts):
+            if j < i:
+                self._bind_target(e.value, values[j].value, self.kind(values[j].value))
+            elif j >= len(elts) - after:
+                v = values[len(values) - (len(elts) - j)].value
+                self._bind_target(e.value, v, self.kind(v))
+            else:
+                self._bind_target(e.value, None, covered)
+        return True
+
     def _bind_dict_entries(self, name: str, value: cst.Dict) -> None:
         """``metrics = {"loss": loss, "epoch": epoch}``: ``metrics["epoch"]`` is what was put under that key
         (the dict as a whole holds a tensor; its Python entries are not tensors)."""
@@ -195,10 +222,35 @@ class Bindings:
 
     def _annotated_parts(self, value, n: int):
         """The kinds of the ``n`` items of the tuple a call of a function of this module returns, from its
-        return annotation (``-> Tuple[torch.Tensor, int]``), else None."""
-        if type(value) is not cst.Call or type(value.func) is not cst.Name:
+        return annotation (``-> Tuple[torch.Tensor, int]``), else from its ``return`` statements where they
+        all agree (``return hidden, n_img``), else None."""
+        if type(value) is not cst.Call:
             return None
-        f = self._lookup_func(value.func.value)
+        f = self._callee_of(value.func)
+        returned = f.return_parts if f is not None else None
+        if returned and len(returned) == n and not f.passes:
+            from_returns = [K.UNKNOWN if p is None else p for p in returned]
+        else:
+            from_returns = None
+        if type(value.func) is not cst.Name:
+            return from_returns
+        node = f.node if f is not None else None
+        ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
+        if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
+            return from_returns
+        items = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
+        if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
+            return from_returns
+        return [self._annotation_kind(a) for a in items]
+
+    def _callee_of(self, func) -> Optional[FuncInfo]:
+        """The function of this module a call of ``func`` runs: ``f(...)`` or ``self.m(...)``, else None."""
+        if type(func) is cst.Name:
+            return self._lookup_func(func.value)
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            cls = self.current_class()
+            return self.funcs.get(f"{cls}.{func.attr.value}") if cls is not None else None
+        return None
         node = f.node if f is not None else None
         ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
         if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
@@ -449,3 +501,13 @@ _OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tenso
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
 # frameworks that place tensors on devices for the program
 _DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers")
+
+
+def _is_shape(value) -> bool:
+    """``x.shape``, ``x.size()``, or a slice of them (``x.shape[:2]``): a tuple of Python ints."""
+    if type(value) is cst.Subscript:
+        value = value.value
+    if type(value) is cst.Attribute:
+        return value.attr.value == "shape"
+    return (type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute
+            and value.func.attr.value == "size")

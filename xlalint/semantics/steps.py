@@ -54,6 +54,9 @@ class FuncInfo:
     guessed: set = field(default_factory=set)  # `forward` parameters taken for tensors by the rule, still unbound
     yields: Optional[list] = None  # a generator's (item kind, tuple part kinds) per `yield`, as walked
     passes: object = None  # a function returning its arguments: their parts (passthrough), False if not one
+    # every `return` gives a tuple of this many items: the kind of each item where all returns agree, else
+    # None there (`return hidden, n_img`); False once a return is not a tuple literal of that length
+    return_parts: object = None
 
     @property
     def call_return_kind(self):

@@ -430,6 +430,9 @@ class StatementWalk:
                 f.passes = passthrough.combine(f.passes, passthrough.spec_of_return(node.value, f.node))
             if f.return_kind is K.UNKNOWN or f.return_kind == k:
                 f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
+            f.return_parts = _combine_parts(f.return_parts, node.value, self.kind)
+        else:
+            self.func.return_parts = False
 
     def _comp(self, node) -> None:
         """List/set/dict comprehensions and generators: bind the ``for`` targets before the element."""
@@ -677,3 +680,15 @@ def install_dispatch(model_class) -> None:
     """Point the walk's dispatch at ``model_class``'s methods (the composed model, once it is defined)."""
     _SPECIAL.clear()
     _SPECIAL.update({name: getattr(model_class, meth) for name, meth in _SPECIAL_METHODS.items()})
+
+
+def _combine_parts(before, value, kind_of):
+    """A function's ``return_parts`` after one more ``return value``."""
+    if before is False or type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
+        return False
+    parts = tuple(kind_of(e.value) for e in value.elements)
+    if before is None:
+        return parts
+    if len(before) != len(parts):
+        return False
+    return tuple(a if a == b else None for a, b in zip(before, parts))
