@@ -167,3 +167,34 @@ def test_the_elements_of_a_python_container_are_unknown_not_python_values():
 
     assert K.element_of(K.NOT_TENSOR) is K.UNKNOWN
     assert K.element_of(K.TENSORS) == K.TENSOR and K.element_of(K.CPU_TENSORS) == K.CPU_TENSOR
+
+
+def test_slices_of_a_dict_of_python_lists_are_list_operations():
+    """open_clip's contrastive accumulation keeps each micro-batch's features in a dict of lists
+    (``feats[key] = [val]``, then ``.append``) and rebuilds them with ``kept[:j] + [new] + kept[j + 1:]``:
+    list slices, not tensor slices at a changing bound (``feats[key]`` is a list, not a tensor)."""
+    src = (
+        "import torch\n"
+        "def train(model, loader, opt, accum_freq, device):\n"
+        "    feats = {}\n"
+        "    for i, (images, texts) in enumerate(loader):\n"
+        "        images = images.to(device)\n"
+        "        with torch.no_grad():\n"
+        "            for key, val in model(images).items():\n"
+        "                if key in feats:\n"
+        "                    feats[key].append(val)\n"
+        "                else:\n"
+        "                    feats[key] = [val]\n"
+        "        for j in range(accum_freq):\n"
+        "            out = model(images)\n"
+        "            for key, val in feats.items():\n"
+        "                kept = feats[key]\n"
+        "                loss = torch.cat(kept[:j] + [out[key]] + kept[j + 1:]).sum()\n"
+        "            loss.backward()\n"
+        "        opt.step()\n"
+    )
+    assert [f for f in lint_source(src, "t.py") if f.code == "XLA009"] == []
+    # its twin: the same slices of a tensor
+    twin = src.replace("kept = feats[key]", "kept = out[key]").replace("kept[:j] + [out[key]] + kept[j + 1:]",
+                                                                       "[kept[:j], kept[j + 1:]]")
+    assert [f.line for f in lint_source(twin, "t.py") if f.code == "XLA009"] == [16, 16]

@@ -185,7 +185,10 @@ class Bindings:
             if key is not None:  # `images[0] = images[0].cuda()`: this element's own kind
                 self._element_prefixes.add(key[: key.index("[") + 1])
                 self.func.env[key] = kind
-            self._holds(target.value, kind)  # logs["loss"] = loss
+            if type(value) not in (cst.List, cst.Tuple, cst.ListComp):
+                # logs["loss"] = loss; not `feats[key] = [out]`: a dict of lists, whose items are lists (their
+                # slices and concatenations are Python's), not the tensors `feats[key]` would otherwise be taken for
+                self._holds(target.value, kind)
 
     def _bind_around_starred(self, elts, values) -> bool:
         """``batch, seq, mask = *x.shape[:2], mask``: the items before the value's one starred item and after
