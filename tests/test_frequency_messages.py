@@ -225,6 +225,28 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
     assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py", "holder.py"}, found
 
 
+def test_every_rule_leaves_a_module_that_cannot_run_on_xla_alone_train_eval_switches_too(tmp_path):
+    """A module that imports a CUDA-only library unconditionally (apex, flash_attn) is never an XLA step:
+    XLA004's switch of modes was still reported there (trlx's NeMo trainer, which imports apex)."""
+    loop = (
+        "{setup}\nimport torch\nimport lightning.pytorch as pl\n"
+        "class PPO(pl.LightningModule):\n"
+        "    def generate(self, x):\n"
+        "        was_training = self.model.training\n"
+        "        self.model.eval()\n"
+        "        out = self.model(x)\n"
+        "        self.model.train(was_training)\n"
+        "        self.model.train()\n"
+        "        return out\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        return self.generate(batch)\n"
+    )
+    (tmp_path / "plain.py").write_text(loop.format(setup=""))
+    (tmp_path / "apex_trainer.py").write_text(loop.format(setup="from apex.transformer import parallel_state"))
+    found = {(Path(f.path).name, f.code) for f in _lint(tmp_path)}
+    assert ("plain.py", "XLA004") in found and not any(name == "apex_trainer.py" for name, _ in found), found
+
+
 def test_a_whole_evaluation_through_a_helper_ends_it_for_reads_in_a_periodic_block_only(tmp_path):
     (tmp_path / "t.py").write_text(
         "import torch\n"

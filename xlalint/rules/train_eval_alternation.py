@@ -210,8 +210,9 @@ def _switches(items: list, found: dict, hook) -> None:
 
 
 def _skipped(ctx) -> bool:
-    """Not reached every step: a step closure, a non-XLA path, code that runs once (the model's context)."""
-    return ctx.closure or ctx.non_xla or ctx.once or ctx.error_path
+    """Not reached every step on XLA: a step closure, a non-XLA path, code that runs once (the model's context),
+    a function that is never an XLA step (a unit test, a module hard-wired to CUDA: ``FuncInfo.excluded``)."""
+    return ctx.closure or ctx.non_xla or ctx.once or ctx.error_path or ctx.func.excluded
 
 
 def _mode(node: cst.Call) -> Optional[bool]:
