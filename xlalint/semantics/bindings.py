@@ -146,7 +146,9 @@ class Bindings:
                         self._bind_target(e.value, None, k)
                     return
             ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
-            if _is_shape(value):  # `b, n, _ = x.shape`: Python ints
+            if _is_shape(value) or (kind == K.NOT_TENSOR and type(value) is cst.Call):
+                # `b, n, _ = x.shape`: Python ints; `top1, top5 = accuracy_np(out, y)`: the items of what a
+                # function returns as a Python value (its `return a, b` made of Python values)
                 ek = K.NOT_TENSOR
             if kind == K.ITEMS:
                 ek = K.TENSOR
