@@ -152,7 +152,7 @@ class Bindings:
                 ek = K.NOT_TENSOR
             if kind == K.ITEMS:
                 ek = K.TENSOR
-            parts = self._annotated_parts(value, len(elts))
+            parts = self._annotated_parts(value, len(elts)) or self._next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
                 for e, pk in zip(elts, parts):
                     self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
@@ -247,6 +247,14 @@ class Bindings:
         if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
             return from_returns
         return [self._annotation_kind(a) for a in items]
+
+    def _next_parts(self, value, n: int):
+        """``x, y, state = next(loader)`` of a project generator that yields ``n``-tuples: each item as
+        yielded (``kinds.generator_parts``), else None."""
+        if type(value) is not cst.Call or not value.args or not self.is_builtin(value.func, "next"):
+            return None
+        parts = K.generator_parts(self.kind(value.args[0].value))
+        return list(parts) if parts is not None and len(parts) == n else None
 
     def _callee_of(self, func) -> Optional[FuncInfo]:
         """The function of this module a call of ``func`` runs: ``f(...)`` or ``self.m(...)``, else None."""
