@@ -288,3 +288,35 @@ def test_a_varying_int_in_an_evaluation_branch_says_every_evaluation_batch_in_a_
         msgs = _messages(found, "brain.py", "XLA009")
         assert "every evaluation batch" in msgs[22] and "every step" not in msgs[22], msgs
         assert "every evaluation batch" in _messages(found, "brain.py")[21]
+
+
+def test_the_first_pass_of_an_inner_loop_runs_as_often_as_the_loop_is_entered(tmp_path):
+    """`for i in range(n): if i == 0: ...` runs once each time the loop runs, as if it stood before it: in a
+    decode loop, not every decoding step (whisper's no-speech probability); in a micro-batch loop inside the
+    step loop, every step."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "def decode(model, tokens, steps):\n"
+        "    for i in range(steps):\n"
+        "        logits = model(tokens)\n"
+        "        if i == 0:\n"
+        "            first = logits[:, 0].softmax(-1).tolist()\n"
+        "        if i % 2 == 0:\n"
+        "            every_other = logits[:, 0].tolist()\n"
+        "        tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], 1)\n"
+        "    return tokens\n"
+        "def train(model, loader, opt, accum):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        for i in range(accum):\n"
+        "            loss = model(x).sum()\n"
+        "            loss.backward()\n"
+        "            if i == 0 and step > 0:\n"
+        "                print(loss.item())\n"
+        "        opt.step()\n"
+        "        torch_xla.sync()\n"
+    )
+    found = {f.line: f.message for f in _lint(tmp_path) if f.code == "XLA001"}
+    assert 7 not in found  # once per decode, not every decoding step
+    assert "every 2 decoding steps" in found[9] or "decoding step" in found[9], found
+    assert "every step" in found[18], found

@@ -303,7 +303,14 @@ class StatementWalk:
         if narrowed is not None:  # `if isinstance(im, (str, Path)):`: not a tensor in this branch
             outside = self._env_lookup(narrowed)
             self._bind_name(narrowed, K.NOT_TENSOR)
+        loops = self.loop_stack
+        first = None if once else _first_pass_of(node.test, loops)
+        if first is not None:
+            # `for i in range(n): if i == 0: ...`: the block runs once each time the loop runs, as if it
+            # stood before the loop (whisper's no-speech probability, read at the first decoding step only)
+            self.loop_stack = loops[:first]
         self.walk_block(node.body)
+        self.loop_stack = loops
         if narrowed is not None and self.func.env.get(narrowed) == K.NOT_TENSOR:
             if outside[0]:
                 self._bind_name(narrowed, outside[1])
@@ -692,3 +699,42 @@ def _combine_parts(before, value, kind_of):
     if len(before) != len(parts):
         return False
     return tuple(a if a == b else None for a, b in zip(before, parts))
+
+
+def _first_pass_of(test, loop_stack) -> Optional[int]:
+    """The position in ``loop_stack`` of the loop whose first pass only ``test`` lets through (``i == 0``, alone
+    or in an ``and``, ``i`` the counter of ``for i in range(...)`` or ``for i, x in enumerate(...)`` counting
+    from 0), else None."""
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is not cst.And:
+            return None
+        left = _first_pass_of(test.left, loop_stack)
+        return left if left is not None else _first_pass_of(test.right, loop_stack)
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.comparisons[0].operator) is not cst.Equal:
+        return None
+    sides = (test.left, test.comparisons[0].comparator)
+    if not any(type(x) is cst.Integer and x.value == "0" for x in sides):
+        return None
+    names = [x.value for x in sides if type(x) is cst.Name]
+    if len(names) != 1:
+        return None
+    for pos in range(len(loop_stack) - 1, -1, -1):
+        if _counter_from_zero(loop_stack[pos].node) == names[0]:
+            return pos
+    return None
+
+
+def _counter_from_zero(node) -> Optional[str]:
+    """The name that counts the passes of ``for`` loop ``node`` from 0: ``for i in range(n)``, ``range(0, n)``,
+    ``for i, x in enumerate(xs)``; else None."""
+    if type(node) is not cst.For or type(node.iter) is not cst.Call or type(node.iter.func) is not cst.Name:
+        return None
+    args = node.iter.args
+    fn = node.iter.func.value
+    if fn == "range" and args and all(a.keyword is None and a.star == "" for a in args) and len(args) <= 2 and (
+            len(args) == 1 or (type(args[0].value) is cst.Integer and args[0].value.value == "0")):
+        return node.target.value if type(node.target) is cst.Name else None
+    if fn == "enumerate" and len(args) == 1 and type(node.target) in (cst.Tuple, cst.List) and node.target.elements:
+        first = node.target.elements[0].value
+        return first.value if type(first) is cst.Name else None
+    return None
