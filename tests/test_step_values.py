@@ -198,3 +198,29 @@ def test_slices_of_a_dict_of_python_lists_are_list_operations():
     twin = src.replace("kept = feats[key]", "kept = out[key]").replace("kept[:j] + [out[key]] + kept[j + 1:]",
                                                                        "[kept[:j], kept[j + 1:]]")
     assert [f.line for f in lint_source(twin, "t.py") if f.code == "XLA009"] == [16, 16]
+
+
+@pytest.mark.parametrize("outer, flagged", [
+    # PPO's minibatch loop inside the update epochs: the same offsets every epoch, compiled once, then cached
+    ("    for epoch in range(args.update_epochs):\n        inds = torch.randperm(args.batch_size, device=dev)\n", False),
+    # the offsets depend on what the outer loop binds: new values from pass to pass
+    ("    for epoch in range(args.update_epochs):\n        n = int(rollout_len[epoch])\n"
+     "        inds = torch.randperm(args.batch_size, device=dev)\n", True),
+    # no loop around it: every offset is new
+    ("    if True:\n        inds = torch.randperm(args.batch_size, device=dev)\n", True),
+])
+def test_a_chunk_loop_that_repeats_its_offsets_inside_another_loop_is_a_bounded_set(outer, flagged):
+    bound = "n" if "n = int" in outer else "args.batch_size"
+    src = (
+        "import torch\n"
+        "def update(agent, obs, opt, args, dev, rollout_len):\n"
+        + outer +
+        f"        for start in range(0, {bound}, args.minibatch_size):\n"
+        "            mb = inds[start:start + args.minibatch_size]\n"
+        "            loss = agent(obs[mb]).sum()\n"
+        "            opt.zero_grad()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+    )
+    lines = [f.line for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    assert bool(lines) == flagged, (lines, src)

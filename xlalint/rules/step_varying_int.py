@@ -291,6 +291,8 @@ class StepVaryingPythonInt(Rule):
                     if not self._hot_and_cut(loop):
                         continue  # the value does not change from graph to graph where it is used
                     hot = True
+                elif self._values().repeats_in(loop.node, loop.outer.node if loop.outer is not None else None):
+                    continue  # the same offsets on every pass of the loop around it: compiled once, then cached
                 else:
                     hot = not m.loop_trains(loop)  # a decoding or sampling loop ended by a barrier
             fr = m.frequency(cand.ctx)
