@@ -320,3 +320,40 @@ def test_the_first_pass_of_an_inner_loop_runs_as_often_as_the_loop_is_entered(tm
     assert 7 not in found  # once per decode, not every decoding step
     assert "every 2 decoding steps" in found[9] or "decoding step" in found[9], found
     assert "every step" in found[18], found
+
+
+
+def test_a_block_that_returns_runs_once_per_call_not_every_pass_of_the_loop(tmp_path):
+    """`if idx_next == eos_id: return idx[:input_pos]` in a decode loop leaves the function: the slice at a
+    device position runs once per generation (litgpt's XLA generate), not every decoding step; the same
+    slice in a block that does not leave the function still runs every decoding step."""
+    src = (
+        "import torch\n"
+        "import torch_xla.core.xla_model as xm\n"
+        "def generate(model, idx: torch.Tensor, max_returned_tokens: int, *, temperature: float = 1.0,\n"
+        "             eos_id: int | None = None) -> torch.Tensor:\n"
+        "    T = idx.size(0)\n"
+        "    device, dtype = idx.device, idx.dtype\n"
+        "    empty = torch.empty(max_returned_tokens, dtype=dtype, device=device)\n"
+        "    empty[:T] = idx\n"
+        "    idx = empty\n"
+        "    input_pos = torch.tensor([0], device=device)\n"
+        "    xm.mark_step()\n"
+        "    for _ in range(max_returned_tokens):\n"
+        "        x = idx.index_select(0, input_pos).view(1, -1)\n"
+        "        logits = model(x, input_pos)\n"
+        "        logits = logits[0, -1] / temperature\n"
+        "        probs = torch.nn.functional.softmax(logits, dim=-1)\n"
+        "        idx_next = torch.multinomial(probs, num_samples=1).to(dtype=dtype)\n"
+        "        input_pos = input_pos[-1:] + 1\n"
+        "        xm.mark_step()\n"
+        "        idx = idx.index_copy(0, input_pos, idx_next)\n"
+        "        if idx_next == eos_id:\n"
+        "            return idx[:input_pos]\n"
+        "    return idx\n"
+    )
+    (tmp_path / "returns.py").write_text(src)
+    (tmp_path / "stays.py").write_text(src.replace("return idx[:input_pos]", "idx = idx[:input_pos]"))
+    found = {(Path(f.path).name, f.line, f.code): f.message for f in _lint(tmp_path)}
+    assert ("returns.py", 22, "XLA003") not in found, found
+    assert "every decoding step" in found[("stays.py", 22, "XLA003")], found

@@ -309,6 +309,10 @@ class StatementWalk:
             # `for i in range(n): if i == 0: ...`: the block runs once each time the loop runs, as if it
             # stood before the loop (whisper's no-speech probability, read at the first decoding step only)
             self.loop_stack = loops[:first]
+        elif not once and loops and _ends_with_return(node.body):
+            # `if idx_next == eos_id: return idx[:input_pos]`: the block leaves the function, so it runs at
+            # most once per call, as the function's own statements outside its loops do
+            self.loop_stack = []
         self.walk_block(node.body)
         self.loop_stack = loops
         if narrowed is not None and self.func.env.get(narrowed) == K.NOT_TENSOR:
@@ -589,6 +593,13 @@ def _breaks_the_loop(block, loop_stack) -> bool:
     if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
         return False
     return bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
+
+
+def _ends_with_return(block) -> bool:
+    """``block``'s last statement is a ``return``."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Return
 
 
 def _debug_flag(test) -> bool:
