@@ -357,3 +357,17 @@ def test_a_block_that_returns_runs_once_per_call_not_every_pass_of_the_loop(tmp_
     found = {(Path(f.path).name, f.line, f.code): f.message for f in _lint(tmp_path)}
     assert ("returns.py", 22, "XLA003") not in found, found
     assert "every decoding step" in found[("stays.py", 22, "XLA003")], found
+
+
+
+def test_a_helper_that_places_nothing_returns_host_tensors_for_host_arguments(tmp_path):
+    """yolov5's `save_one_txt`: a row copied to the host, rebuilt with `torch.tensor(...)`, converted by a
+    box helper that only computes with what it is given (and is also called with device tensors elsewhere)
+    and read with `.tolist()`: a host tensor in, a host tensor out, no transfer."""
+    (tmp_path / "general.py").write_text('import numpy as np\nimport torch\n\n\ndef xyxy2xywh(x):\n    y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)\n    y[..., 0] = (x[..., 0] + x[..., 2]) / 2\n    y[..., 1] = (x[..., 1] + x[..., 3]) / 2\n    y[..., 2] = x[..., 2] - x[..., 0]\n    y[..., 3] = x[..., 3] - x[..., 1]\n    return y\n\n\ndef save_one_txt(predn, shape, file):\n    gn = torch.tensor(shape)[[1, 0, 1, 0]]\n    for *xyxy, conf, cls in predn.tolist():\n        xywh = (xyxy2xywh(torch.tensor(xyxy).view(1, 4)) / gn).view(-1).tolist()\n        with open(file, "a") as f:\n            f.write(f"{cls} {xywh} {conf}\\n")\n\n\ndef run(model, dataloader, device):\n    model.eval()\n    for im, targets, paths, shapes in dataloader:\n        im = im.to(device)\n        preds = model(im)\n        for si, pred in enumerate(preds):\n            save_one_txt(pred.clone(), shapes[si][0], "out.txt")\n\n\ndef boxes_for_loss(pred, device):\n    box = xyxy2xywh(pred[:, :4].to(device))\n    return box.sum()\n')
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (16, "XLA001") in found and (17, "XLA001") not in found, found
+    # its twin: a helper that moves what it makes to the run's device returns a device tensor
+    (tmp_path / "general.py").write_text('import numpy as np\nimport torch\n\n\ndef xyxy2xywh(x):\n    y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)\n    y[..., 0] = (x[..., 0] + x[..., 2]) / 2\n    y[..., 1] = (x[..., 1] + x[..., 3]) / 2\n    y[..., 2] = x[..., 2] - x[..., 0]\n    y[..., 3] = x[..., 3] - x[..., 1]\n    return y\n\n\ndef save_one_txt(predn, shape, file):\n    gn = torch.tensor(shape)[[1, 0, 1, 0]]\n    for *xyxy, conf, cls in predn.tolist():\n        xywh = (xyxy2xywh(torch.tensor(xyxy).view(1, 4)) / gn).view(-1).tolist()\n        with open(file, "a") as f:\n            f.write(f"{cls} {xywh} {conf}\\n")\n\n\ndef run(model, dataloader, device):\n    model.eval()\n    for im, targets, paths, shapes in dataloader:\n        im = im.to(device)\n        preds = model(im)\n        for si, pred in enumerate(preds):\n            save_one_txt(pred.clone(), shapes[si][0], "out.txt")\n\n\ndef boxes_for_loss(pred, device):\n    box = xyxy2xywh(pred[:, :4].to(device))\n    return box.sum()\n'.replace("    return y\n", "    return y.to(DEVICE)\n", 1))
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (17, "XLA001") in found, found

@@ -264,14 +264,6 @@ class Bindings:
             cls = self.current_class()
             return self.funcs.get(f"{cls}.{func.attr.value}") if cls is not None else None
         return None
-        node = f.node if f is not None else None
-        ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
-        if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
-            return None
-        items = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
-        if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
-            return None
-        return [self._annotation_kind(a) for a in items]
 
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):

@@ -82,3 +82,16 @@ def at_call(kind, call: cst.Call, kind_of):
             return K.UNKNOWN
         result, seen = (k, True) if not seen else (K.join(result, k), True)
     return result
+
+
+
+def combine_parts(before, value, kind_of):
+    """A function's ``return_parts`` after one more ``return value``."""
+    if before is False or type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
+        return False
+    parts = tuple(kind_of(e.value) for e in value.elements)
+    if before is None:
+        return parts
+    if len(before) != len(parts):
+        return False
+    return tuple(a if a == b else None for a, b in zip(before, parts))

@@ -629,3 +629,50 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
         result = "xla" if result == "non-xla" else "non-xla"
     return result
 
+
+def first_pass_of(test, loop_stack) -> Optional[int]:
+    """The position in ``loop_stack`` of the loop whose first pass only ``test`` lets through (``i == 0``, alone
+    or in an ``and``, ``i`` the counter of ``for i in range(...)`` or ``for i, x in enumerate(...)`` counting
+    from 0), else None."""
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is not cst.And:
+            return None
+        left = first_pass_of(test.left, loop_stack)
+        return left if left is not None else first_pass_of(test.right, loop_stack)
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.comparisons[0].operator) is not cst.Equal:
+        return None
+    sides = (test.left, test.comparisons[0].comparator)
+    if not any(type(x) is cst.Integer and x.value == "0" for x in sides):
+        return None
+    names = [x.value for x in sides if type(x) is cst.Name]
+    if len(names) != 1:
+        return None
+    for pos in range(len(loop_stack) - 1, -1, -1):
+        if _counter_from_zero(loop_stack[pos].node) == names[0]:
+            return pos
+    return None
+
+
+
+def _counter_from_zero(node) -> Optional[str]:
+    """The name that counts the passes of ``for`` loop ``node`` from 0: ``for i in range(n)``, ``range(0, n)``,
+    ``for i, x in enumerate(xs)``; else None."""
+    if type(node) is not cst.For or type(node.iter) is not cst.Call or type(node.iter.func) is not cst.Name:
+        return None
+    args = node.iter.args
+    fn = node.iter.func.value
+    if fn == "range" and args and all(a.keyword is None and a.star == "" for a in args) and len(args) <= 2 and (
+            len(args) == 1 or (type(args[0].value) is cst.Integer and args[0].value.value == "0")):
+        return node.target.value if type(node.target) is cst.Name else None
+    if fn == "enumerate" and len(args) == 1 and type(node.target) in (cst.Tuple, cst.List) and node.target.elements:
+        first = node.target.elements[0].value
+        return first.value if type(first) is cst.Name else None
+    return None
+
+
+
+def ends_with_return(block) -> bool:
+    """``block``'s last statement is a ``return``."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Return

@@ -15,7 +15,8 @@ import libcst as cst
 from xlalint.semantics import passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import (child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args,
+                                      string_value, target_names)
 
 
 class CallKinds:
@@ -37,7 +38,11 @@ class CallKinds:
                     return r
             f = self._lookup_func(name)
             if f is not None:
-                return passthrough.at_call(f.call_return_kind, e, self.kind)
+                k = passthrough.at_call(f.call_return_kind, e, self.kind)
+                if (k in K.DEVICE_TENSORS or k is K.UNKNOWN) and self._host_arguments(e) and \
+                        places_nothing(f.node, self.imports):
+                    return K.CPU_TENSOR  # xyxy2xywh(torch.tensor(box)): host tensors in, the same ops, host out
+                return k
             if name in self.classes:
                 return K.MODULE if self.classes[name]["module"] else K.instance(f"{self.module_name}:{name}")
             found, fk = self._env_lookup(name)
@@ -59,6 +64,15 @@ class CallKinds:
             fk = self.kind(func)
             return K.TENSOR if fk == K.MODULE else K.UNKNOWN
         return K.UNKNOWN
+
+    def _host_arguments(self, e: cst.Call) -> bool:
+        """Every argument of the call is a host value (a host tensor, a NumPy value, a Python value) and one
+        at least a host tensor."""
+        if not e.args or any(a.star for a in e.args):
+            return False
+        kinds = [self.kind(a.value) for a in e.args]
+        return all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in kinds) and (
+            K.CPU_TENSOR in kinds or K.CPU_TENSORS in kinds)
 
     def _infer_builtin(self, e: cst.Call, name: str):
         args = positional_args(e)
@@ -396,3 +410,71 @@ def _named_like_module(recv) -> bool:
     """``recv``'s last name ends in a model word (``model``, ``net``, ``head``, ``layer``, ``ddp``, ...)."""
     words = name_words((last_name(recv) or "").lower())
     return bool(words) and (words[-1] in T.MODEL_NAME_WORDS or words[-1] in ("head", "layer", "ddp"))
+
+
+_PLACING_METHODS = frozenset({"to", "cuda", "xla", "type_as", "new_tensor", "new_zeros", "new_ones", "new_empty",
+                              "new_full"})
+
+
+def places_nothing(node, imports: dict) -> bool:
+    """A plain function whose body (nested functions and classes left out) computes with what it is given and
+    puts nothing on a device: no ``.to(...)``/``.cuda()``, no ``device=``, no call of another function of
+    the module or of a parameter (which might), no ``self``. What it returns from host tensors is on the
+    host (a box conversion, a normalisation)."""
+    if type(node) is not cst.FunctionDef:
+        return False
+    ps = node.params
+    params = {p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)}
+    if "self" in params or "cls" in params:
+        return False
+    local = params | _assigned_in(node.body)
+    stack = list(node.body.body) if type(node.body) is cst.IndentedBlock else [node.body]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False  # what a nested function does is not looked at here
+        if t is cst.Call:
+            func = n.func
+            if type(func) is cst.Attribute and func.attr.value in _PLACING_METHODS:
+                return False
+            root = func
+            while type(root) is cst.Attribute:
+                root = root.value
+            if type(func) is cst.Attribute and type(root) is cst.Name and not (
+                    root.value in local or imports.get(root.value, "").startswith(_COMPUTE_LIBRARIES)):
+                return False  # `utils.to_device(x)`, `net.forward(x)`: another module's function, a global
+            if any(a.keyword is not None and a.keyword.value == "device" for a in n.args):
+                return False
+            if type(func) is cst.Name and (func.value in params or func.value not in _PURE_BUILTINS):
+                return False  # a parameter called, or a function of the module (or imported) that might place
+        elif t is cst.Name and n.value in ("self", "global"):
+            return False
+        elif t in (cst.Global, cst.Nonlocal):
+            return False
+        stack.extend(child_nodes(n))
+    return True
+
+
+_COMPUTE_LIBRARIES = ("torch", "numpy", "math", "einops")
+_PURE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "isinstance", "range", "min", "max", "abs",
+                            "sum", "round", "list", "tuple", "zip", "enumerate", "sorted", "reversed", "dict",
+                            "any", "all", "map", "getattr", "hasattr", "type"})
+
+
+def _assigned_in(block) -> set:
+    """The names a function body assigns (assignments, ``for``/``with`` targets), nested scopes left out."""
+    out, stack = set(), [block]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if t is cst.Assign:
+            out.update(x.value for tg in n.targets for x in target_names(tg.target))
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For):
+            out.update(x.value for x in target_names(n.target))
+        elif t is cst.WithItem and n.asname is not None:
+            out.update(x.value for x in target_names(n.asname.name))
+        stack.extend(child_nodes(n))
+    return out

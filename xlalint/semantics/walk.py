@@ -21,7 +21,8 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
 from xlalint.semantics.steps import (
-    FuncInfo, LoopInfo, ends_block, mode_test, negated_period, period_of, runs_once, xla_polarity,
+    FuncInfo, LoopInfo, ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of, runs_once,
+    xla_polarity,
 )
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, name_words, positional_args,
@@ -304,12 +305,12 @@ class StatementWalk:
             outside = self._env_lookup(narrowed)
             self._bind_name(narrowed, K.NOT_TENSOR)
         loops = self.loop_stack
-        first = None if once else _first_pass_of(node.test, loops)
+        first = None if once else first_pass_of(node.test, loops)
         if first is not None:
             # `for i in range(n): if i == 0: ...`: the block runs once each time the loop runs, as if it
             # stood before the loop (whisper's no-speech probability, read at the first decoding step only)
             self.loop_stack = loops[:first]
-        elif not once and loops and _ends_with_return(node.body):
+        elif not once and loops and ends_with_return(node.body):
             # `if idx_next == eos_id: return idx[:input_pos]`: the block leaves the function, so it runs at
             # most once per call, as the function's own statements outside its loops do
             self.loop_stack = []
@@ -441,7 +442,7 @@ class StatementWalk:
                 f.passes = passthrough.combine(f.passes, passthrough.spec_of_return(node.value, f.node))
             if f.return_kind is K.UNKNOWN or f.return_kind == k:
                 f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
-            f.return_parts = _combine_parts(f.return_parts, node.value, self.kind)
+            f.return_parts = passthrough.combine_parts(f.return_parts, node.value, self.kind)
         else:
             self.func.return_parts = False
 
@@ -595,13 +596,6 @@ def _breaks_the_loop(block, loop_stack) -> bool:
     return bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
 
 
-def _ends_with_return(block) -> bool:
-    """``block``'s last statement is a ``return``."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Return
-
-
 def _debug_flag(test) -> bool:
     """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...``: a branch taken only when a
     debug flag is on."""
@@ -698,54 +692,3 @@ def install_dispatch(model_class) -> None:
     """Point the walk's dispatch at ``model_class``'s methods (the composed model, once it is defined)."""
     _SPECIAL.clear()
     _SPECIAL.update({name: getattr(model_class, meth) for name, meth in _SPECIAL_METHODS.items()})
-
-
-def _combine_parts(before, value, kind_of):
-    """A function's ``return_parts`` after one more ``return value``."""
-    if before is False or type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
-        return False
-    parts = tuple(kind_of(e.value) for e in value.elements)
-    if before is None:
-        return parts
-    if len(before) != len(parts):
-        return False
-    return tuple(a if a == b else None for a, b in zip(before, parts))
-
-
-def _first_pass_of(test, loop_stack) -> Optional[int]:
-    """The position in ``loop_stack`` of the loop whose first pass only ``test`` lets through (``i == 0``, alone
-    or in an ``and``, ``i`` the counter of ``for i in range(...)`` or ``for i, x in enumerate(...)`` counting
-    from 0), else None."""
-    if type(test) is cst.BooleanOperation:
-        if type(test.operator) is not cst.And:
-            return None
-        left = _first_pass_of(test.left, loop_stack)
-        return left if left is not None else _first_pass_of(test.right, loop_stack)
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.comparisons[0].operator) is not cst.Equal:
-        return None
-    sides = (test.left, test.comparisons[0].comparator)
-    if not any(type(x) is cst.Integer and x.value == "0" for x in sides):
-        return None
-    names = [x.value for x in sides if type(x) is cst.Name]
-    if len(names) != 1:
-        return None
-    for pos in range(len(loop_stack) - 1, -1, -1):
-        if _counter_from_zero(loop_stack[pos].node) == names[0]:
-            return pos
-    return None
-
-
-def _counter_from_zero(node) -> Optional[str]:
-    """The name that counts the passes of ``for`` loop ``node`` from 0: ``for i in range(n)``, ``range(0, n)``,
-    ``for i, x in enumerate(xs)``; else None."""
-    if type(node) is not cst.For or type(node.iter) is not cst.Call or type(node.iter.func) is not cst.Name:
-        return None
-    args = node.iter.args
-    fn = node.iter.func.value
-    if fn == "range" and args and all(a.keyword is None and a.star == "" for a in args) and len(args) <= 2 and (
-            len(args) == 1 or (type(args[0].value) is cst.Integer and args[0].value.value == "0")):
-        return node.target.value if type(node.target) is cst.Name else None
-    if fn == "enumerate" and len(args) == 1 and type(node.target) in (cst.Tuple, cst.List) and node.target.elements:
-        first = node.target.elements[0].value
-        return first.value if type(first) is cst.Name else None
-    return None
