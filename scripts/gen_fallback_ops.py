@@ -31,8 +31,8 @@ predict (kernel-internal ones, some only on the CPU device); it writes nothing.
 
 The alternatives (the fix text per op) are hand-kept knowledge in ``fallback_alternatives.py``; a name
 without one gets the rule's generic advice. Nothing is downloaded (torch's OpInfo module wants the test
-package ``expecttest`` for a base class only: a stand-in is used when it is missing). Takes about 1.5
-minutes on 2 CPU cores (``--audit``: about 5; on torch_xla 2.9 some of its samples crash the process:
+package ``expecttest`` for a base class only: a stand-in is used when it is missing). Takes 1.5 to 2
+minutes on 2 shared CPU cores (``--audit``: about 5; on torch_xla 2.9 some of its samples crash the process:
 ``XLALINT_AUDIT_SKIP=torch.roll,.roll,torch.nn.functional.nll_loss``). Regenerate when torch or
 torch_xla changes; ``--check`` exits 1 when the committed table differs from a fresh measurement
 (nothing is written).
@@ -88,9 +88,14 @@ KERNEL_FALLBACKS = {
     "mvlgamma": [],
     "special.multigammaln": [],
 }
-# Public names (or arguments) the OpInfo database has no samples for; measured the same way.
+# Public names (or arguments) the OpInfo database has no samples for; measured the same way. The others
+# it has none for (printed as "no samples") are quantized, sparse, ROCm (miopen), CUDA-stream or
+# SyncBatchNorm-internal (batch_norm_stats, ...) calls: not XLA training code.
 EXTRA_SAMPLES = {
     "_assert_async": [(lambda torch: torch.tensor(True), (), {})],
+    "poisson": [(lambda torch: torch.rand(4, 8) * 5, (), {})],
+    "binomial": [(lambda torch: (torch.full((4, 8), 10.0), torch.full((4, 8), 0.3)), (), {})],
+    "channel_shuffle": [(_image(2, 4, 3, 3), (2,), {})],
     # antialiasing is sampled only in OpInfo's reference inputs (345x456 images): a small image here
     "nn.functional.interpolate": [(_image(2, 3, 9, 9), (), {"size": (5, 5), "mode": m, "antialias": aa,
                                                             "align_corners": False})
@@ -264,7 +269,9 @@ def extra_names(torch) -> list:
         samples = []
         for make, args, kwargs in rows:
             torch.manual_seed(0)
-            samples.append(types.SimpleNamespace(input=make(torch), args=args, kwargs=kwargs))
+            made = make(torch)  # the input, or (the input, the first arguments)
+            first, *more = made if isinstance(made, tuple) else (made,)
+            samples.append(types.SimpleNamespace(input=first, args=(*more, *args), kwargs=kwargs))
         out.append(Name("torch." + short, fn, _signature(fn, overrides), samples, False, None))
         meth = getattr(torch.Tensor, short, None)
         if meth is not None:
@@ -503,6 +510,27 @@ def _signatures(names: list, rows: list, lowered: list) -> tuple:
     return order, defaults
 
 
+def _coverage(names: list, fallback: set, torch) -> tuple:
+    """The public names of our namespaces (torch.overrides), and those without samples whose aten op of
+    the same name is a fallback op (candidates nobody measured: printed for a hand-written sample)."""
+    from torch.overrides import get_overridable_functions
+
+    prefixes = {torch: "torch.", torch.functional: "torch.", torch.Tensor: ".", torch.nn.functional: "torch.nn.functional.",
+                torch.linalg: "torch.linalg.", torch.fft: "torch.fft.", torch.special: "torch.special."}
+    public = set()
+    for ns, fns in get_overridable_functions().items():
+        if ns not in prefixes:
+            continue
+        home = torch if ns is torch.functional else ns
+        attrs = {id(getattr(home, a, None)): a for a in dir(home) if not a.startswith("_")}  # the public name
+        public.update(prefixes[ns] + attrs[id(fn)] for fn in fns if id(fn) in attrs and callable(fn))
+    sampled = {n.qual for n in names}
+    aten = {op.removeprefix("aten::").split(".")[0] for op in fallback}
+    unsampled = sorted(q for q in public - sampled if not _excluded(q) and (
+        q.rsplit(".", 1)[-1].rstrip("_") in aten or q.removeprefix("torch.").replace(".", "_") in aten))
+    return public, unsampled
+
+
 def run(audit: bool = False) -> dict:
     warnings.filterwarnings("ignore")
     _no_expecttest()
@@ -524,11 +552,17 @@ def run(audit: bool = False) -> dict:
     skip = frozenset(os.environ.get("XLALINT_AUDIT_SKIP", "").split(",")) | {""} if audit else frozenset()
     measured = measure(names, (lambda n: True) if audit else (lambda n: n.qual in quals), skip)
     rows, lowered, conditional = decide(names, measured, table)
+    public, unsampled = _coverage(names, fallback, torch)
+    reached = {o for n in names for ops in predicted[id(n)] for o in ops}
+    confirmed = {o for r in rows for o in r[2]} & fallback
     stats = [
         (len(fallback), "aten ops whose XLA kernel is the CPU fallback (the dispatcher)"),
-        (len({n.qual for n in names}), "public names with OpInfo samples (functions, methods, in-place, aliases)"),
+        (len(public), "public names in those namespaces (torch.overrides: functions and Tensor methods)"),
+        (len({n.qual for n in names} & public), "of them with samples (OpInfo functions, methods, in-place, aliases)"),
         (len(excluded), "names kept out (XLA003's, XLA001's, sparse layouts, ...)"),
+        (len(reached), "fallback ops a public name's samples reach (CPU trace)"),
         (len(quals), "names whose trace reaches a fallback op: measured"),
+        (len(confirmed), "fallback ops that ran on the CPU for a name of the table"),
         (len({r[0] for r in rows}), "names confirmed falling back"),
         (len({r[0] for r in rows if r[1] is not None}), "of them only with an argument (when)"),
         (len(conditional), "names that fall back for inputs no argument tells apart (CONDITIONAL)"),
@@ -537,6 +571,8 @@ def run(audit: bool = False) -> dict:
     print(f"  {time.time() - t0:.0f} s", file=sys.stderr)
     for qual, why in excluded:
         print(f"  kept out: {qual}: {why}", file=sys.stderr)
+    for qual in unsampled:
+        print(f"  no samples: {qual} (its aten namesake falls back; not measured)", file=sys.stderr)
     if audit:
         ran: dict = {}
         seen: dict = {}

@@ -10,10 +10,13 @@ lowered way to write it (hand-kept in the script; empty: none known).
 MEASURED_ON = 'torch 2.9.0+cu128, torch_xla 2.9.0'
 
 #    664  aten ops whose XLA kernel is the CPU fallback (the dispatcher)
-#   1060  public names with OpInfo samples (functions, methods, in-place, aliases)
+#   1282  public names in those namespaces (torch.overrides: functions and Tensor methods)
+#   1006  of them with samples (OpInfo functions, methods, in-place, aliases)
 #     19  names kept out (XLA003's, XLA001's, sparse layouts, ...)
-#    264  names whose trace reaches a fallback op: measured
-#    248  names confirmed falling back
+#    163  fallback ops a public name's samples reach (CPU trace)
+#    267  names whose trace reaches a fallback op: measured
+#    137  fallback ops that ran on the CPU for a name of the table
+#    251  names confirmed falling back
 #      5  of them only with an argument (when)
 #      8  names that fall back for inputs no argument tells apart (CONDITIONAL)
 #      8  names measured lowered
@@ -76,7 +79,9 @@ FALLBACK_FUNCTIONS = {
     'torch.aminmax': [{'when': None, 'ops': ['aten::aminmax'], 'alternative': ALT_AMINMAX, 'probe': 'torch.aminmax(float32[5, 5, 5])'}],
     'torch.angle': [{'when': None, 'ops': ['aten::angle'], 'alternative': ALT_ANGLE, 'probe': 'torch.angle(float32[20, 20])'}],
     'torch.bincount': [{'when': None, 'ops': ['aten::bincount'], 'alternative': ALT_COUNT, 'probe': 'torch.bincount(int64[10], weights=None, minlength=0)'}],
+    'torch.binomial': [{'when': None, 'ops': ['aten::binomial'], 'alternative': '', 'probe': 'torch.binomial(float32[4, 8], float32[4, 8])'}],
     'torch.bucketize': [{'when': None, 'ops': ['aten::bucketize.Tensor'], 'alternative': ALT_BUCKETIZE, 'probe': 'torch.bucketize(float32[5, 5, 5], float32[5], out_int32=False, right=False)'}],
+    'torch.channel_shuffle': [{'when': None, 'ops': ['aten::channel_shuffle'], 'alternative': ALT_CHANNEL_SHUFFLE, 'probe': 'torch.channel_shuffle(float32[2, 4, 3, 3], 2)'}],
     'torch.cholesky_inverse': [{'when': None, 'ops': ['aten::cholesky_inverse'], 'alternative': '', 'probe': 'torch.cholesky_inverse(float32[2, 5, 5])'}],
     'torch.cholesky_solve': [{'when': None, 'ops': ['aten::_cholesky_solve_helper'], 'alternative': '', 'probe': 'torch.cholesky_solve(float32[2, 5, 5], float32[2, 5, 5])'}],
     'torch.combinations': [{'when': None, 'ops': ['aten::masked_select'], 'alternative': ALT_COMBINATIONS, 'probe': 'torch.combinations(float32[4], r=1, with_replacement=False)'}],
@@ -181,6 +186,7 @@ FALLBACK_FUNCTIONS = {
     'torch.orgqr': [{'when': None, 'ops': ['aten::linalg_householder_product'], 'alternative': '', 'probe': 'torch.orgqr(float32[2, 1, 6, 5], float32[2, 1, 5])'}],
     'torch.ormqr': [{'when': None, 'ops': ['aten::ormqr'], 'alternative': '', 'probe': 'torch.ormqr(float32[5, 5], float32[5], float32[5, 5], left=True, transpose=True)'}],
     'torch.pca_lowrank': [{'when': None, 'ops': ['aten::linalg_qr'], 'alternative': '', 'probe': 'torch.pca_lowrank(float32[2, 4, 2], float32[2, 3, 2], q=2, center=False)'}],
+    'torch.poisson': [{'when': None, 'ops': ['aten::poisson'], 'alternative': '', 'probe': 'torch.poisson(float32[4, 8])'}],
     'torch.polar': [{'when': None, 'ops': ['aten::polar.out'], 'alternative': ALT_POLAR, 'probe': 'torch.polar(float32[5, 10, 5], float32[10, 5])'}],
     'torch.polygamma': [{'when': None, 'ops': ['aten::polygamma'], 'alternative': '', 'probe': 'torch.polygamma(float32[5, 5], 1)'}],
     'torch.qr': [{'when': None, 'ops': ['aten::linalg_qr'], 'alternative': '', 'probe': 'torch.qr(float32[2, 5, 5])'}],
