@@ -35,6 +35,12 @@ KNOWN_DIFFERENCES: dict = {
                       "it cuts the step's graph every `eval_every` steps, and xlalint leaves it silent by "
                       "design (issue 32: the read the fix asks for, once per evaluation)",
     },
+    "forecast_unfold_huber_lgamma.py": {
+        ("miss", 61): "`loss.backward()` runs the backward of the marked `torch.lgamma` (`aten::digamma`) and "
+                      "`F.huber_loss` (`aten::huber_loss_backward.out`) on the CPU: the follow-on cost of the "
+                      "marked lines, which the fixtures do not mark again; verify relates a backward op to its "
+                      "forward by name only (`_embedding_bag_backward`), and neither name matches",
+    },
 }
 
 

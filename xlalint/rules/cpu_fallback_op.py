@@ -17,12 +17,9 @@ FIX_NONE = (
 _UNKNOWN = object()  # an argument that is not a literal
 _MISSING = object()  # an argument that is not given and has no known default
 
-# (name, when) pairs measured lowered, by name: `multinomial(p, 1)` is lowered although `multinomial` falls back
-# Ops whose fallback depends on the input's size, which the source rarely tells: adaptive max pooling is
-# lowered when the output size divides the input size (measured on torch_xla 2.9, CPU device: 8 -> 1, 2, 4, 8
-# lowered; 8 -> 3 falls back to aten::adaptive_max_pool2d), so global pooling (output 1) never falls back.
-_INPUT_SHAPE_DECIDES = frozenset({"torch.nn.functional.adaptive_max_pool1d", "torch.nn.functional.adaptive_max_pool2d"})
-
+# (name, when) pairs measured lowered, by name: `multinomial(p, 1)` is lowered although `multinomial` falls back.
+# Ops whose fallback depends on the input's rank or size (adaptive max pooling to a size that does not divide
+# the input's, 1-D `interpolate(mode="nearest")`) are not in the table at all: fallback_ops.CONDITIONAL.
 _LOWERED_WHEN: dict = {}
 for _name, _when in FB.LOWERED:
     if _when is not None:
@@ -35,22 +32,31 @@ class CpuFallbackOp(Rule):
     summary = "A per-step op that has no XLA lowering: torch_xla runs it on the CPU, cutting the graph and copying both ways."
     what_it_does = f"""
         Flags, in code that runs every step (also after the step's sync), calls of ops that the
-        installed torch_xla does not lower to XLA, from a table measured on the device by
-        `scripts/gen_fallback_ops.py` ({FB.MEASURED_ON}): `torch.histc`, `torch.bincount`,
-        `torch.bucketize`, `torch.searchsorted`, `median`/`nanmedian` with a `dim`, `mode`,
-        `multinomial` without replacement and more than one sample, `logcumsumexp`, `cummin`,
-        `torch.fft.*`, `torch.stft`, `F.grid_sample`,
-        `F.interpolate(mode="bicubic")` / `antialias=True`, `F.embedding_bag`, `F.ctc_loss`,
-        `torch.linalg.eig/eigvals/det/solve/lstsq/cholesky`, `nonzero_static`, `tril_indices`/
-        `triu_indices` on the device. The message names the op and its cheapest lowered alternative
-        when there is one.
+        installed torch_xla runs on the CPU. The table is derived by `scripts/gen_fallback_ops.py`
+        ({FB.MEASURED_ON}): the aten ops whose XLA kernel is torch_xla's CPU fallback (the dispatcher),
+        mapped to the public names of `torch`, `Tensor`, `F`, `torch.linalg`, `torch.fft` and
+        `torch.special` with torch's OpInfo samples, each confirmed on the device. Among them:
+        `torch.histc`/`histogram`, `bincount`, `bucketize`, `searchsorted`, `median`, `nanmedian`, `mode`,
+        `nansum`/`nanmean`, `isin`, `logcumsumexp`, `cummin`, `aminmax`, `lgamma`/`digamma`/`polygamma`,
+        `logaddexp`, `hypot`, `exp2`, `sinc`, `signbit`, `copysign`, `fmax`/`fmin`, `cov`/`corrcoef`,
+        `Tensor.unfold`, `torch.complex`/`polar`, `torch.fft.*`, `torch.stft`, `F.grid_sample`,
+        `F.huber_loss`, `F.unfold`, `F.embedding_bag`, `F.ctc_loss`, `F.interpolate` with
+        `mode="bicubic"`/`"linear"`/`"nearest-exact"` or `antialias=True`, `scatter_reduce` with
+        `reduce="mean"` or `include_self=False`, `multinomial` without replacement and more than one
+        sample, most of `torch.linalg` (`det`, `solve`, `lstsq`, `eig`, `qr`, `lu`, `cholesky`, ...) and
+        of `torch.special`, `nonzero_static`, `tril_indices`/`triu_indices`/`logspace` on the device; also
+        the call of an `nn` module whose forward is one of them (`nn.EmbeddingBag`, `nn.CTCLoss`,
+        `nn.HuberLoss`, `nn.Unfold`, ...). The message names the op and its cheapest lowered
+        alternative when there is one.
         Not flagged: lowered ops (`sort`, `topk`, `argsort`, `kthvalue`, `cumprod`, `cummax`,
-        `quantile`, `randperm`, `svd`, `eigh`, `slogdet`, `inv`, `pinv`, `cdist`, `roll`, adaptive max pooling
-        (it falls back only when the output size does not divide the input's, which the source rarely tells), bilinear
-        and nearest `interpolate`, reflect `pad`, `multinomial(p, 1)` and with replacement), methods
-        on values not known to be device tensors, calls on tensors known to be on the CPU, a variant
-        whose deciding argument is not a literal (`mode=args.mode`). Ops with a data-dependent shape
-        are XLA003's (`nonzero`, `unique`, `masked_select`, ...).
+        `quantile`, `randperm`, `svd`, `eigh`, `slogdet`, `inv`, `pinv`, `cdist`, `roll`,
+        `view_as_complex`, bilinear and 2-D nearest `interpolate`, `multinomial(p, 1)` and with
+        replacement); ops that fall back only for some input ranks or sizes, which the source rarely
+        tells (adaptive max pooling to a size that does not divide the input's, 1-D/3-D nearest
+        `interpolate`, `round(decimals=...)`: `fallback_ops.CONDITIONAL`); methods on values not known to be
+        device tensors; calls on tensors known to be on the CPU; a variant whose deciding argument is
+        not a literal (`mode=args.mode`). Ops with a data-dependent shape are XLA003's (`nonzero`,
+        `unique`, `masked_select`, ...) and host reads XLA001's (`equal`, `allclose`).
     """
     why_slow = """
         An op without an XLA lowering runs through PyTorch's CPU kernel: torch_xla cuts the graph,
@@ -74,10 +80,14 @@ class CpuFallbackOp(Rule):
             loss = loss_fn(logits, y) + hist.float().std()
     """
     known_problems = """
-        The table is for the torch_xla it was generated on; regenerate it with
-        `PJRT_DEVICE=CPU python scripts/gen_fallback_ops.py` when torch_xla changes (`--check` tells
-        whether it is current). Some fallbacks depend on shapes the source does not show
-        (`adaptive_avg_pool2d` to a size that does not divide the input): those are not flagged.
+        The table is for the torch and torch_xla it was generated on; regenerate it with
+        `PJRT_DEVICE=CPU python scripts/gen_fallback_ops.py` when either changes (`--check` tells
+        whether it is current). Measured forward, with the inputs requiring grad as in a training step.
+        Fallbacks inside an XLA kernel
+        that depend on numbers the table cannot express (`addmm` with `beta`/`alpha` other than 1,
+        `max_pool2d` with a dilation, `norm` with `p=0`) and fallbacks that depend on shapes
+        (`adaptive_avg_pool2d` to a size that does not divide the input) are not flagged; nor are
+        backward-only fallbacks (`F.glu`'s backward).
         A torch function whose first argument is of unknown kind is taken to run on the device.
         Fix safety: the alternatives change the code, not just a name; none is applied automatically.
     """
@@ -86,8 +96,10 @@ class CpuFallbackOp(Rule):
         at the line on most steps, with a host transfer and an extra graph execution.
     """
     VALID = [
-        # global max pooling: the output size 1 divides any input size, and that is lowered
+        # global max pooling: the output size 1 divides any input size, and that is lowered; adaptive max
+        # pooling to other sizes falls back only when the size does not divide the input's (CONDITIONAL)
         "import torch\nimport torch.nn.functional as F\nfor x in loader:\n    x = x.to('xla')\n    pooled = F.adaptive_max_pool2d(model(x), 1)\n    pooled.sum().backward()\n",
+        "import torch\nimport torch.nn as nn\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.pool = nn.AdaptiveMaxPool2d(3)\n    def forward(self, x):\n        return self.pool(x).flatten(1)\n",
         # lowered ops never fire
         "import torch\nfor x in loader:\n    out = model(x)\n    a = torch.sort(out, dim=1).values\n    b = torch.topk(out, 3).values\n    c = torch.cumprod(out, 1)\n    d = torch.kthvalue(out, 2, dim=1).values\n    e = out.kthvalue(2, 1).values + out.topk(2).values.sum()\n    f = torch.multinomial(out.softmax(-1), 1)\n    g = torch.multinomial(out.softmax(-1), 4, replacement=True)\n    loss = a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + f.sum() + g.sum()\n    loss.backward()\n",
         # bilinear / nearest interpolation; a mode that is not a literal stays unknown
@@ -98,6 +110,9 @@ class CpuFallbackOp(Rule):
         "import torch\nfor x in loader:\n    s = stats.median()\n    m = df['col'].mode()\n    loss = model(x).sum()\n    loss.backward()\n",
         # tril_indices built on the CPU (no device)
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        idx = torch.tril_indices(4, 4)\n        return x\n",
+        # lowered neighbours of fallback ops: smooth_l1_loss (huber_loss falls back), scatter_reduce with
+        # "sum"/"amax" and include_self (its "mean" falls back), nearest interpolation of unknown rank
+        "import torch\nimport torch.nn.functional as F\nfor x, y, idx in loader:\n    out = model(x)\n    a = F.smooth_l1_loss(out, y, beta=0.5)\n    b = torch.zeros(4, 8, device=out.device).scatter_reduce(0, idx, out, reduce='sum')\n    c = out.scatter_reduce(0, idx, out, 'amax', include_self=True)\n    d = F.interpolate(out, scale_factor=2)\n    loss = a + b.sum() + c.sum() + d.sum()\n    loss.backward()\n",
     ]
     INVALID = [
         "import torch\nfor x in loader:\n    out = model(x)\n    h = torch.histc(out, bins=10, min=0, max=1)\n    loss = out.sum() + h.sum()\n    loss.backward()\n",
@@ -105,6 +120,8 @@ class CpuFallbackOp(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.median(dim=1).values + torch.fft.rfft(x).abs()\n",
         "import torch\nimport torch.nn as nn\nclass Bag(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.emb = nn.EmbeddingBag(100, 8)\n    def forward(self, ids):\n        return self.emb(ids)\n",
         "import torch\nfor x in loader:\n    out = model(x)\n    idx = torch.multinomial(out.softmax(-1), 4)\n    b = torch.bucketize(out, boundaries)\n    loss = out.sum()\n    loss.backward()\n",
+        # derived from the dispatcher: huber_loss (and its module), Tensor.unfold, lgamma
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ncrit = nn.HuberLoss(delta=0.5)\nfor x, y in loader:\n    out = model(x)\n    frames = out.unfold(-1, 4, 2)\n    loss = F.huber_loss(out, y) + crit(out, y) + torch.lgamma(out.exp()).mean() + frames.sum()\n    loss.backward()\n",
     ]
 
     def __init__(self) -> None:
@@ -117,7 +134,7 @@ class CpuFallbackOp(Rule):
         if type(v) is not cst.Call:
             return
         fn = RT.FALLBACK_MODULES.get(self.model.qualname(v.func) or "")
-        if fn is None:
+        if fn not in FB.FALLBACK_FUNCTIONS:
             return
         for t in node.targets:
             key = self._module_key(t.target)
@@ -152,7 +169,7 @@ class CpuFallbackOp(Rule):
             if variants is None:
                 return
             short = q.rsplit(".", 1)[-1]
-            if q in RT.DEVICE_FACTORIES:
+            if q in FB.DEVICE_FACTORIES:
                 dev = keyword_arg(node, "device")
                 if dev is None or string_value(dev) == "cpu":
                     return
@@ -171,8 +188,6 @@ class CpuFallbackOp(Rule):
             self._check(node, "." + meth, meth, variants, method=True, shown=f".{meth}()")
 
     def _check(self, node, key, short, variants, method, shown, what: str = "") -> None:
-        if key in _INPUT_SHAPE_DECIDES:
-            return
         for when in _LOWERED_WHEN.get(key, ()):
             v = _arg(node, short, when[0], method)
             if v is _UNKNOWN or v == when[1]:
@@ -205,14 +220,14 @@ def _arg(call: cst.Call, short: str, param: str, method: bool):
     """The literal value of ``param`` in ``call`` (keyword or positional), its default, or a marker."""
     node = keyword_arg(call, param)
     if node is None:
-        sig = RT.CALL_SIGNATURES.get(short, ())
+        sig = FB.CALL_SIGNATURES.get(short, ())
         if param in sig:
             pos = sig.index(param) - (1 if method else 0)
             args = positional_args(call)
             if 0 <= pos < len(args):
                 node = args[pos]
     if node is None:
-        return RT.CALL_DEFAULTS.get(short, {}).get(param, _MISSING)
+        return FB.CALL_DEFAULTS.get(short, {}).get(param, _MISSING)
     if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     if type(node) is cst.Integer:

@@ -17,35 +17,24 @@ NONFINITE_CHECK_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "get
 COMPARING_BUILTINS = frozenset({"max", "min", "sorted", "any", "all"})
 
 # --- XLA007 cpu-fallback-op --------------------------------------------------------------------
-# Positional parameters of the calls whose fallback depends on an argument (``when`` in
-# fallback_ops.py), so that ``interpolate(x, None, 2, "bicubic")`` matches like ``mode="bicubic"``.
-# For a method call the first parameter (the tensor) is the receiver.
-CALL_SIGNATURES = {
-    "interpolate": ("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias"),
-    "upsample": ("input", "size", "scale_factor", "mode", "align_corners"),
-    "multinomial": ("input", "num_samples", "replacement"),
-    "pad": ("input", "pad", "mode", "value"),
-}
-
-# Default values of those parameters (a call that omits one gets the default).
-CALL_DEFAULTS = {
-    "interpolate": {"mode": "nearest", "antialias": False},
-    "upsample": {"mode": "nearest"},
-    "multinomial": {"replacement": False},
-    "pad": {"mode": "constant"},
-}
-
 # nn modules whose forward is one of the fallback functions (XLA007 reports the module's call): the
-# module class -> the function it calls, looked up in fallback_ops.FALLBACK_FUNCTIONS.
+# module class -> the function it calls, looked up in fallback_ops.FALLBACK_FUNCTIONS (a function that
+# is not there, lowered or CONDITIONAL there, makes the module silent too). Only modules whose forward
+# passes no constructor argument that decides the fallback (not ``nn.Upsample``: its ``mode``).
 FALLBACK_MODULES = {
     "torch.nn.EmbeddingBag": "torch.nn.functional.embedding_bag",
     "torch.nn.AdaptiveMaxPool1d": "torch.nn.functional.adaptive_max_pool1d",
     "torch.nn.AdaptiveMaxPool2d": "torch.nn.functional.adaptive_max_pool2d",
+    "torch.nn.AdaptiveMaxPool3d": "torch.nn.functional.adaptive_max_pool3d",
+    "torch.nn.FractionalMaxPool2d": "torch.nn.functional.fractional_max_pool2d",
+    "torch.nn.FractionalMaxPool3d": "torch.nn.functional.fractional_max_pool3d",
     "torch.nn.CTCLoss": "torch.nn.functional.ctc_loss",
+    "torch.nn.HuberLoss": "torch.nn.functional.huber_loss",
+    "torch.nn.MultiMarginLoss": "torch.nn.functional.multi_margin_loss",
+    "torch.nn.MultiLabelMarginLoss": "torch.nn.functional.multilabel_margin_loss",
+    "torch.nn.Unfold": "torch.nn.functional.unfold",
+    "torch.nn.ChannelShuffle": "torch.nn.functional.channel_shuffle",
 }
-
-# Fallback factories: they fall back only when asked to build on the device (``device=``).
-DEVICE_FACTORIES = frozenset({"torch.tril_indices", "torch.triu_indices"})
 
 # --- XLA009 step-varying-python-int ------------------------------------------------------------
 # torch factories whose positional ints are sizes: a new size on the device is a new graph.
