@@ -39,8 +39,9 @@ class CallKinds:
             f = self._lookup_func(name)
             if f is not None:
                 k = passthrough.at_call(f.call_return_kind, e, self.kind)
-                if (k in K.DEVICE_TENSORS or k is K.UNKNOWN) and self._host_arguments(e) and \
-                        places_nothing(f.node, self.imports):
+                # only where its own walk could not tell (a device result stays one: the walk knows better
+                # than the arguments' kinds, litgpt's sampler is given device logits at every call that counts)
+                if k is K.UNKNOWN and places_nothing(f.node, self.imports) and self._host_arguments(e):
                     return K.CPU_TENSOR  # xyxy2xywh(torch.tensor(box)): host tensors in, the same ops, host out
                 return k
             if name in self.classes:
