@@ -33,7 +33,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import child_nodes, names_in, target_names
+from xlalint.semantics.syntax import assigned_names, names_in, target_names
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class StepValues:
         are compiled on the first pass and found in the cache after."""
         if not self.chunks(loop_node) or outer_node is None:
             return False
-        return not (names_in(loop_node.iter) & _bound_in(outer_node.body))
+        return not (names_in(loop_node.iter) & assigned_names(outer_node.body))
 
     def on_function(self, node: cst.FunctionDef) -> None:
         """A function's parameters: each varies if a caller passes a varying value (decided later)."""
@@ -369,24 +369,3 @@ def expr_code(node) -> str:
         return cst.Module(body=[]).code_for_node(node)
     except Exception:  # noqa: BLE001
         return "..."
-
-
-def _bound_in(block) -> set:
-    """The names assigned anywhere in ``block`` (assignments, ``for`` and ``with`` targets), not in nested
-    functions or classes."""
-    out, stack = set(), [block]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if t is cst.Assign:
-            out.update(x.value for tg in n.targets for x in target_names(tg.target))
-        elif t in (cst.AugAssign, cst.AnnAssign, cst.For):
-            out.update(x.value for x in target_names(n.target))
-        elif t is cst.WithItem and n.asname is not None:
-            out.update(x.value for x in target_names(n.asname.name))
-        elif t is cst.NamedExpr:
-            out.update(x.value for x in target_names(n.target))
-        stack.extend(child_nodes(n))
-    return out

@@ -78,6 +78,25 @@ def target_names(target) -> list:
     return []
 
 
+def assigned_names(block) -> set:
+    """The names assigned anywhere in ``block`` (assignments, ``for`` and ``with`` targets, ``:=``), nested
+    functions, classes and lambdas left out."""
+    out, stack = set(), [block]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if t is cst.Assign:
+            out.update(x.value for tg in n.targets for x in target_names(tg.target))
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            out.update(x.value for x in target_names(n.target))
+        elif t is cst.WithItem and n.asname is not None:
+            out.update(x.value for x in target_names(n.asname.name))
+        stack.extend(child_nodes(n))
+    return out
+
+
 def dotted_name(node) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []

@@ -15,8 +15,9 @@ import libcst as cst
 from xlalint.semantics import passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import (child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args,
-                                      string_value, target_names)
+from xlalint.semantics.syntax import (
+    assigned_names, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+)
 
 
 class CallKinds:
@@ -428,7 +429,7 @@ def places_nothing(node, imports: dict) -> bool:
     params = {p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)}
     if "self" in params or "cls" in params:
         return False
-    local = params | _assigned_in(node.body)
+    local = params | assigned_names(node.body)
     stack = list(node.body.body) if type(node.body) is cst.IndentedBlock else [node.body]
     while stack:
         n = stack.pop()
@@ -461,21 +462,3 @@ _COMPUTE_LIBRARIES = ("torch", "numpy", "math", "einops")
 _PURE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "isinstance", "range", "min", "max", "abs",
                             "sum", "round", "list", "tuple", "zip", "enumerate", "sorted", "reversed", "dict",
                             "any", "all", "map", "getattr", "hasattr", "type"})
-
-
-def _assigned_in(block) -> set:
-    """The names a function body assigns (assignments, ``for``/``with`` targets), nested scopes left out."""
-    out, stack = set(), [block]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if t is cst.Assign:
-            out.update(x.value for tg in n.targets for x in target_names(tg.target))
-        elif t in (cst.AugAssign, cst.AnnAssign, cst.For):
-            out.update(x.value for x in target_names(n.target))
-        elif t is cst.WithItem and n.asname is not None:
-            out.update(x.value for x in target_names(n.asname.name))
-        stack.extend(child_nodes(n))
-    return out
