@@ -135,7 +135,7 @@ class HostRead(Rule):
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist
-                k = _read_kind(m, func.value)
+                k = m.read_kind(func.value)
                 if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)
                                              and not m.type_tested(func.value)):
                     what = T.HOST_READ_METHODS[meth]
@@ -232,16 +232,6 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
-
-def _read_kind(m, recv):
-    """The kind of the value `.item()`/`.tolist()` reads: ``recv``'s, but for a host copy made on the spot
-    (`x.detach().cpu().tolist()`) that of what was copied: when that is unknown, so is the read."""
-    k = m.kind(recv)
-    base = recv
-    while (k == K.CPU_TENSOR and type(base) is cst.Call and not base.args and type(base.func) is cst.Attribute
-           and base.func.attr.value in ("cpu", "detach")):
-        base = base.func.value
-    return K.UNKNOWN if base is not recv and m.kind(base) is K.UNKNOWN else k
 
 
 def _is_module_ref(m, node) -> bool:

@@ -67,6 +67,17 @@ class CallKinds:
             return K.TENSOR if fk == K.MODULE else K.UNKNOWN
         return K.UNKNOWN
 
+    def read_kind(self, recv):
+        """The kind of what a read of ``recv`` (`.item()`, `.tolist()`) sees: ``recv``'s, but for a host copy
+        made on the spot (`x.detach().cpu().tolist()`) that of what was copied: unknown when that is unknown
+        (`.cpu()` of an unknown value is a host tensor for what iterates it, not evidence of no transfer)."""
+        k = self.kind(recv)
+        base = recv
+        while (k == K.CPU_TENSOR and type(base) is cst.Call and not base.args and type(base.func) is cst.Attribute
+               and base.func.attr.value in ("cpu", "detach")):
+            base = base.func.value
+        return K.UNKNOWN if base is not recv and self.kind(base) is K.UNKNOWN else k
+
     def _host_arguments(self, e: cst.Call) -> bool:
         """Every argument of the call is a host value (a host tensor, a NumPy value, a Python value) and one
         at least a host tensor."""
