@@ -29,7 +29,7 @@ MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
 # Projects whose marks sit outside train.py: single-file analysis cannot find them (issue #12).
 NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns", "padded_batches", "speech_helpers",
                           "decode_eval_hooks", "logging_sinks", "kv_decode",
-                          "script_callbacks", "helper_defaults"}
+                          "script_callbacks", "helper_defaults", "cuda_side_scripts"}
 
 
 # Projects whose marks --verify measures but cannot attribute to their lines yet, with the reason. The
@@ -47,6 +47,9 @@ KNOWN_MISSES = {
     ("logging_sinks", "train.py", 60): "the evaluation's result read once, right after evaluate() in the periodic "
                                        "block: a cut every `log_every` steps that xlalint leaves silent by design "
                                        "(issue 32: the read the fix asks for, once per evaluation)",
+    ("cuda_side_scripts", "train.py", 29): "the evaluation's score read once, after compute_features(...) ran its "
+                                           "loop of sampling runs, every `eval_every` steps: silent by design, as "
+                                           "above",
 }
 
 

@@ -218,11 +218,27 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         "optional_flash.py": dict(setup="try:\n    from flash_attn import flash_attn_func\nexcept ImportError:\n"
                                         "    flash_attn_func = None\ndevice = 'cuda'",
                                   place_model=".to(device)", place_x=".to(device)"),
+        # a variable only ever given a CUDA device index is a hard-wired layout (a reward model on GPU 1, a
+        # rank's own GPU), not the run's device setting; one also given plain "cuda" is that setting
+        "index_variable.py": dict(setup='rw_device = torch.device("cuda:{}".format(1))',
+                                  place_model=".to(rw_device)", place_x=".to(rw_device)"),
+        "rank_variable.py": dict(setup='rank = 0\ndevice = f"cuda:{rank}"', place_model=".to(device)",
+                                 place_x=".to(device)"),
+        "current_device.py": dict(setup="", place_model=".to(torch.cuda.current_device())",
+                                  place_x=".to(torch.cuda.current_device())"),
+        "setting_or_rank.py": dict(setup='import os\ndevice = "cuda"\nif "RANK" in os.environ:\n'
+                                         '    device = f"cuda:{os.environ[\'RANK\']}"',
+                                   place_model=".to(device)", place_x=".to(device)"),
+        # DeepSpeed has no XLA accelerator
+        "deepspeed.py": dict(setup="from transformers import TrainingArguments\n"
+                                   "args = TrainingArguments(output_dir='out', deepspeed='ds_config.json')",
+                             place_model="", place_x=""),
     }
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
     found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
-    assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py", "holder.py"}, found
+    assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py", "holder.py",
+                     "setting_or_rank.py"}, found
 
 
 def test_every_rule_leaves_a_module_that_cannot_run_on_xla_alone_train_eval_switches_too(tmp_path):
@@ -371,3 +387,31 @@ def test_a_helper_that_places_nothing_returns_host_tensors_for_host_arguments(tm
     (tmp_path / "general.py").write_text('import numpy as np\nimport torch\n\n\ndef xyxy2xywh(x):\n    y = x.clone() if isinstance(x, torch.Tensor) else np.copy(x)\n    y[..., 0] = (x[..., 0] + x[..., 2]) / 2\n    y[..., 1] = (x[..., 1] + x[..., 3]) / 2\n    y[..., 2] = x[..., 2] - x[..., 0]\n    y[..., 3] = x[..., 3] - x[..., 1]\n    return y\n\n\ndef save_one_txt(predn, shape, file):\n    gn = torch.tensor(shape)[[1, 0, 1, 0]]\n    for *xyxy, conf, cls in predn.tolist():\n        xywh = (xyxy2xywh(torch.tensor(xyxy).view(1, 4)) / gn).view(-1).tolist()\n        with open(file, "a") as f:\n            f.write(f"{cls} {xywh} {conf}\\n")\n\n\ndef run(model, dataloader, device):\n    model.eval()\n    for im, targets, paths, shapes in dataloader:\n        im = im.to(device)\n        preds = model(im)\n        for si, pred in enumerate(preds):\n            save_one_txt(pred.clone(), shapes[si][0], "out.txt")\n\n\ndef boxes_for_loss(pred, device):\n    box = xyxy2xywh(pred[:, :4].to(device))\n    return box.sum()\n'.replace("    return y\n", "    return y.to(DEVICE)\n", 1))
     found = {(f.line, f.code) for f in _lint(tmp_path)}
     assert (17, "XLA001") in found, found
+
+
+def test_an_evaluation_loop_inside_a_periodic_block_reads_every_evaluation_batch(tmp_path):
+    """`if step % eval_interval == 0:` around the evaluation loop runs the loop every N steps and reads on each
+    of its batches; a period guard inside the loop (`if i % 10 == 0:`) is every 10 evaluation batches."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "def main(model, loader, val_loader, device, eval_interval):\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x.to(device), y.to(device))\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if step % eval_interval == 0:\n"
+        "            model.eval()\n"
+        "            total = 0.0\n"
+        "            with torch.no_grad():\n"
+        "                for i, (vx, vy) in enumerate(val_loader):\n"
+        "                    vloss = model(vx.to(device), vy.to(device))\n"
+        "                    total += vloss.item()\n"
+        "                    if i % 10 == 0:\n"
+        "                        print(vloss.item())\n"
+        "            model.train()\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every evaluation batch (the loop runs every `eval_interval` steps)" in msgs[14], msgs[14]
+    assert "every 10 evaluation batches" in msgs[16], msgs[16]
+

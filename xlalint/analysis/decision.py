@@ -146,6 +146,8 @@ def _findings(path: str, mod: str, found: list, steps, by_code: dict, honor_noqa
             if not fr.per_step or (c.when == "step" and fr.after_sync):
                 continue
         elif c.when == "custom":
+            if c.ctx.func.excluded:
+                continue  # never an XLA step (a module run only by code hard-wired to CUDA: project.program)
             fr = c.frequency if isinstance(c.frequency, Frequency) else (
                 _exported_frequency(c.frequency) if c.frequency else None)
             if fr is None or not fr.per_step:

@@ -237,9 +237,9 @@ class Bindings:
             from_returns = [K.UNKNOWN if p is None else p for p in returned]
         else:
             from_returns = None
-        if type(value.func) is not cst.Name:
+        if f is None or (type(value.func) is not cst.Name and not f.key.endswith(".forward")):
             return from_returns
-        node = f.node if f is not None else None
+        node = f.node
         ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
         if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
             return from_returns
@@ -262,8 +262,11 @@ class Bindings:
             return self._lookup_func(func.value)
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self.current_class()
-            return self.funcs.get(f"{cls}.{func.attr.value}") if cls is not None else None
-        return None
+            if cls is not None and f"{cls}.{func.attr.value}" in self.funcs:
+                return self.funcs[f"{cls}.{func.attr.value}"]
+        # `patches, grid = self.splitter(x)`: the `forward` of the module class the source shows
+        key = self.module_forward_key(func)
+        return self.funcs.get(key) if key is not None else None
 
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):

@@ -50,20 +50,41 @@ CUDA_ONLY_LIBRARIES = frozenset({
 def requires_cuda(module: cst.Module) -> Optional[str]:
     """The CUDA-only library (``CUDA_ONLY_LIBRARIES``) the module imports at its top level, unconditionally;
     None when it imports none (an import under ``try:`` or ``if`` is optional: the code runs without it)."""
+    for n in hard_imports(module, ""):
+        if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
+            return n
+    return None
+
+
+def hard_imports(module: cst.Module, package: str) -> list:
+    """The modules the module imports at its top level, unconditionally (not under ``try:`` or ``if``):
+    importing it imports them. Relative imports are resolved against ``package`` (the importing module's
+    package; "" leaves them out); ``from a import b`` gives ``a.b`` (a submodule or a name: the project
+    resolves which)."""
+    out = []
     for stmt in module.body:
         if type(stmt) is not cst.SimpleStatementLine:
             continue
         for small in stmt.body:
             if type(small) is cst.Import:
-                names = [dotted_name(a.name) or "" for a in small.names]
-            elif type(small) is cst.ImportFrom and not small.relative and small.module is not None:
-                names = [dotted_name(small.module) or ""]
-            else:
-                continue
-            for n in names:
-                if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
-                    return n
-    return None
+                out.extend(dotted_name(a.name) or "" for a in small.names)
+            elif type(small) is cst.ImportFrom:
+                base = dotted_name(small.module) if small.module is not None else ""
+                if small.relative:
+                    if not package:
+                        continue
+                    parts = package.split(".")
+                    up = len(small.relative) - 1
+                    if up > len(parts):
+                        continue
+                    head = ".".join(parts[: len(parts) - up])
+                    base = f"{head}.{base}" if base and head else (base or head)
+                if not base:
+                    continue
+                out.append(base)
+                if type(small.names) is not cst.ImportStar:
+                    out.extend(f"{base}.{a.name.value}" for a in small.names if type(a.name) is cst.Name)
+    return out
 
 
 def mentions_xla(text: str) -> bool:
@@ -71,16 +92,65 @@ def mentions_xla(text: str) -> bool:
     return _MENTIONS_XLA.search(text) is not None
 
 
-def _is_cuda_value(node) -> Optional[bool]:
-    """True: names CUDA; False: a device chosen elsewhere; None: not a device (a dtype, a literal "cpu")."""
+def _leading_text(node) -> Optional[str]:
+    """The literal text a string expression starts with: ``"cuda:0"``, ``f"cuda:{rank}"`` and
+    ``"cuda:{}".format(rank)`` start with "cuda:"."""
     s = string_value(node)
     if s is not None:
-        low = s.lower()
-        if low.startswith(_CUDA_WORDS):
+        return s
+    if type(node) is cst.FormattedString:
+        first = node.parts[0] if node.parts else None
+        return first.value if type(first) is cst.FormattedStringText else ""
+    if (type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "format"
+            and string_value(node.func.value) is not None):
+        return string_value(node.func.value)
+    return None
+
+
+def cuda_ordinal(node) -> bool:
+    """The expression names one CUDA device by its index: ``"cuda:1"``, ``f"cuda:{rank}"``,
+    ``torch.device("cuda", rank)``, ``torch.cuda.current_device()``, ``torch.cuda.device_count() - 1``. A
+    variable holding one is a hard-wired device layout (a reward model on GPU 1, a rank's own GPU), not the
+    run's device setting that a user points at XLA (``device = "cuda"`` is that setting)."""
+    text = _leading_text(node)
+    if text is not None:
+        return text.lower().startswith("cuda:")
+    if type(node) is cst.Call:
+        name = dotted_name(node.func) or ""
+        if name in ("torch.cuda.current_device", "torch.cuda.device_count"):
             return True
+        if name in ("torch.device", "device") and node.args:
+            first = node.args[0].value
+            return cuda_ordinal(first) or (len(node.args) > 1 and (string_value(first) or "").lower() == "cuda")
+        return False
+    if type(node) is cst.BinaryOperation:  # torch.cuda.device_count() - 1
+        return cuda_ordinal(node.left) or cuda_ordinal(node.right)
+    return False
+
+
+def names_cuda(node, ordinal_names=frozenset()) -> bool:
+    """The expression is a CUDA device by what it says: a literal ``"cuda"``/``"cuda:0"``, a formatted
+    ``f"cuda:{rank}"``, ``torch.device("cuda", i)``, ``torch.cuda.current_device()``, or a name that is only
+    ever given CUDA device indices (``ordinal_names``). A tensor put there is not on the XLA device."""
+    if type(node) is cst.Name:
+        return node.value in ordinal_names
+    text = _leading_text(node)
+    if text is not None:
+        return text.lower().startswith(_CUDA_WORDS)
+    if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
+        return names_cuda(node.args[0].value, ordinal_names)
+    return cuda_ordinal(node)
+
+
+def _is_cuda_value(node, ordinal_names=frozenset()) -> Optional[bool]:
+    """True: names CUDA; False: a device chosen elsewhere; None: not a device (a dtype, a literal "cpu")."""
+    if names_cuda(node, ordinal_names):
+        return True
+    s = string_value(node)
+    if s is not None or type(node) is cst.FormattedString:
         return None  # "cpu", "meta", "auto": neither
     if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
-        return _is_cuda_value(node.args[0].value)
+        return _is_cuda_value(node.args[0].value, ordinal_names)
     if type(node) is cst.Integer:
         return None
     if (type(node) is cst.Attribute and node.attr.value == "device" and type(node.value) is cst.Name
@@ -95,10 +165,11 @@ def _is_cuda_value(node) -> Optional[bool]:
     return False
 
 
-def pin_of(node: cst.Call) -> Optional[str]:
+def pin_of(node: cst.Call, ordinal_names=frozenset()) -> Optional[str]:
     """Whether the call pins CUDA by a literal (PIN), places on a device chosen elsewhere (CHOSEN: a
     variable, even one set to "cuda" as a default: a device variable is what a user sets to XLA), or
-    neither (None)."""
+    neither (None). A variable only ever given CUDA device indices (``ordinal_names``: ``rw_device =
+    torch.device("cuda:{}".format(1))``) pins."""
     func = node.func
     name = dotted_name(func) or ""
     method = func.attr.value if type(func) is cst.Attribute else None
@@ -108,17 +179,22 @@ def pin_of(node: cst.Call) -> Optional[str]:
         if name == "torch.cuda.set_device":
             return PIN
         args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"]
-        return PIN if args and _is_cuda_value(args[0]) else None
+        return PIN if args and _is_cuda_value(args[0], ordinal_names) else None
+    if name == "deepspeed.initialize":
+        return PIN  # DeepSpeed has no XLA accelerator
     found = None
     if method == "to" and node.args and node.args[0].keyword is None:
-        v = _is_cuda_value(node.args[0].value)
+        v = _is_cuda_value(node.args[0].value, ordinal_names)
         if v is True:
             return PIN
         if v is False:
             found = CHOSEN
     for a in node.args:
+        if (a.keyword is not None and a.keyword.value == "deepspeed"
+                and (string_value(a.value) is not None or type(a.value) is cst.Dict)):
+            return PIN  # TrainingArguments(deepspeed="ds_config.json"): DeepSpeed has no XLA accelerator
         if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS:
-            v = _is_cuda_value(a.value)
+            v = _is_cuda_value(a.value, ordinal_names)
             if v is True:
                 return PIN
             if v is False:

@@ -54,7 +54,7 @@ class Export:
                 i = ctx_ids[id(ctx)] = len(ctxs)
                 ctxs.append([f.key if f is not self.top else "", [loop_ids[id(lp)] for lp in ctx.loops if id(lp) in loop_ids],
                              ctx.period, ctx.non_xla, ctx.closure or f.closure, ctx.seq, ctx.error_path, ctx.once, line,
-                             ctx.eval_only])
+                             ctx.eval_only, ctx.period_outside])
             return i
 
         funcs = {}
@@ -101,7 +101,11 @@ class Export:
         summary = {"module": mod, "imports": dict(self.module_imports), "stars": list(self.star_modules),
                    "funcs": funcs, "top_calls": top_calls, "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
-                   "periodic": self.periodic, "excluded": self.top.excluded}
+                   "periodic": self.periodic, "excluded": self.top.excluded,
+                   # chooses no device and never names XLA: it runs where its importers run (project.program)
+                   "device_free": not self.chooses_device and not self.names_xla,
+                   "names_xla": self.names_xla, "requires_cuda": self.requires_cuda,
+                   "hard_imports": self.hard_imports}
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def release(self) -> None:

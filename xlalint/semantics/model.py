@@ -31,6 +31,7 @@ from xlalint.semantics.callables import Callables
 from xlalint.semantics.calls import CallSites
 from xlalint.semantics.export import Export
 from xlalint.semantics.module_calls import ModuleCalls
+from xlalint.semantics.narrowing import Narrowing
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
@@ -47,7 +48,7 @@ def _handlers(rule_class) -> tuple:
 
 
 class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
-                    TensorInference):
+                    TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True):
         self.module = module
@@ -75,6 +76,14 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.pins_cuda = False
         self.chooses_device = False
         self.requires_cuda = not names_xla and device_pins.requires_cuda(module) is not None
+        package = module_name if is_package else module_name.rpartition(".")[0]
+        # what importing this module imports (a module of the project that needs a CUDA-only library makes
+        # this one need it too: project.program)
+        self.hard_imports = device_pins.hard_imports(module, package)
+        # names given a CUDA device index (`rw_device = torch.device("cuda:{}".format(1))`) and names given
+        # anything else: a name only ever in the first is a hard-wired CUDA device (``cuda_ordinal_names``)
+        self._cuda_index_names: set = set()
+        self._other_names: set = set()
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []
@@ -138,13 +147,24 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         period = None
         non_xla = False
         once = False
-        for p, nx, o in self.guards:
+        at = 0
+        for i, (p, nx, o) in enumerate(self.guards):
             if p is not None:
-                period = p
+                period, at = p, i
             non_xla = non_xla or nx
             once = once or o
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
-                   self.error_depth > 0, once, eval_only=self.eval_depth > 0)
+                   self.error_depth > 0, once, eval_only=self.eval_depth > 0,
+                   period_outside=period is not None and bool(self.loop_stack) and at < self.loop_stack[-1].guard_depth)
+
+    @property
+    def cuda_ordinal_names(self) -> set:
+        """Names only ever given a CUDA device index so far (``device_pins.cuda_ordinal``)."""
+        return self._cuda_index_names - self._other_names
+
+    def note_name_value(self, name: str, value) -> None:
+        """``name = value`` was bound: keep whether the value is a CUDA device index."""
+        (self._cuda_index_names if device_pins.cuda_ordinal(value) else self._other_names).add(name)
 
     def type_tested(self, expr) -> bool:
         """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code

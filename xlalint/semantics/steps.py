@@ -81,6 +81,7 @@ class LoopInfo:
     outer: Optional["LoopInfo"] = None  # the loop of the same function it is nested in
     seq: int = 0  # the walk's statement counter at its header (order within its function)
     end_seq: int = 0  # and after its body: a context of the function with seq > end_seq runs after it
+    guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +98,9 @@ class Ctx:
     once: bool = False  # under `if step == 0:` / `if step == last:` / `if step >= max: break`: not every step
     line: int = 0  # for a call site into another module: its line (the path shown in messages)
     eval_only: bool = False  # under `if not self.training:` / `if stage != Stage.TRAIN:`: evaluation steps only
+    # the period guard is outside the innermost loop: `if step % eval_every == 0: for batch in val_loader:`
+    # runs the loop every N steps, and each of its batches (not every N batches)
+    period_outside: bool = False
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,9 @@ class Steps:
                     return Frequency(PERIODIC, ff.period, after, loop, ff.via, hot, ff.period)
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ff.level == PERIODIC and ff.hot is None and not ctx.loops and self._after_whole_loop(ctx):
-            after = True  # `return total.item()` after an evaluation's loop: once per evaluation, at its end
+            # `return total.item()` after an evaluation's loop, `fid.item()` after `compute_features(...)` ran
+            # one: once per evaluation, at its end
+            after = True
         if ctx.eval_only and ff.hot is None:  # a branch taken only when evaluating: every evaluation batch
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
                              H.EVAL)
@@ -331,17 +337,17 @@ class Steps:
                    for lp in self._loops_of.get(id(loop.func), ()))
 
     def _after_whole_loop(self, ctx: Ctx) -> bool:
-        """``ctx`` comes after one of its function's own loops (not nested in another), in a function run every
-        N steps (an evaluation, a report): what the function computed over the whole loop is read once, at
-        its end."""
         return any(lp.outer is None and lp.end_seq and ctx.seq > lp.end_seq
-                   for lp in self._loops_of.get(id(ctx.func), ()))
+                   for lp in self._loops_of.get(id(ctx.func), ())) or any(
+            callee is not None and seq < ctx.seq and (until is None or ctx.seq <= until) and self.runs_whole_loop(callee)
+            for seq, callee, until in ctx.func.sync_points)
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
         after = self._after_sync(ctx, loop.sync_points)
         if ctx.eval_only and hot is None:
             hot = H.EVAL
-        return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot)
+        within = ctx.period if ctx.period_outside and hot is not None and loop is ctx.loops[-1] else None
+        return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot, within=within)
 
     def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it."""
@@ -359,7 +365,11 @@ class Steps:
         return bool(ts) and all(self._through_calls(self._whole_loops, t, self._owns_whole_loop) for t in ts)
 
     def _owns_whole_loop(self, f: FuncInfo) -> bool:
-        return any(lp.outer is None and self.is_hot_loop(lp) and not self.loop_trains(lp)
+        # a loop of the model, or a loop of whole loops (`compute_features`: a sampling run per batch; of a
+        # callback's targets, the one this caller passes is not known here: one of them is enough)
+        return any(lp.outer is None and not self.loop_trains(lp)
+                   and (self.is_hot_loop(lp) or any(self._through_calls(self._whole_loops, t, self._owns_whole_loop)
+                                                    for c in lp.calls for t in self.targets(c)))
                    for lp in self._loops_of.get(id(f), ()))
 
     def callers(self) -> dict:

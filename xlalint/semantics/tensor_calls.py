@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import passthrough
+from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import (
@@ -160,6 +160,8 @@ class CallKinds:
             return K.BOOL_TENSOR if not self._all_args_cpu(e) else K.CPU_TENSOR
         if q in T.CPU_FACTORY_FUNCTIONS:
             dev = keyword_arg(e, "device")
+            if dev is not None and self.is_cuda_device(dev):
+                return K.CPU_TENSOR  # `device=torch.cuda.current_device()`: on CUDA, not the XLA device
             if dev is None or self.is_cpu_device(dev):
                 if fn in ("tensor", "as_tensor") and self._any_arg_kind(e, K.HOLDS_DEVICE_TENSOR):
                     return K.TENSOR
@@ -207,6 +209,8 @@ class CallKinds:
             if meth in ("to", "cuda", "type_as"):
                 if meth == "to":
                     return self._infer_to(e, rk)
+                if meth == "cuda":
+                    return K.CPU_TENSOR  # on a CUDA device: not the XLA device's (reading it is no XLA sync)
                 return K.TENSOR
             if meth in T.BOOL_RESULT_METHODS:
                 return K.CPU_TENSOR if cpu else K.BOOL_TENSOR
@@ -230,8 +234,10 @@ class CallKinds:
                 return K.NOT_TENSOR
             if meth in ("get", "pop"):
                 return K.element_of(rk)
-            if meth in ("to", "cuda"):  # a batch moved to the device (BatchEncoding.to(device))
-                return K.TENSORS if meth == "cuda" or self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk
+            if meth == "cuda":  # a batch moved to a CUDA device: not the XLA device
+                return K.CPU_TENSORS
+            if meth == "to":  # a batch moved to the device (BatchEncoding.to(device))
+                return K.TENSORS if self._infer_to(e, K.CPU_TENSOR) == K.TENSOR else rk
             return K.UNKNOWN
         if rk == K.MODULE:
             if meth in ("parameters", "buffers"):
@@ -261,14 +267,16 @@ class CallKinds:
             # the host whatever it was (a tensor's copy; reading it, or its rows, costs nothing more)
             return K.MODULE if _named_like_module(recv) else K.CPU_TENSOR
         if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
-            # x.to(device) on something unknown: a module if it is named like one, else a tensor
+            # x.to(device) on something unknown: a module if it is named like one, else a tensor (on CUDA,
+            # `x.cuda()`, `x.to("cuda:1")`: not on the XLA device)
             rname = (last_name(recv) or "").lower()
             if _named_like_module(recv):
                 return K.MODULE
+            cuda = meth == "cuda" or self._infer_to(e, K.TENSOR) == K.CPU_TENSOR
             if rname in ("batch", "inputs", "data") or rname.endswith("_batch"):
-                return K.TENSORS
+                return K.CPU_TENSORS if cuda else K.TENSORS
             if type(recv) in (cst.Name, cst.Attribute, cst.Subscript):
-                return K.TENSOR
+                return K.CPU_TENSOR if cuda else K.TENSOR
             return K.UNKNOWN
         if meth == "prepare" and last_name(recv) in ("accelerator", "accel"):
             return K.UNKNOWN
@@ -337,7 +345,7 @@ class CallKinds:
             rk = K.TENSOR  # mask.to(device, dtype=torch.float): no longer a mask
         if target is None:
             return rk if rk in K.ANY_TENSOR else K.TENSOR
-        if self.is_cpu_device(target):
+        if self.is_cpu_device(target) or self.is_cuda_device(target):
             return K.CPU_TENSOR
         q = self.qualname(target) or ""
         if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
@@ -360,6 +368,14 @@ class CallKinds:
             return n in ("xla_device", "device") or "device" in n
         n = (last_name(target) or "").lower()
         return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
+
+    def is_cuda_device(self, node) -> bool:
+        """``"cuda:1"``, ``torch.cuda.current_device()``, a name only ever given CUDA device indices: a tensor
+        put there is on a CUDA device, never the XLA device (``kinds.CPU_TENSOR``: reading it is no XLA sync).
+        Not a device variable (``device``, even set to "cuda": the run's setting, pointed at XLA on a TPU)."""
+        if type(node) is cst.Name:
+            return node.value in self.cuda_ordinal_names
+        return device_pins.names_cuda(node)
 
     def is_cpu_device(self, node) -> bool:
         s = string_value(node)

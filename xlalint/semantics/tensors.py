@@ -80,6 +80,8 @@ class TensorInference:
                 ks = ks[1:] if base.split(".")[-1] in ("dict", "Dict", "Mapping") else ks
                 if ks and all(k in K.DEVICE_TENSORS for k in ks):
                     return K.TENSORS
+                if ks and all(k == K.NOT_TENSOR for k in ks):
+                    return K.NOT_TENSOR  # Tuple[int, int]: a grid of Python ints
             return K.UNKNOWN
         if not text:
             return K.UNKNOWN

@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins, passthrough
+from xlalint.semantics import device_pins, narrowing, passthrough
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -25,7 +25,7 @@ from xlalint.semantics.steps import (
     xla_polarity,
 )
 from xlalint.semantics.syntax import (
-    FIELDS, NODE_TYPES, child_fields, child_nodes, code_of, dotted_name, last_name, name_words, positional_args,
+    FIELDS, NODE_TYPES, child_fields, child_nodes, dotted_name, last_name, name_words, positional_args,
     string_value,
 )
 
@@ -110,6 +110,7 @@ class StatementWalk:
             self._bind_target(t.target, node.value, value_kind)
             if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
                 name = t.target.value
+                self.note_name_value(name, node.value)
                 if period is not None:
                     self.func.periods[name] = period
                 else:
@@ -135,7 +136,9 @@ class StatementWalk:
     def _aug_assign(self, node: cst.AugAssign) -> None:
         self._emit("AugAssign", node)
         self.walk(node.value)
-        k = K.arithmetic(self.kind(node.target), self.kind(node.value))
+        tk, vk = self.kind(node.target), self.kind(node.value)
+        # `t /= world_size` on a host (or CUDA) tensor updates it in place, where it lives
+        k = tk if tk == K.CPU_TENSOR and vk not in K.DEVICE_TENSORS else K.arithmetic(tk, vk)
         self._kind_cache.pop(id(node.target), None)
         self._bind_target(node.target, None, k)
         self.walk(node.target)
@@ -245,7 +248,8 @@ class StatementWalk:
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
                         cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(node.iter),
-                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq)
+                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
+                        guard_depth=len(self.guards))
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
@@ -267,7 +271,8 @@ class StatementWalk:
         self.stmt = node
         loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
                         hint=self._loop_hint(node.test, counts=True),
-                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq)
+                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
+                        guard_depth=len(self.guards))
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -297,13 +302,11 @@ class StatementWalk:
         # dump whose purpose is the host copy: neither is a per-step cost of a normal run
         exits = self._exits(node.body) or _debug_flag(node.test)
         self.error_depth += exits
-        tested = _tensor_type_test(node.test)
+        tested = narrowing.tensor_type_test(node.test)
         if tested:
             self._type_tested.append(tested)
-        narrowed = _python_type_test(node.test)
-        if narrowed is not None:  # `if isinstance(im, (str, Path)):`: not a tensor in this branch
-            outside = self._env_lookup(narrowed)
-            self._bind_name(narrowed, K.NOT_TENSOR)
+        # `if isinstance(im, (str, Path)):`: not a tensor in this branch
+        narrowed = self.narrow(*narrowing.narrowed(node.test, lambda name: self._env_lookup(name)[1]))
         loops = self.loop_stack
         first = None if once else first_pass_of(node.test, loops)
         if first is not None:
@@ -316,11 +319,7 @@ class StatementWalk:
             self.loop_stack = []
         self.walk_block(node.body)
         self.loop_stack = loops
-        if narrowed is not None and self.func.env.get(narrowed) == K.NOT_TENSOR:
-            if outside[0]:
-                self._bind_name(narrowed, outside[1])
-            else:
-                self.func.env.pop(narrowed, None)
+        self.restore(narrowed)
         if tested:
             self._type_tested.pop()
         self.error_depth -= exits
@@ -329,10 +328,13 @@ class StatementWalk:
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla", False))
             self.eval_depth += mode == "train"
+            # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch
+            other = self.narrow(tested, K.NOT_TENSOR)
             if type(node.orelse) is cst.If:
                 self._if(node.orelse)
             else:
                 self.walk_block(node.orelse.body)
+            self.restore(other)
             self.eval_depth -= mode == "train"
             self.guards.pop()
         self.cond_depth -= 1
@@ -481,7 +483,7 @@ class StatementWalk:
         if (q in _SAVE_CALLS or last_name(node.func) in _SAVE_METHODS) and not self.func.saves:
             self.func.saves = True
         if not self.names_xla and not self.chooses_device:
-            pin = device_pins.pin_of(node)
+            pin = device_pins.pin_of(node, self.cuda_ordinal_names)
             if pin == device_pins.PIN:
                 self.pins_cuda = True
             elif pin == device_pins.CHOSEN:
@@ -543,19 +545,6 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
 
 # list/dict methods that put their arguments into the container
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
-
-
-def _tensor_type_test(test) -> Optional[str]:
-    """``isinstance(v, torch.Tensor)`` / ``torch.is_tensor(v)``: the name ``v``."""
-    if type(test) is cst.Call:
-        fname = dotted_name(test.func) or ""
-        args = positional_args(test)
-        if fname == "isinstance" and len(args) == 2 and type(args[0]) is cst.Name:
-            if "Tensor" in code_of(args[1]):
-                return args[0].value
-        elif fname in ("torch.is_tensor", "is_tensor") and len(args) == 1 and type(args[0]) is cst.Name:
-            return args[0].value
-    return None
 
 
 def _class_record(walk: StatementWalk, bases: list) -> dict:
@@ -627,32 +616,6 @@ def _places_on_device(node: cst.Call) -> bool:
     if name in _DEVICE_METHODS:
         return True
     return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
-
-
-# Types whose instances are never tensors nor hold them: `isinstance(v, (str, Path))` narrows `v` to a
-# Python value (not containers: `isinstance(x, dict)` then `x.get("patch_valid")` may be a tensor).
-_PYTHON_TYPES = frozenset({"str", "bytes", "int", "float", "bool", "complex",
-                           "Path", "PurePath", "PathLike", "Number", "Integral", "Real", "ndarray", "Image",
-                           # NumPy's scalar types (`isinstance(v, np.number)`): host values
-                           "number", "generic", "integer", "floating", "signedinteger", "unsignedinteger",
-                           "bool_", "float32", "float64", "int32", "int64"})
-
-
-def _python_type_test(test) -> Optional[str]:
-    """``isinstance(v, str)`` / ``isinstance(v, (str, Path))``: the name ``v`` when every type named is a
-    Python type whose instances are never tensors (``_PYTHON_TYPES``, by its last name). In a chain of
-    ``and`` (``np is not None and isinstance(v, np.number)``) the body runs only when every operand holds,
-    so one narrowing operand narrows."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return _python_type_test(test.left) or _python_type_test(test.right)
-    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance":
-        return None
-    args = positional_args(test)
-    if len(args) != 2 or type(args[0]) is not cst.Name:
-        return None
-    types = [e.value for e in args[1].elements] if type(args[1]) is cst.Tuple else [args[1]]
-    names = [last_name(t) for t in types]
-    return args[0].value if names and all(n in _PYTHON_TYPES for n in names) else None
 
 
 # node type -> the method of the model that walks it (install_dispatch fills _SPECIAL)

@@ -23,10 +23,52 @@ class Program:
         self.ctxs: dict[str, list] = {}  # module -> its contexts, by index
         self.loops_of: dict[str, list] = {}
         self._targets: dict = {}
+        self._funcs_of: dict = {}  # module -> its FuncInfos, <module> included
         for mod, s in facts.summaries.items():
             self._load(mod, s, paths.get(mod, s.get("path", mod)))
+        self.excluded_by_importers = self._runs_only_off_xla()
         self._mark_hooks()
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _runs_only_off_xla(self) -> set:
+        """Modules that run only where code that is not XLA code runs: a module that chooses no device and
+        never names XLA (``device_free``), whose every importer in the project is not XLA code (hard-wired to
+        CUDA, a CPU notebook; ``excluded``) or is such a module itself: a reward model trained only through
+        DeepSpeed and scored only on ``cuda:1``. A package's ``__init__`` is the library's face to code outside
+        the project, and a module nobody imports is an entry point: neither is decided by its importers. Their
+        functions are marked ``excluded`` (never an XLA step); the modules are returned."""
+        summaries = self.facts.summaries
+        importers: dict = {}
+        for mod, s in summaries.items():
+            for target in s["imports"].values():
+                hit = self.facts.index.split(target, mod)
+                if hit is not None and hit[0] != mod:
+                    importers.setdefault(hit[0], set()).add(mod)
+        needs_cuda = {mod for mod, s in summaries.items() if s.get("requires_cuda")}
+        hard = {mod: {hit[0] for hit in (self.facts.index.split(t, mod) for t in s.get("hard_imports", ()))
+                      if hit is not None and hit[0] != mod} for mod, s in summaries.items()}
+        off = {mod for mod, s in summaries.items() if s.get("excluded")}
+        found: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for mod, s in summaries.items():
+                if mod in off:
+                    continue
+                if not s.get("names_xla", True) and hard[mod] & needs_cuda:
+                    # importing it imports a module that needs a CUDA-only library (apex): it cannot be
+                    # imported on a TPU host either
+                    needs_cuda.add(mod)
+                elif (not s.get("device_free") or not importers.get(mod) or mod in self.facts.index.packages
+                      or not importers[mod] <= off):
+                    continue
+                off.add(mod)
+                found.add(mod)
+                changed = True
+        for mod in found:
+            for f in self._funcs_of.get(mod, ()):
+                f.excluded = True
+        return found
 
     def _mark_hooks(self) -> None:
         """Per-step hooks the modules alone cannot see (hot_loops): a method of a class whose base in
@@ -56,6 +98,7 @@ class Program:
             funcs[key] = f
             self.funcs[f.key] = f
         self.tops.append(top)
+        self._funcs_of[mod] = list(funcs.values())
         loops = []
         for fk, loader, direct, trains, calls, syncs, outer, *hot in s["loops"]:
             loops.append(LoopInfo(node=None, func=funcs.get(fk, top), iterates_loader=loader,
@@ -69,7 +112,7 @@ class Program:
         ctxs = []
         for fk, loop_ids, period, non_xla, closure, seq, error, once, line, *more in s["ctxs"]:
             ctxs.append(Ctx(funcs.get(fk, top), tuple(loops[i] for i in loop_ids), period, non_xla, closure, seq,
-                            error, once, line, bool(more and more[0])))
+                            error, once, line, bool(more and more[0]), len(more) > 1 and bool(more[1])))
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             f = funcs[key]
