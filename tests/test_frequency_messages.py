@@ -415,3 +415,149 @@ def test_an_evaluation_loop_inside_a_periodic_block_reads_every_evaluation_batch
     assert "every evaluation batch (the loop runs every `eval_interval` steps)" in msgs[14], msgs[14]
     assert "every 10 evaluation batches" in msgs[16], msgs[16]
 
+
+
+def test_a_local_callback_runs_where_its_own_function_passes_it(tmp_path):
+    """Issue 32 cause 9: `compute_features(sample_fn, ...)` is called by the training script's evaluation with
+    its own `sample_fn` and by a sampling script with another: each sampler runs where its own function passes
+    it, never on the other program's path."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "features.py").write_text(
+        "import torch\n"
+        "def compute_features(sample_fn, n):\n"
+        "    feats = []\n"
+        "    for _ in range(n):\n"
+        "        feats.append(sample_fn(4))\n"
+        "    return torch.cat(feats)\n"
+    )
+    (tmp_path / "samplers.py").write_text(
+        "import torch\n"
+        "def sample_euler(model, x, sigmas):\n"
+        "    for i in range(len(sigmas) - 1):\n"
+        "        x = x + (sigmas[i + 1] - sigmas[i]) * model(x)\n"
+        "    return x\n"
+        "def sample_ancestral(model, x, sigmas):\n"
+        "    for i in range(len(sigmas) - 1):\n"
+        "        x = x + (sigmas[i + 1] - sigmas[i]) * model(x)\n"
+        "        if sigmas[i + 1] > 0:\n"
+        "            x = x + torch.randn_like(x)\n"
+        "    return x\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "from features import compute_features\n"
+        "from samplers import sample_euler\n"
+        "def main(model, loader, opt, every):\n"
+        "    device = torch_xla.device()\n"
+        "    sigmas = torch.linspace(1, 0, 10, device=device)\n"
+        "    def evaluate():\n"
+        "        def sample_fn(n):\n"
+        "            return sample_euler(model, torch.randn(n, 8, device=device), sigmas)\n"
+        "        return compute_features(sample_fn, 4)\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x.to(device)).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if step % every == 0:\n"
+        "            evaluate()\n"
+        "        torch_xla.sync()\n"
+    )
+    (tmp_path / "sample.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "from features import compute_features\n"
+        "from samplers import sample_ancestral\n"
+        "def main(model):\n"
+        "    device = torch_xla.device()\n"
+        "    sigmas = torch.linspace(1, 0, 10, device=device)\n"
+        "    def sample_fn(n):\n"
+        "        return sample_ancestral(model, torch.randn(n, 8, device=device), sigmas)\n"
+        "    print(compute_features(sample_fn, 2).shape)\n"
+    )
+    msgs = [f.message for f in _lint(tmp_path) if Path(f.path).name == "samplers.py" and f.line == 9]
+    assert msgs, "the per-step test of the ancestral sampler is a finding"
+    assert all("train.py" not in m and "every `every` steps" not in m for m in msgs), msgs
+
+
+def test_results_read_after_each_pass_of_a_sweep_are_read_once_per_pass(tmp_path):
+    """Issue 32 cause 4: an evaluation loop inside a sweep (`for t in temperatures:`), and the rewards of the
+    pass read after it: once per sweep value and evaluation, as a read after an evaluation's loop."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "def evaluate_sweep(model, loader, device, temperatures, reward_fn):\n"
+        "    stats = {}\n"
+        "    for t in temperatures:\n"
+        "        outs = []\n"
+        "        for x, _ in loader:\n"
+        "            outs.append(model(x.to(device)) / t)\n"
+        "        rewards = reward_fn(outs)\n"
+        "        stats[t] = [r.sum().item() for r in rewards]\n"
+        "    return stats\n"
+        "def main(model, loader, val, reward_fn, opt):\n"
+        "    device = torch_xla.device()\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x.to(device)).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        if step % 10 == 0:\n"
+        "            evaluate_sweep(model, val, device, (0.5, 1.0), reward_fn)\n"
+        "        torch_xla.sync()\n"
+    )
+    assert not [f for f in _lint(tmp_path) if f.code == "XLA001"]
+
+
+def test_decoded_audio_and_images_are_host_tensors(tmp_path):
+    """Issue 32 cause 5: `torchaudio.load` decodes on the host: the loudness of the reference audio, computed
+    before it is moved, is a host value."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torchaudio\n"
+        "def infer(ref_audio, model, device, target_rms=0.1):\n"
+        "    audio, sr = ref_audio\n"
+        "    rms = torch.sqrt(torch.mean(torch.square(audio)))\n"
+        "    if rms < target_rms:\n"
+        "        audio = audio * target_rms / rms\n"
+        "    out = model(audio.to(device))\n"
+        "    return out * rms / target_rms if rms < target_rms else out\n"
+        "def main(model, device, paths):\n"
+        "    for p in paths:\n"
+        "        audio, sr = torchaudio.load(p)\n"
+        "        wave = infer((audio, sr), model, device)\n"
+        "        print(wave.mean().item())\n"
+    )
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == {(14, "XLA001")}
+
+
+def test_only_cuda_importers_make_a_device_free_module_gpu_code(tmp_path):
+    """Issue 32 cause 8, project-wide: a module that chooses no device runs where its importers run. Imported
+    only by a script hard-wired to `cuda:1`, it is GPU code; imported by unit tests and a CLI's `__main__`, or
+    registered by name for a framework's registry (loaded by importlib, whatever its static importers), it is
+    not decided by them."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    loop = ("import torch\nimport torch.nn as nn\n{head}"
+            "class Reward(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.head = nn.Linear(4, 1)\n"
+            "    def forward(self, x):\n"
+            "        r = self.head(x)\n"
+            "        print(r.mean().item())\n"
+            "        return r\n")
+    (tmp_path / "gpu_only.py").write_text(loop.format(head=""))
+    (tmp_path / "cli_step.py").write_text(loop.format(head=""))
+    (tmp_path / "registered.py").write_text(loop.format(
+        head="from registry import register_trainer\n@register_trainer('plain')\nclass Plain:\n    pass\n"))
+    (tmp_path / "registry.py").write_text("def register_trainer(name):\n    return lambda cls: cls\n")
+    script = ('import torch\nfrom {mod} import Reward\nrw_device = torch.device("cuda:{{}}".format(1))\n'
+              'model = Reward().to(rw_device)\nprint(model(torch.randn(2, 4).to(rw_device)))\n')
+    (tmp_path / "score.py").write_text(script.format(mod="gpu_only"))
+    (tmp_path / "score_registered.py").write_text(script.format(mod="registered"))
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "__init__.py").write_text("")
+    (tmp_path / "cli" / "__main__.py").write_text("from cli_step import Reward\n")
+    (tmp_path / "test_cli.py").write_text("from cli.__main__ import Reward\n")
+    (tmp_path / "test_cli_step.py").write_text("from cli_step import Reward\n")
+    found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
+    assert found == {"cli_step.py", "registered.py"}, found

@@ -6,7 +6,7 @@ import libcst as cst
 
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
-from xlalint.semantics.steps import xla_polarity
+from xlalint.semantics.guards import xla_polarity
 
 FIX = "keep the decision on the device with `torch.where(cond, a, b)` / multiplying by a mask, or move the check out of the step (every N steps, or in `xm.add_step_closure`)"
 

@@ -202,3 +202,20 @@ def pin_of(node: cst.Call, ordinal_names=frozenset()) -> Optional[str]:
     return found
 
 
+def registers(module: cst.Module) -> bool:
+    """The module registers a class or function by name at its top level (``@register_criterion("...")``,
+    ``@MODELS.register_module()``, ``registry.register(...)``): a framework loads it through that registry
+    (often by importing every module of a folder), so its static importers do not say where it runs."""
+    for stmt in module.body:
+        if type(stmt) in (cst.ClassDef, cst.FunctionDef):
+            for d in stmt.decorators:
+                dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
+                if "register" in (dotted_name(dec) or "").rpartition(".")[2].lower():
+                    return True
+        elif type(stmt) is cst.SimpleStatementLine:
+            for small in stmt.body:
+                call = small.value if type(small) is cst.Expr else None
+                if type(call) is cst.Call and "register" in (dotted_name(call.func) or "").rpartition(".")[2].lower():
+                    return True
+    return False
+

@@ -104,8 +104,8 @@ class Export:
                    "periodic": self.periodic, "excluded": self.top.excluded,
                    # chooses no device and never names XLA: it runs where its importers run (project.program)
                    "device_free": not self.chooses_device and not self.names_xla,
-                   "names_xla": self.names_xla, "requires_cuda": self.requires_cuda,
-                   "hard_imports": self.hard_imports}
+                   "names_xla": self.names_xla, "requires_cuda": self.requires_cuda, "cuda_only": self.cuda_only,
+                   "hard_imports": self.hard_imports, "registers": self.registers}
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def release(self) -> None:

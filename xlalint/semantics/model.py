@@ -80,8 +80,10 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         # what importing this module imports (a module of the project that needs a CUDA-only library makes
         # this one need it too: project.program)
         self.hard_imports = device_pins.hard_imports(module, package)
+        self.registers = device_pins.registers(module)  # loaded through a registry: importers are not all
         # names given a CUDA device index (`rw_device = torch.device("cuda:{}".format(1))`) and names given
         # anything else: a name only ever in the first is a hard-wired CUDA device (``cuda_ordinal_names``)
+        self.cuda_only = False  # pins CUDA or needs a CUDA-only library, never names XLA (step_marks._resolve)
         self._cuda_index_names: set = set()
         self._other_names: set = set()
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
@@ -136,7 +138,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.closure_depth = 0
         self.error_depth = 0
         self.cond_depth = 0
-        self.eval_depth = 0  # inside branches taken only while evaluating (steps.mode_test)
+        self.eval_depth = 0  # inside branches taken only while evaluating (guards.mode_test)
         self.seq = 0
         self._block_syncs: list[list] = [[]]  # sync points recorded in each open block (their reach ends with it)
         self.stmt: Optional[cst.CSTNode] = None

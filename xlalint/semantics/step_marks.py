@@ -16,7 +16,8 @@ import libcst as cst
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps, period_of
+from xlalint.semantics.guards import period_of
+from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps
 from xlalint.semantics.syntax import (
     NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
@@ -95,7 +96,8 @@ class StepMarks:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
         funcs = self.funcs
-        if (self.pins_cuda and not self.chooses_device or self.requires_cuda) and not self.names_xla:
+        self.cuda_only = (self.pins_cuda and not self.chooses_device or self.requires_cuda) and not self.names_xla
+        if self.cuda_only:
             # hard-wired to CUDA (`model.cuda()`, `Fabric(accelerator="cuda")`, `device = "cuda"`), never a
             # device chosen at run time, XLA and TPUs never named, or importing a CUDA-only library
             # (`from flash_attn import ...`): it does not run on torch_xla

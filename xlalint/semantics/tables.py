@@ -57,6 +57,13 @@ TENSOR_SEQUENCE_TORCH_FUNCTIONS = frozenset(
     }
 )
 
+# Library readers that decode files into host tensors: one tensor, or a tuple holding them
+# (`waveform, sample_rate = torchaudio.load(path)`): their results live on the host until moved.
+HOST_TENSOR_READERS = {
+    "torchaudio.load": "tuple", "torchaudio.load_with_torchcodec": "tuple", "torchvision.io.read_video": "tuple",
+    "torchvision.io.read_image": "tensor", "torchvision.io.decode_image": "tensor", "torchvision.io.read_file": "tensor",
+}
+
 # Factories that create a tensor on the CPU unless a device is given.
 CPU_FACTORY_FUNCTIONS = frozenset(
     {

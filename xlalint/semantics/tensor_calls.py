@@ -150,6 +150,8 @@ class CallKinds:
             return self._scaler_kind(e)
         if q in T.NON_TENSOR_TORCH_FUNCTIONS:
             return K.NOT_TENSOR
+        if q in T.HOST_TENSOR_READERS:  # torchaudio.load(path): decoded on the host
+            return K.CPU_TENSORS if T.HOST_TENSOR_READERS[q] == "tuple" else K.CPU_TENSOR
         if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
             return K.CPU_LOADER
         if q in T.DEVICE_LOADER_CONSTRUCTORS:

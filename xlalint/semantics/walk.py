@@ -20,10 +20,10 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
-from xlalint.semantics.steps import (
-    FuncInfo, LoopInfo, ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of, runs_once,
-    xla_polarity,
+from xlalint.semantics.guards import (
+    ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of, runs_once, xla_polarity,
 )
+from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, child_fields, child_nodes, dotted_name, last_name, name_words, positional_args,
     string_value,
@@ -586,13 +586,21 @@ def _breaks_the_loop(block, loop_stack) -> bool:
 
 
 def _debug_flag(test) -> bool:
-    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...``: a branch taken only when a
-    debug flag is on."""
+    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...`` / ``if opts.save_val_results:``:
+    a branch taken only when a debug or dump flag is on (its host copies are what it is for)."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _debug_flag(test.left) or _debug_flag(test.right)
     if type(test) in (cst.Name, cst.Attribute):
-        return "debug" in name_words(last_name(test) or "")
+        words = set(name_words(last_name(test) or ""))
+        return bool(words & _DUMP_FLAG_WORDS or "save" in words and words & _DUMPED_THINGS)
     return False
+
+
+# words of a flag that turns on an opt-in dump: `debug`, `dump_attn`, `visualize`; `save` only with what is
+# written out (`save_val_results`, `save_images`), not `save_best` (a checkpoint choice, decided per evaluation)
+_DUMP_FLAG_WORDS = frozenset({"debug", "dump", "visualize", "vis"})
+_DUMPED_THINGS = frozenset({"results", "images", "outputs", "preds", "predictions", "samples", "masks", "plots",
+                            "figures", "visualizations", "vis"})
 
 
 # A function named for saving (`save_checkpoint`, `export_model`) that writes with one of these calls is a

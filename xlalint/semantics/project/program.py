@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics.project.facts import Facts
-from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps
+from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps, is_test_module
 
 
 class Program:
@@ -31,12 +31,13 @@ class Program:
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
 
     def _runs_only_off_xla(self) -> set:
-        """Modules that run only where code that is not XLA code runs: a module that chooses no device and
-        never names XLA (``device_free``), whose every importer in the project is not XLA code (hard-wired to
-        CUDA, a CPU notebook; ``excluded``) or is such a module itself: a reward model trained only through
+        """Modules that run only where code hard-wired to CUDA runs: a module that chooses no device and never
+        names XLA (``device_free``), whose every importer in the project (unit tests aside) pins CUDA or needs
+        a CUDA-only library (``cuda_only``) or is such a module itself: a reward model trained only through
         DeepSpeed and scored only on ``cuda:1``. A package's ``__init__`` is the library's face to code outside
-        the project, and a module nobody imports is an entry point: neither is decided by its importers. Their
-        functions are marked ``excluded`` (never an XLA step); the modules are returned."""
+        the project, a module nobody imports (a ``__main__``) is an entry point, and a module that registers
+        what it defines (``@register_criterion``) is loaded through a registry: none is decided by its
+        importers. Their functions are marked ``excluded`` (never an XLA step); the modules are returned."""
         summaries = self.facts.summaries
         importers: dict = {}
         for mod, s in summaries.items():
@@ -47,7 +48,10 @@ class Program:
         needs_cuda = {mod for mod, s in summaries.items() if s.get("requires_cuda")}
         hard = {mod: {hit[0] for hit in (self.facts.index.split(t, mod) for t in s.get("hard_imports", ()))
                       if hit is not None and hit[0] != mod} for mod, s in summaries.items()}
-        off = {mod for mod, s in summaries.items() if s.get("excluded")}
+        # not XLA code because it pins CUDA or needs a CUDA-only library (unit tests, CPU notebooks and JAX
+        # modules are not XLA code either, but say nothing of where the code they import runs)
+        off = {mod for mod, s in summaries.items() if s.get("cuda_only")}
+        tests = {mod for mod in summaries if is_test_module(mod)}
         found: set = set()
         changed = True
         while changed:
@@ -59,8 +63,9 @@ class Program:
                     # importing it imports a module that needs a CUDA-only library (apex): it cannot be
                     # imported on a TPU host either
                     needs_cuda.add(mod)
-                elif (not s.get("device_free") or not importers.get(mod) or mod in self.facts.index.packages
-                      or not importers[mod] <= off):
+                elif (not s.get("device_free") or mod in self.facts.index.packages or mod.endswith("__main__")
+                      or s.get("registers")
+                      or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
                 off.add(mod)
                 found.add(mod)

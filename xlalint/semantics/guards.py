@@ -1,0 +1,277 @@
+"""Guards: what a branch's test says about how often its body runs (``if step == 0:`` once, ``if step % N
+== 0:`` every N steps, ``if not self.training:`` evaluation only, ``if device.type == "xla":`` on XLA only), and
+where a block leaves its loop or function. Pure functions of the syntax; the walk asks them
+(``walk.StatementWalk._if``) and ``steps`` turns what they say into frequencies."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics.syntax import code_of, dotted_name, last_name, name_words, string_value
+
+
+# Names that count steps: ``if step == 0:`` runs once, not every step.
+_STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch_idx", "batch_i",
+                            "global_step", "n_iter", "batch_num", "steps", "epoch", "completed_steps",
+                            "train_step", "cur_step", "step_idx", "batch_nb"})
+
+
+def runs_once(test, body, counters) -> bool:
+    """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
+    ``if step >= max_steps: ...; break``, ``if is_last_step:``, ``if i in vis_ids:`` (a step counter is a name that counts
+    steps, or the index of ``for i, batch in enumerate(loader)``)."""
+    if type(test) is cst.BooleanOperation:
+        return type(test.operator) is cst.And and (
+            runs_once(test.left, body, counters) or runs_once(test.right, body, counters)
+        )
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        sides = (test.left, test.comparisons[0].comparator)
+        if any(_has_modulo(x) for x in sides):
+            return False
+        if type(op) is cst.Equal and any(_is_last_index(x) for x in sides) and any(type(x) is cst.Name for x in sides):
+            return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
+        if type(op) in (cst.LessThan, cst.LessThanEqual) and type(sides[0]) is cst.Name and _small_int(sides[1]):
+            return True  # `if batch_i < 3:`: the first few batches (plots, samples), not every step
+        counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        if not counts:
+            return False
+        if type(op) is cst.In:
+            # `if i in vis_sample_ids:` / `if step in milestones:`: the few chosen steps of a collection (not a
+            # `range(...)`, which may hold most of them)
+            right = sides[1]
+            return not (type(right) is cst.Call and type(right.func) is cst.Name and right.func.value == "range")
+        if type(op) is cst.Equal:
+            return True
+        return type(op) in (cst.GreaterThanEqual, cst.GreaterThan) and _leaves(body)
+    if type(test) in (cst.Name, cst.Attribute):
+        return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    return False
+
+
+# `if batch_i < FIRST_FEW:` runs on the first few steps only (a literal of at most this many)
+_FIRST_FEW = 16
+
+
+def _small_int(node) -> bool:
+    return type(node) is cst.Integer and node.evaluated_value <= _FIRST_FEW
+
+
+def _is_last_index(node) -> bool:
+    """``len(x) - 1`` or ``len(x)``: the index (or count) of the last element of a sized iterable."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Subtract and type(node.right) is cst.Integer:
+        node = node.left
+    return type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1
+
+
+def _has_modulo(node) -> bool:
+    while type(node) is cst.BinaryOperation:
+        if type(node.operator) is cst.Modulo or _has_modulo(node.right):
+            return True
+        node = node.left
+    return False
+
+
+def _leaves(block) -> bool:
+    """The block ends the loop or the function (``break`` / ``return`` among its statements)."""
+    for st in getattr(block, "body", ()):
+        if type(st) is cst.SimpleStatementLine and any(type(x) in (cst.Break, cst.Return) for x in st.body):
+            return True
+    return False
+
+
+def ends_block(block) -> bool:
+    body = getattr(block, "body", ())
+    if not body:
+        return False
+    last = body[-1]
+    if type(last) is cst.SimpleStatementLine and last.body:
+        return type(last.body[-1]) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
+    return False
+
+
+def period_of(test) -> Optional[str]:
+    """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
+    if type(test) is cst.BooleanOperation:
+        return period_of(test.left) or period_of(test.right)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        if type(c.operator) is cst.Equal:
+            return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
+    return None
+
+
+def _modulo_divisor(side) -> Optional[str]:
+    """``(step + 1) % N`` -> the source text of N."""
+    while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
+        side = side.left
+    if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
+        return code_of(side.right)
+    return None
+
+
+def negated_period(test, predicate=None) -> Optional[str]:
+    """The period of a test that is true on the steps that are *not* periodic, for an early exit
+    (``if step % N != 0: continue``, ``if step % N: return``, ``if not step % N == 0: return``,
+    ``if not self.should_log(step): return`` with ``predicate`` naming such calls' period): the code after
+    it runs every N steps."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = test.expression
+        return period_of(inner) or (predicate(inner) if predicate is not None else None)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        if type(c.operator) is cst.NotEqual:
+            return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
+        return None
+    if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo:
+        return code_of(test.right)
+    return None
+
+
+
+# how deep an and/or is searched for a device test (each operand of a walked chain asks again)
+_POLARITY_DEPTH = 8
+
+# flags that select another inference backend or device (`elif self.dnn:` in a multi-backend model's forward)
+_OTHER_BACKEND_FLAGS = frozenset({"onnx", "dnn", "tflite", "edgetpu", "openvino", "coreml", "tensorrt", "ncnn",
+                                  "mps", "use_mps", "on_mps", "is_mps", "use_onnx", "use_tensorrt"})
+
+
+def mode_test(test) -> Optional[str]:
+    """'eval' when the test is true only while evaluating (``not self.training``, ``stage != Stage.TRAIN``,
+    ``mode == "val"``), 'train' when only while training (``self.training``, ``stage == Stage.TRAIN``)."""
+    negate = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        negate = not negate
+        test = test.expression
+    result = None
+    if type(test) is cst.Attribute and test.attr.value == "training":
+        result = "train"
+    elif type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        result = mode_test(test.left) or mode_test(test.right)
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        for side in (test.left, c.comparator):
+            word = (string_value(side) or (dotted_name(side) or "").rpartition(".")[2]).lower()
+            if word in _TRAIN_WORDS or word in _EVAL_WORDS:
+                mode = "train" if word in _TRAIN_WORDS else "eval"
+                if type(c.operator) is cst.Equal:
+                    result = mode
+                elif type(c.operator) is cst.NotEqual and mode == "train":
+                    result = "eval"
+                break
+    if result is not None and negate:
+        result = "eval" if result == "train" else "train"
+    return result
+
+
+_TRAIN_WORDS = frozenset({"train", "training"})
+_EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev"})
+
+
+def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
+    """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite.
+    ``names``: a name's polarity when it was bound to such a test (``mps = "mps" in device.type``)."""
+    negate = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        negate = not negate
+        test = test.expression
+    result = None
+    if type(test) is cst.BooleanOperation:
+        if _depth > _POLARITY_DEPTH:
+            return None  # a generated chain of thousands of `and`s: not a device test
+        sides = (xla_polarity(test.left, names, _depth + 1), xla_polarity(test.right, names, _depth + 1))
+        if type(test.operator) is cst.And:  # true only off XLA when one operand is
+            result = "non-xla" if "non-xla" in sides else "xla" if "xla" in sides else None
+        else:
+            result = sides[0] if sides[0] == sides[1] else None
+    elif type(test) is cst.Name and names is not None and test.value in names:
+        result = names[test.value]
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        strs = [string_value(test.left), string_value(c.comparator)]
+        s = next((x for x in strs if x is not None), None)
+        other = test.left if strs[0] is None else c.comparator
+        other_text = (dotted_name(other) or "").lower()
+        if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
+            eq = type(c.operator) in (cst.Equal, cst.In)  # `"mps" in device.type`
+            ne = type(c.operator) in (cst.NotEqual, cst.NotIn)
+            s = s.lower()
+            if s in ("xla", "tpu"):
+                result = "xla" if eq else "non-xla" if ne else None
+            elif s in ("cpu", "cuda", "gpu", "mps"):
+                result = "non-xla" if eq else None
+    if result is None and type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]
+        sides = [dotted_name(test.left) or "", dotted_name(c.comparator) or ""]
+        enum = next((x for x in sides if x.split(".")[-1] in ("TPU", "XLA")), None)
+        if enum is not None and any(w in "".join(sides).lower() for w in ("distributed_type", "device", "accelerator", "backend")):
+            if type(c.operator) is cst.Equal:
+                result = "xla"
+            elif type(c.operator) is cst.NotEqual:
+                result = "non-xla"
+    if type(test) is cst.Call:
+        n = (last_name(test.func) or "").lower()
+        if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
+            result = "xla"
+        elif n == "is_available" and "cuda" in (dotted_name(test.func) or ""):
+            result = "non-xla"
+    elif type(test) in (cst.Name, cst.Attribute):
+        n = (last_name(test) or "").lower()
+        if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu", "xla", "tpu"):
+            result = "xla"
+        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda") or n in _OTHER_BACKEND_FLAGS:
+            result = "non-xla"
+    if result is not None and negate:
+        result = "xla" if result == "non-xla" else "non-xla"
+    return result
+
+
+def first_pass_of(test, loop_stack) -> Optional[int]:
+    """The position in ``loop_stack`` of the loop whose first pass only ``test`` lets through (``i == 0``, alone
+    or in an ``and``, ``i`` the counter of ``for i in range(...)`` or ``for i, x in enumerate(...)`` counting
+    from 0), else None."""
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is not cst.And:
+            return None
+        left = first_pass_of(test.left, loop_stack)
+        return left if left is not None else first_pass_of(test.right, loop_stack)
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.comparisons[0].operator) is not cst.Equal:
+        return None
+    sides = (test.left, test.comparisons[0].comparator)
+    if not any(type(x) is cst.Integer and x.value == "0" for x in sides):
+        return None
+    names = [x.value for x in sides if type(x) is cst.Name]
+    if len(names) != 1:
+        return None
+    for pos in range(len(loop_stack) - 1, -1, -1):
+        if _counter_from_zero(loop_stack[pos].node) == names[0]:
+            return pos
+    return None
+
+
+
+def _counter_from_zero(node) -> Optional[str]:
+    """The name that counts the passes of ``for`` loop ``node`` from 0: ``for i in range(n)``, ``range(0, n)``,
+    ``for i, x in enumerate(xs)``; else None."""
+    if type(node) is not cst.For or type(node.iter) is not cst.Call or type(node.iter.func) is not cst.Name:
+        return None
+    args = node.iter.args
+    fn = node.iter.func.value
+    if fn == "range" and args and all(a.keyword is None and a.star == "" for a in args) and len(args) <= 2 and (
+            len(args) == 1 or (type(args[0].value) is cst.Integer and args[0].value.value == "0")):
+        return node.target.value if type(node.target) is cst.Name else None
+    if fn == "enumerate" and len(args) == 1 and type(node.target) in (cst.Tuple, cst.List) and node.target.elements:
+        first = node.target.elements[0].value
+        return first.value if type(first) is cst.Name else None
+    return None
+
+
+
+def ends_with_return(block) -> bool:
+    """``block``'s last statement is a ``return``."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Return
