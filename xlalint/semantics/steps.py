@@ -319,8 +319,8 @@ class Steps:
         after = ff.after_sync or self._after_sync(ctx, ctx.func.sync_points)  # the step's body ends it
         if ff.level == PERIODIC and ff.hot is None and self._after_whole_loop(ctx):
             # `return total.item()` after an evaluation's loop, `fid.item()` after `compute_features(...)` ran
-            # one, `[r.sum().item() for r in rewards]` over its results (a loop that does not run the model: a
-            # hot one returned above): once per evaluation, at its end
+            # one: once per evaluation, at its end (not in a loop of its own after it: `for name in metrics:
+            # gather(...).item()` after a rollout reads once per metric, as the training's rollouts go)
             after = True
         if ctx.eval_only and ff.hot is None:  # a branch taken only when evaluating: every evaluation batch
             return Frequency(PERIODIC if ctx.period else ff.level, ctx.period or ff.period, after, ff.loop, ff.via,
@@ -340,29 +340,31 @@ class Steps:
                    for lp in self._loops_of.get(id(loop.func), ()))
 
     def _after_whole_loop(self, ctx: Ctx) -> bool:
-        # a loop of the function's body, or one nested in a loop that holds ``ctx`` too (an evaluation per
-        # sweep value: what follows it in the same pass of the sweep)
-        return any((lp.outer is None or any(lp.outer is held for held in ctx.loops)) and lp.end_seq
-                   and ctx.seq > lp.end_seq for lp in self._loops_of.get(id(ctx.func), ())) or any(
+        """``ctx`` comes after a whole loop of its function, in a function run every N steps (an evaluation, a
+        report): what the function computed over the loop is read once, at its end. The loop is one of the
+        function's own (not nested in another) or a call that runs one (``compute_features(...)``); inside a
+        loop, only a loop nested in that same loop counts (an evaluation per sweep value: what follows it in
+        the same pass), and a loop of its own after it does not (``for name in metrics: ....item()``)."""
+        own = self._loops_of.get(id(ctx.func), ())
+        if ctx.loops:
+            inner = ctx.loops[-1]
+            return any(lp.outer is inner and lp.end_seq and ctx.seq > lp.end_seq for lp in own)
+        return any(lp.outer is None and lp.end_seq and ctx.seq > lp.end_seq for lp in own) or any(
             callee is not None and seq < ctx.seq and (until is None or ctx.seq <= until) and self.runs_whole_loop(callee)
             for seq, callee, until in ctx.func.sync_points)
 
     def _in_loop(self, ctx: Ctx, loop: LoopInfo, hot: Optional[str]) -> Frequency:
-        # in a loop over prompts or text chunks (not the training's), what follows a whole generation
-        # (`wave = model.sample(...)`: a loop of the model) reads its output once per generation
-        after = self._after_sync(ctx, loop.sync_points, whole=hot is not None and not self.is_step_loop(loop))
+        after = self._after_sync(ctx, loop.sync_points)
         if ctx.eval_only and hot is None:
             hot = H.EVAL
         within = ctx.period if ctx.period_outside and hot is not None and loop is ctx.loops[-1] else None
         return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot, within=within)
 
-    def _after_sync(self, ctx: Ctx, points, whole: bool = False) -> bool:
+    def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it; in a
-        periodic block (or where ``whole``), a call that runs a whole loop of the model (an evaluation, a
-        generation) ends it too."""
-        whole = whole or ctx.period is not None
+        periodic block, a call that runs a whole loop of the model (an evaluation) ends it too."""
         return any(seq < ctx.seq and (until is None or ctx.seq <= until)
-                   and (callee is None or self.syncs(callee) or (whole and self.runs_whole_loop(callee)))
+                   and (callee is None or self.syncs(callee) or (ctx.period is not None and self.runs_whole_loop(callee)))
                    for seq, callee, until in points)
 
     def runs_whole_loop(self, callee: str) -> bool:
