@@ -233,6 +233,13 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         "deepspeed.py": dict(setup="from transformers import TrainingArguments\n"
                                    "args = TrainingArguments(output_dir='out', deepspeed='ds_config.json')",
                              place_model="", place_x=""),
+        # CUDA the default for device-less tensors: it raises without CUDA, whatever the device variable says
+        "default_type.py": dict(setup="device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                                      "if __name__ == '__main__':\n"
+                                      "    torch.set_default_tensor_type('torch.cuda.FloatTensor')",
+                                place_model=".to(device)", place_x=".to(device)"),
+        "asserts_gpu.py": dict(setup="assert torch.cuda.is_available(), 'requires a GPU'", place_model="",
+                               place_x=""),
     }
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
@@ -561,3 +568,36 @@ def test_only_cuda_importers_make_a_device_free_module_gpu_code(tmp_path):
     (tmp_path / "test_cli_step.py").write_text("from cli_step import Reward\n")
     found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
     assert found == {"cli_step.py", "registered.py"}, found
+
+
+def test_an_exporter_writing_weights_to_a_file_copies_them_on_purpose(tmp_path):
+    """Issue 32 (other): `serialize_fp32(file, tensor)` copies each weight to the host to write it to the
+    exported file: the copy is its purpose, as a checkpoint writer's is; a per-step log line written to a file
+    by a function that is not an exporter stays a finding."""
+    (tmp_path / "t.py").write_text(
+        "import struct\n"
+        "import torch\n"
+        "import torch_xla\n"
+        "def serialize_fp32(file, tensor):\n"
+        "    d = tensor.detach().cpu().view(-1).to(torch.float32).numpy()\n"
+        "    file.write(struct.pack(f'{len(d)}f', *d))\n"
+        "def legacy_export(model, filepath):\n"
+        "    with open(filepath, 'wb') as f:\n"
+        "        for p in model.parameters():\n"
+        "            serialize_fp32(f, p)\n"
+        "def log_line(f, loss):\n"
+        "    f.write(f'{loss.item()}')\n"
+        "def main(model, loader, opt):\n"
+        "    device = torch_xla.device()\n"
+        "    model = model.to(device)\n"
+        "    with open('log.txt', 'w') as f:\n"
+        "        for step, (x, y) in enumerate(loader):\n"
+        "            loss = model(x.to(device), y.to(device))\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        "            log_line(f, loss)\n"
+        "            if step % 100 == 0:\n"
+        "                legacy_export(model, 'model.bin')\n"
+    )
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == {(12, "XLA001")}
+

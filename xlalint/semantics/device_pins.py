@@ -48,12 +48,43 @@ CUDA_ONLY_LIBRARIES = frozenset({
 
 
 def requires_cuda(module: cst.Module) -> Optional[str]:
-    """The CUDA-only library (``CUDA_ONLY_LIBRARIES``) the module imports at its top level, unconditionally;
-    None when it imports none (an import under ``try:`` or ``if`` is optional: the code runs without it)."""
+    """What makes the module unable to run without CUDA, else None: a CUDA-only library
+    (``CUDA_ONLY_LIBRARIES``) imported at its top level, unconditionally (an import under ``try:`` or ``if`` is
+    optional: the code runs without it), or CUDA made the default for every tensor built without a device
+    (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, ``torch.set_default_device("cuda")``) at its
+    top level or in its ``if __name__ == "__main__":`` block: that call raises where there is no CUDA, and the
+    program's device-less tensors rely on it."""
     for n in hard_imports(module, ""):
         if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
             return n
+    for stmt in module.body:
+        body = [stmt]
+        if type(stmt) is cst.If and _is_main_guard(stmt.test):
+            body = list(stmt.body.body)
+        for line in body:
+            if type(line) is not cst.SimpleStatementLine:
+                continue
+            for small in line.body:
+                call = small.value if type(small) is cst.Expr else None
+                if type(call) is cst.Call and _sets_cuda_default(call):
+                    return dotted_name(call.func)
     return None
+
+
+def _is_main_guard(test) -> bool:
+    return (type(test) is cst.Comparison and dotted_name(test.left) == "__name__" and len(test.comparisons) == 1
+            and string_value(test.comparisons[0].comparator) == "__main__")
+
+
+def _sets_cuda_default(call: cst.Call) -> bool:
+    """``torch.set_default_tensor_type("torch.cuda.FloatTensor")`` / ``(torch.cuda.FloatTensor)`` /
+    ``torch.set_default_device("cuda")``."""
+    name = dotted_name(call.func) or ""
+    if not call.args or name.rpartition(".")[2] not in ("set_default_tensor_type", "set_default_device"):
+        return False
+    arg = call.args[0].value
+    text = string_value(arg) or dotted_name(arg) or ""
+    return text.startswith("torch.cuda.") or names_cuda(arg)
 
 
 def hard_imports(module: cst.Module, package: str) -> list:
@@ -165,11 +196,12 @@ def _is_cuda_value(node, ordinal_names=frozenset()) -> Optional[bool]:
     return False
 
 
-def pin_of(node: cst.Call, ordinal_names=frozenset()) -> Optional[str]:
+def pin_of(node: cst.Call, ordinal_names=frozenset(), asserted: bool = False) -> Optional[str]:
     """Whether the call pins CUDA by a literal (PIN), places on a device chosen elsewhere (CHOSEN: a
     variable, even one set to "cuda" as a default: a device variable is what a user sets to XLA), or
     neither (None). A variable only ever given CUDA device indices (``ordinal_names``: ``rw_device =
-    torch.device("cuda:{}".format(1))``) pins."""
+    torch.device("cuda:{}".format(1))``) pins, and so does ``torch.cuda.is_available()`` when it is what an
+    ``assert`` tests (``asserted``)."""
     func = node.func
     name = dotted_name(func) or ""
     method = func.attr.value if type(func) is cst.Attribute else None
@@ -182,6 +214,8 @@ def pin_of(node: cst.Call, ordinal_names=frozenset()) -> Optional[str]:
         return PIN if args and _is_cuda_value(args[0], ordinal_names) else None
     if name == "deepspeed.initialize":
         return PIN  # DeepSpeed has no XLA accelerator
+    if name == "torch.cuda.is_available" and asserted:
+        return PIN  # `assert torch.cuda.is_available(), "needs a GPU"`
     found = None
     if method == "to" and node.args and node.args[0].keyword is None:
         v = _is_cuda_value(node.args[0].value, ordinal_names)

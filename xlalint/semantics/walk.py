@@ -428,6 +428,8 @@ class StatementWalk:
 
     def _assert(self, node: cst.Assert) -> None:
         self._emit("Assert", node)
+        if type(node.test) is cst.Call and device_pins.pin_of(node.test, asserted=True) == device_pins.PIN:
+            self.pins_cuda = True  # `assert torch.cuda.is_available(), "requires a GPU"`
         self.walk(node.test)
         if node.msg is not None:
             self.error_depth += 1
@@ -481,6 +483,8 @@ class StatementWalk:
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
         if (q in _SAVE_CALLS or last_name(node.func) in _SAVE_METHODS) and not self.func.saves:
+            self.func.saves = True
+        elif last_name(node.func) in _FILE_WRITES and not self.func.saves and _EXPORT_WORDS & set(name_words(self.func.name)):
             self.func.saves = True
         if not self.names_xla and not self.chooses_device:
             pin = device_pins.pin_of(node, self.cuda_ordinal_names)
@@ -609,6 +613,9 @@ _SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetenso
                          "numpy.savez", "torch_xla.core.xla_model.save", "torch.distributed.checkpoint.save"})
 _SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpoint", "save_state", "save_model",
                            "save_state_dict"})
+# an exporter or serializer (`serialize_fp32(file, tensor)`, `export_weights`) writing bytes to a file
+_FILE_WRITES = frozenset({"write", "tofile"})
+_EXPORT_WORDS = frozenset({"export", "serialize"})
 _SAVE_WORDS = frozenset({"save", "saving", "checkpoint", "ckpt", "export", "dump", "serialize"})
 
 
