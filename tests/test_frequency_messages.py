@@ -240,12 +240,16 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
                                 place_model=".to(device)", place_x=".to(device)"),
         "asserts_gpu.py": dict(setup="assert torch.cuda.is_available(), 'requires a GPU'", place_model="",
                                place_x=""),
+        # an assert in the branch that picks an optional CUDA feature is no requirement of the program
+        "optional_gpu.py": dict(setup="import os\nif os.environ.get('FUSED'):\n"
+                                      "    assert torch.cuda.is_available(), 'fused optimizers need CUDA'",
+                                place_model="", place_x=""),
     }
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
     found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
     assert found == {"variable.py", "chosen.py", "names_xla.py", "flag.py", "optional_flash.py", "holder.py",
-                     "setting_or_rank.py"}, found
+                     "setting_or_rank.py", "optional_gpu.py"}, found
 
 
 def test_every_rule_leaves_a_module_that_cannot_run_on_xla_alone_train_eval_switches_too(tmp_path):

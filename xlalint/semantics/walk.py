@@ -428,8 +428,11 @@ class StatementWalk:
 
     def _assert(self, node: cst.Assert) -> None:
         self._emit("Assert", node)
-        if type(node.test) is cst.Call and device_pins.pin_of(node.test, asserted=True) == device_pins.PIN:
-            self.pins_cuda = True  # `assert torch.cuda.is_available(), "requires a GPU"`
+        if (self.cond_depth == 0 and type(node.test) is cst.Call
+                and device_pins.pin_of(node.test, asserted=True) == device_pins.PIN):
+            # `assert torch.cuda.is_available(), "requires a GPU"`, unconditional (not in the branch that
+            # picks an optional CUDA optimizer)
+            self.pins_cuda = True
         self.walk(node.test)
         if node.msg is not None:
             self.error_depth += 1
