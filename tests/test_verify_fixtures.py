@@ -35,6 +35,15 @@ KNOWN_DIFFERENCES: dict = {
                       "it cuts the step's graph every `eval_every` steps, and xlalint leaves it silent by "
                       "design (issue 32: the read the fix asks for, once per evaluation)",
     },
+    "evaluation_dumps_and_sweeps.py": {
+        ("miss", 34): "a copy on the few chosen visualisation batches of each evaluation (`if i in vis_ids:`, one "
+                      "batch every `eval_every` steps here): a real cut on those batches that xlalint leaves "
+                      "silent by design (issue 32: not per step, not per evaluation batch)",
+        ("miss", 50): "each sweep value's scores read once after its evaluation loop (every `eval_every` steps): "
+                      "silent by design, as an evaluation's result read after its loop (issue 32)",
+        ("miss", 75): "the evaluation's result read once, right after it, in the periodic block: silent by design "
+                      "(issue 32: the read the fix asks for, once per evaluation)",
+    },
     "forecast_unfold_huber_lgamma.py": {
         ("miss", 61): "`loss.backward()` runs the backward of the marked `torch.lgamma` (`aten::digamma`) and "
                       "`F.huber_loss` (`aten::huber_loss_backward.out`) on the CPU: the follow-on cost of the "

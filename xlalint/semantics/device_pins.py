@@ -253,3 +253,8 @@ def registers(module: cst.Module) -> bool:
                     return True
     return False
 
+
+def asserts_cuda(test) -> bool:
+    """``assert torch.cuda.is_available(), "requires a GPU"``: the program says it cannot run without CUDA."""
+    return type(test) is cst.Call and pin_of(test, asserted=True) == PIN
+

@@ -428,10 +428,7 @@ class StatementWalk:
 
     def _assert(self, node: cst.Assert) -> None:
         self._emit("Assert", node)
-        if (self.cond_depth == 0 and type(node.test) is cst.Call
-                and device_pins.pin_of(node.test, asserted=True) == device_pins.PIN):
-            # `assert torch.cuda.is_available(), "requires a GPU"`, unconditional (not in the branch that
-            # picks an optional CUDA optimizer)
+        if self.cond_depth == 0 and device_pins.asserts_cuda(node.test):  # not in an optional feature's branch
             self.pins_cuda = True
         self.walk(node.test)
         if node.msg is not None:
@@ -485,9 +482,7 @@ class StatementWalk:
         q = self.qualname(node.func)
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
-        if (q in _SAVE_CALLS or last_name(node.func) in _SAVE_METHODS) and not self.func.saves:
-            self.func.saves = True
-        elif last_name(node.func) in _FILE_WRITES and not self.func.saves and _EXPORT_WORDS & set(name_words(self.func.name)):
+        if not self.func.saves and _writes_out(q, node.func, self.func.name):
             self.func.saves = True
         if not self.names_xla and not self.chooses_device:
             pin = device_pins.pin_of(node, self.cuda_ordinal_names)
@@ -620,6 +615,14 @@ _SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpo
 _FILE_WRITES = frozenset({"write", "tofile"})
 _EXPORT_WORDS = frozenset({"export", "serialize"})
 _SAVE_WORDS = frozenset({"save", "saving", "checkpoint", "ckpt", "export", "dump", "serialize"})
+
+
+def _writes_out(q, func, function_name: str) -> bool:
+    """The call saves (``torch.save``, ``.save_pretrained``, ...), or writes to a file in an exporter or
+    serializer (``file.write(b)`` in ``serialize_fp32``)."""
+    last = last_name(func)
+    return (q in _SAVE_CALLS or last in _SAVE_METHODS
+            or last in _FILE_WRITES and bool(_EXPORT_WORDS & set(name_words(function_name))))
 
 
 # calls that put a model or tensors on a device (`.to(device)`, `.cuda()`, `accelerator.prepare(...)`)
