@@ -253,48 +253,51 @@ def _returned_uses(func, name: str):
     wrapping those in ``float()`` would break them."""
     uses: list = []
     ok = [True]
-
-    def value_uses(expr, parent=None):
-        if type(expr) is cst.Name:
-            if expr.value == name:
-                if type(parent) in (cst.Attribute, cst.Subscript) or (type(parent) is cst.Call and parent.func is expr):
-                    ok[0] = False
-                elif not (type(parent) is cst.Call and type(parent.func) is cst.Name and parent.func.value in _READS):
-                    uses.append(expr)
-            return
-        if type(expr) in (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp, cst.Slice, cst.NamedExpr):
-            if name in {n.value for n in _names(expr)}:
-                ok[0] = False  # a new scope, a slice bound (an int), an assignment: leave it alone
-            return
-        if type(expr) is cst.Attribute:
-            value_uses(expr.value, expr)  # never the attribute's own name
-            return
-        for child in expr.children:
-            if type(child) is cst.Arg:
-                value_uses(child.value, expr)  # never a keyword's name
-            elif isinstance(child, cst.BaseExpression):
-                value_uses(child, expr)
-            elif type(child) is cst.SubscriptElement:
-                value_uses(child.slice, child)
-            elif type(child) is cst.Index:
-                value_uses(child.value, child)
-            else:
-                for grand in getattr(child, "children", ()):
-                    if isinstance(grand, cst.BaseExpression):
-                        value_uses(grand, child)
-
-    def statements(node):
-        for child in node.children:
-            if type(child) in (cst.FunctionDef, cst.ClassDef):
-                continue
-            if type(child) is cst.Return:
-                if child.value is not None:
-                    value_uses(child.value)
-            elif isinstance(child, cst.CSTNode) and not isinstance(child, cst.BaseExpression):
-                statements(child)
-
-    statements(func.body)
+    _statement_uses(func.body, name, uses, ok)
     return uses if ok[0] else None
+
+
+# functions of the module, not recursive closures of ``_returned_uses``: a recursive closure is a reference
+# cycle, which would keep the nodes it collects past the walk (``run.memory`` freezes what survives a walk)
+def _statement_uses(node, name: str, uses: list, ok: list) -> None:
+    for child in node.children:
+        if type(child) in (cst.FunctionDef, cst.ClassDef):
+            continue
+        if type(child) is cst.Return:
+            if child.value is not None:
+                _value_uses(child.value, None, name, uses, ok)
+        elif isinstance(child, cst.CSTNode) and not isinstance(child, cst.BaseExpression):
+            _statement_uses(child, name, uses, ok)
+
+
+def _value_uses(expr, parent, name: str, uses: list, ok: list) -> None:
+    if type(expr) is cst.Name:
+        if expr.value == name:
+            if type(parent) in (cst.Attribute, cst.Subscript) or (type(parent) is cst.Call and parent.func is expr):
+                ok[0] = False
+            elif not (type(parent) is cst.Call and type(parent.func) is cst.Name and parent.func.value in _READS):
+                uses.append(expr)
+        return
+    if type(expr) in (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp, cst.Slice, cst.NamedExpr):
+        if name in {n.value for n in _names(expr)}:
+            ok[0] = False  # a new scope, a slice bound (an int), an assignment: leave it alone
+        return
+    if type(expr) is cst.Attribute:
+        _value_uses(expr.value, expr, name, uses, ok)  # never the attribute's own name
+        return
+    for child in expr.children:
+        if type(child) is cst.Arg:
+            _value_uses(child.value, expr, name, uses, ok)  # never a keyword's name
+        elif isinstance(child, cst.BaseExpression):
+            _value_uses(child, expr, name, uses, ok)
+        elif type(child) is cst.SubscriptElement:
+            _value_uses(child.slice, child, name, uses, ok)
+        elif type(child) is cst.Index:
+            _value_uses(child.value, child, name, uses, ok)
+        else:
+            for grand in getattr(child, "children", ()):
+                if isinstance(grand, cst.BaseExpression):
+                    _value_uses(grand, child, name, uses, ok)
 
 
 def _names(node):

@@ -479,19 +479,28 @@ _NOT_TENSOR_METHODS = frozenset({"get", "update", "keys", "items", "append", "ex
 
 def _container_receivers(node) -> frozenset:
     """The names ``node``'s body calls one of ``_NOT_TENSOR_METHODS`` on (``cache.get(i)``)."""
-    found = set()
+    visitor = _ContainerReceivers(node)
+    node.visit(visitor)
+    return frozenset(visitor.found)
 
-    class _Visitor(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            f = call.func
-            if type(f) is cst.Attribute and type(f.value) is cst.Name and f.attr.value in _NOT_TENSOR_METHODS:
-                found.add(f.value.value)
 
-        def visit_FunctionDef(self, inner) -> bool:
-            return inner is node  # not nested functions' own names
+class _ContainerReceivers(cst.CSTVisitor):
+    """``_container_receivers``' visitor. A class of the module: a class made per call is a reference cycle
+    (a class and its methods), which would keep the function it closes over alive past the walk
+    (``run.memory`` freezes what survives a walk)."""
 
-    node.visit(_Visitor())
-    return frozenset(found)
+    def __init__(self, node) -> None:
+        super().__init__()
+        self.node = node
+        self.found: set = set()
+
+    def visit_Call(self, call: cst.Call) -> None:
+        f = call.func
+        if type(f) is cst.Attribute and type(f.value) is cst.Name and f.attr.value in _NOT_TENSOR_METHODS:
+            self.found.add(f.value.value)
+
+    def visit_FunctionDef(self, inner) -> bool:
+        return inner is self.node  # not nested functions' own names
 
 
 def _config_like_param(name: str) -> bool:

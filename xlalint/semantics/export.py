@@ -115,7 +115,7 @@ class Export:
         nodes on a large module) is traversed again to find it, after every walk: about a tenth of a
         walk's cost. The model is unusable afterwards."""
         for f in [*self.funcs.values(), *self._replaced, self.top]:
-            f.__dict__.clear()
+            f.release()
         for x in [*self.loops, *self.candidates, *self.rules]:
             x.__dict__.clear()
         self.__dict__.clear()

@@ -33,22 +33,25 @@ def spec_of_return(value, node) -> Optional[tuple]:
         return None
     params = _params(node)
     parts: list = []
+    return tuple(parts) if _visit(value, params, parts) and any(not called for _, _, called in parts) else None
 
-    def visit(e) -> bool:
-        t = type(e)
-        if t is cst.Name and e.value in params:
-            parts.append((params.index(e.value), e.value, False))
-            return True
-        if t is cst.Call and type(e.func) is cst.Name and e.func.value in params:
-            parts.append((params.index(e.func.value), e.func.value, True))
-            return True
-        if t is cst.IfExp:
-            return visit(e.body) and visit(e.orelse)
-        if t is cst.BooleanOperation:
-            return visit(e.left) and visit(e.right)
-        return False
 
-    return tuple(parts) if visit(value) and any(not called for _, _, called in parts) else None
+def _visit(e, params: list, parts: list) -> bool:
+    """``e`` is made of ``params`` only (the parts it gives back appended to ``parts``). A function of the
+    module, not a recursive closure of ``spec_of_return``: that is a reference cycle left by every
+    ``return`` walked (``run.memory`` freezes what survives a walk: it would stay for the whole run)."""
+    t = type(e)
+    if t is cst.Name and e.value in params:
+        parts.append((params.index(e.value), e.value, False))
+        return True
+    if t is cst.Call and type(e.func) is cst.Name and e.func.value in params:
+        parts.append((params.index(e.func.value), e.func.value, True))
+        return True
+    if t is cst.IfExp:
+        return _visit(e.body, params, parts) and _visit(e.orelse, params, parts)
+    if t is cst.BooleanOperation:
+        return _visit(e.left, params, parts) and _visit(e.right, params, parts)
+    return False
 
 
 def combine(before, spec):

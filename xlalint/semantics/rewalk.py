@@ -159,8 +159,8 @@ class Rewalk:
                 recs[:] = [r for r in recs if not mine_key(r[0])]
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
-        for key in [k for k in self.funcs if k.startswith(prefix)]:
-            del self.funcs[key]
+        for key in [k for k in self.funcs if k.startswith(prefix)]:  # made again by the walk
+            self._replaced.append(self.funcs.pop(key))  # release() breaks their cycles (their syntax with them)
         f.env.clear()
         f.periods.clear()
         f.polarities.clear()
