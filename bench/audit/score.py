@@ -128,10 +128,11 @@ def match(findings: list, labels: list) -> dict:
     for j, f in enumerate(findings):
         groups[(f.path, f.cell, f.code, f.fingerprint)].append(j)
     for key, idx in by_print.items():
-        for i in sorted(idx, key=lambda i: labels[i]["line"]):
-            free = [j for j in groups.get(key, []) if j not in taken]
-            if free:
-                j = min(free, key=lambda j: abs(findings[j].line - labels[i]["line"]))
+        # The nearest (label, finding) pairs first, so that one finding is not taken by a farther label.
+        pairs = sorted((abs(findings[j].line - labels[i]["line"]), labels[i]["line"], i, j)
+                       for i in idx for j in groups.get(key, []))
+        for _, _, i, j in pairs:
+            if found[i] is None and j not in taken:
                 found[i] = j
                 taken.add(j)
     by_place = {}
