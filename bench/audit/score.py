@@ -201,7 +201,8 @@ def lint_extended(root: str, path: str, python: str, code_dir: str, jobs: Option
 def findings_for(spec: dict, args, root: str, extend: Optional[list]) -> list:
     name = spec["repo"].replace("/", "+")
     suffix = "~" + "+".join(extend) if extend else ""
-    raw = os.path.join(args.workdir, "findings", f"{name}@{spec['commit'][:12]}{ledger.slug(spec['path'])}{suffix}.json")
+    stem = f"{name}@{spec['commit'][:12]}{ledger.slug(spec['path'])}{suffix}"
+    raw = os.path.join(args.workdir, "findings", stem + ".json")
     if args.reuse and os.path.exists(raw):
         with open(raw, encoding="utf-8") as f:
             rows = json.load(f)

@@ -87,7 +87,8 @@ def test_read_labels_rejects_a_bad_label(tmp_path):
 # --- end to end on a fake snapshot ------------------------------------------------------------
 
 SOURCE = {
-    "o/dev": {"train.py": "for x, y in loader:\n    loss = model(x)\n    print(loss.item())\n    acc = (p == y).sum().item()\n"},
+    "o/dev": {"train.py": "for x, y in loader:\n    loss = model(x)\n    print(loss.item())\n"
+                          "    acc = (p == y).sum().item()\n"},
     "o/held": {"gen.py": "for i in range(n):\n    a = alphas[i]\n    v = a.item()\n"},
 }
 
@@ -102,15 +103,16 @@ def make_snapshot(tmp_path, repo, files):
     subprocess.run(git + ["add", "."], check=True)
     subprocess.run(git + ["commit", "-q", "-m", "m"], check=True)
     commit = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(tmp_path / "mirror" / repo.replace("/", "+") / "repo")],
-                   check=True)
+    mirror = tmp_path / "mirror" / repo.replace("/", "+") / "repo"
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(mirror)], check=True)
     return commit
 
 
 @pytest.fixture
 def corpus(tmp_path, monkeypatch):
     commits = {repo: make_snapshot(tmp_path, repo, files) for repo, files in SOURCE.items()}
-    specs = [{"repo": "o/dev", "commit": commits["o/dev"], "path": ".", "half": "dev", "kind": "k", "files": ["train.py"]},
+    specs = [{"repo": "o/dev", "commit": commits["o/dev"], "path": ".", "half": "dev", "kind": "k",
+              "files": ["train.py"]},
              {"repo": "o/held", "commit": commits["o/held"], "path": ".", "half": "heldout", "kind": "k",
               "files": ["gen.py"]}]
     (tmp_path / "repos.json").write_text(json.dumps({"repositories": specs}))
