@@ -168,9 +168,12 @@ def score_repo(findings: list, labels: list, files_read: list, rules: Optional[s
             s.by_rule[rule].fn += 1
             s.misses.append((rule, [labels[i] for i in idx]))
     matched = {j for j in found.values() if j is not None}
+    # a second finding of the same rule on a labelled line, its text unchanged (two subscripts of one
+    # statement), is that line's anti-pattern again: neither a new true positive nor a false one
+    labelled = {(lab["path"], lab["cell"], lab["line"], lab["rule"], lab["fingerprint"]) for lab in labels}
     read = set(files_read)
     for j, f in enumerate(findings):
-        if j in matched:
+        if j in matched or (f.path, f.cell, f.line, f.code, f.fingerprint) in labelled:
             continue
         if f.path in read:
             s.by_rule[f.code].fp += 1

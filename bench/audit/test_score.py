@@ -35,6 +35,13 @@ def test_a_label_follows_its_text_when_lines_move():
     assert [f.text for f in s.false] == ["y = acc.item()"]
 
 
+def test_a_second_finding_on_a_labelled_line_is_neither_true_nor_false():
+    lab = label("g.py", 94, "XLA009", "nxt = torch.where(mask[:, cur], tokens[:, cur], nxt)")
+    two = [finding("g.py", 94, "XLA009", "nxt = torch.where(mask[:, cur], tokens[:, cur], nxt)")] * 2
+    s = score.score_repo(two, [lab], ["g.py"])
+    assert (s.by_rule["XLA009"].tp, s.by_rule["XLA009"].fp, s.false) == (1, 0, [])
+
+
 def test_falls_back_to_the_line_and_needs_the_same_rule():
     lab = label("a.py", 7, "XLA002", "if mask.any():")
     edited = finding("a.py", 7, "XLA002", "if mask.any():  # reformatted")
