@@ -252,6 +252,51 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
                      "setting_or_rank.py", "optional_gpu.py"}, found
 
 
+CUDA_BOUND_STEP = (
+    "import torch\nimport bitsandbytes as bnb\nfrom peft import prepare_model_for_kbit_training\n"
+    "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n\n\n"
+    "def train(model, loader, device, args):\n"
+    "{setup}\n"
+    "    opt = torch.optim.AdamW(model.parameters())\n"
+    "    for x in loader:\n"
+    "        loss = model(x.to(device)).sum()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "{in_loop}\n"
+    "        print(loss.item())\n"
+)
+
+
+def test_a_function_that_cannot_get_past_a_cuda_only_call_is_not_xla_code(tmp_path):
+    """Issue 32 cause 8, per function: a CUDA runtime call that raises without a driver, bitsandbytes, a model
+    loaded in 8 or 4 bits, made unconditionally: the function never completes a step on a TPU host. Under an
+    `if` or a `try:` the call is optional, and the step runs on XLA."""
+    cases = {
+        "synchronize.py": dict(setup="    pass", in_loop="        torch.cuda.synchronize()"),
+        "guarded_sync.py": dict(setup="    pass", in_loop="        if torch.cuda.is_available():\n"
+                                                           "            torch.cuda.synchronize()"),
+        "tried_sync.py": dict(setup="    pass", in_loop="        try:\n            torch.cuda.synchronize()\n"
+                                                         "        except RuntimeError:\n            pass"),
+        "name.py": dict(setup="    print(torch.cuda.get_device_name(0))", in_loop="        pass"),
+        "bnb_optimizer.py": dict(setup="    opt8 = bnb.optim.AdamW8bit(model.parameters())", in_loop="        pass"),
+        "optional_bnb.py": dict(setup="    if args.adam8bit:\n        opt8 = bnb.optim.AdamW8bit(model.parameters())",
+                                in_loop="        pass"),
+        "load_8bit.py": dict(setup="    model = AutoModelForCausalLM.from_pretrained('m', load_in_8bit=True)",
+                             in_loop="        pass"),
+        "load_flag.py": dict(setup="    model = AutoModelForCausalLM.from_pretrained('m', load_in_8bit=args.q)",
+                             in_loop="        pass"),
+        "load_4bit.py": dict(setup="    model = AutoModelForCausalLM.from_pretrained(\n        'm', "
+                                   "quantization_config=BitsAndBytesConfig(load_in_4bit=True))",
+                             in_loop="        pass"),
+        "kbit.py": dict(setup="    model = prepare_model_for_kbit_training(model)", in_loop="        pass"),
+        "memory.py": dict(setup="    print(torch.cuda.max_memory_allocated())", in_loop="        pass"),
+    }
+    for name, parts in cases.items():
+        (tmp_path / name).write_text(CUDA_BOUND_STEP.format(**parts))
+    found = {Path(f.path).name for f in _lint(tmp_path) if f.code == "XLA001"}
+    assert found == {"guarded_sync.py", "tried_sync.py", "optional_bnb.py", "load_flag.py", "memory.py"}, found
+
+
 def test_every_rule_leaves_a_module_that_cannot_run_on_xla_alone_train_eval_switches_too(tmp_path):
     """A module that imports a CUDA-only library unconditionally (apex, flash_attn) is never an XLA step:
     XLA004's switch of modes was still reported there (trlx's NeMo trainer, which imports apex)."""

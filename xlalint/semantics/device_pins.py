@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import dotted_name, string_value
+from xlalint.semantics.syntax import dotted_name, last_name, string_value
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -45,6 +45,88 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "selective_scan_cuda", "grouped_gemm", "transformer_engine", "apex", "amp_C", "fused_layer_norm_cuda",
     "cupy", "pycuda",
 })
+
+
+# CUDA runtime calls that raise where there is no CUDA driver (a TPU host), measured on torch 2.9 without a GPU:
+# a function that makes one unconditionally cannot get past it there. (Not `torch.cuda.empty_cache`,
+# `manual_seed`, `max_memory_allocated`, `is_available`, `device_count` or `amp.autocast`: they answer or do
+# nothing without CUDA.)
+RAISES_WITHOUT_CUDA = frozenset({
+    "torch.cuda.synchronize", "torch.cuda.current_device", "torch.cuda.set_device", "torch.cuda.get_device_name",
+    "torch.cuda.get_device_properties", "torch.cuda.get_device_capability", "torch.cuda.mem_get_info",
+    "torch.cuda.reset_peak_memory_stats", "torch.cuda.reset_max_memory_allocated", "torch.cuda.Stream",
+    "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.cuda.CUDAGraph", "torch.cuda.init",
+    "torch.cuda.memory_summary", "torch.cuda.get_rng_state", "torch.cuda.ipc_collect", "torch.cuda.utilization",
+})
+# a quantized load that only bitsandbytes' CUDA kernels run: `from_pretrained(..., load_in_8bit=True)`
+_BNB_KEYWORDS = frozenset({"load_in_8bit", "load_in_4bit"})
+# peft's preparation of a model quantized in 8 or 4 bits (by bitsandbytes or GPTQ: CUDA kernels)
+_KBIT_PREPARATION = frozenset({"prepare_model_for_kbit_training", "prepare_model_for_int8_training"})
+
+
+def needs_cuda_call(call: cst.Call, qualname=None) -> Optional[str]:
+    """What the call needs CUDA for, else None: a CUDA runtime call that raises without a driver
+    (``torch.cuda.synchronize()``), a model loaded in 8 or 4 bits by bitsandbytes (``load_in_8bit=True``,
+    ``quantization_config=BitsAndBytesConfig(load_in_4bit=True)``), anything of bitsandbytes itself
+    (``bnb.optim.AdamW8bit(...)``), a k-bit model prepared for training. ``qualname`` resolves a callee
+    through the module's imports (``bnb.optim.AdamW8bit`` -> ``bitsandbytes.optim.AdamW8bit``)."""
+    name = (qualname(call.func) if qualname is not None else None) or dotted_name(call.func) or ""
+    if name in RAISES_WITHOUT_CUDA or name.startswith("bitsandbytes."):
+        return name
+    if name.rpartition(".")[2] in _KBIT_PREPARATION:
+        return name
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        if a.keyword.value in _BNB_KEYWORDS and type(a.value) is cst.Name and a.value.value == "True":
+            return f"{a.keyword.value}=True"
+        if (a.keyword.value == "quantization_config" and type(a.value) is cst.Call
+                and last_name(a.value.func) == "BitsAndBytesConfig" and needs_cuda_call(a.value) is not None):
+            return "BitsAndBytesConfig"
+    return None
+
+
+def cuda_requirement(block, main_block: bool = False, qualname=None) -> Optional[str]:
+    """What makes a block of statements unable to run past some point without CUDA, else None: a call of
+    ``needs_cuda_call`` made unconditionally, on the block's straight line (in the bodies of its ``for``,
+    ``while`` and ``with`` statements too, not under an ``if``, a ``try``, a conditional expression or in a
+    nested function). A function whose body has one never completes a step on a TPU host: what it does per
+    step is not XLA code (issue 32, cause 8). ``main_block``: a module's body, whose
+    ``if __name__ == "__main__":`` block runs too."""
+    for stmt in block:
+        t = type(stmt)
+        if main_block and t is cst.If and _is_main_guard(stmt.test) and type(stmt.body) is cst.IndentedBlock:
+            found = cuda_requirement(stmt.body.body, qualname=qualname)
+            if found is not None:
+                return found
+        if t is cst.SimpleStatementLine:
+            for small in stmt.body:
+                found = _straight_calls(small, qualname)
+                if found is not None:
+                    return found
+        elif t in (cst.For, cst.While, cst.With) and type(stmt.body) is cst.IndentedBlock:
+            found = cuda_requirement(stmt.body.body, qualname=qualname)
+            if found is not None:
+                return found
+    return None
+
+
+def _straight_calls(node, qualname=None) -> Optional[str]:
+    """``needs_cuda_call`` of a call the statement always makes (the value of an expression, an assignment,
+    a return, and their arguments), not one behind ``if``/``and``/``or``, in a lambda or a comprehension."""
+    if type(node) in (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
+                      cst.GeneratorExp, cst.If, cst.Assert):
+        return None
+    if type(node) is cst.Call:
+        found = needs_cuda_call(node, qualname)
+        if found is not None:
+            return found
+    for child in node.children:
+        if isinstance(child, cst.CSTNode):
+            found = _straight_calls(child, qualname)
+            if found is not None:
+                return found
+    return None
 
 
 def requires_cuda(module: cst.Module) -> Optional[str]:
@@ -257,4 +339,3 @@ def registers(module: cst.Module) -> bool:
 def asserts_cuda(test) -> bool:
     """``assert torch.cuda.is_available(), "requires a GPU"``: the program says it cannot run without CUDA."""
     return type(test) is cst.Call and pin_of(test, asserted=True) == PIN
-

@@ -13,6 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import device_pins
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -92,6 +93,25 @@ class StepMarks:
         i = params.index(period) if period in params else len(pos)
         return code_of(pos[i].value) if i < len(pos) else period
 
+    def _exclude_cuda_bound(self) -> None:
+        """A function (or the module's own statements) that makes a call needing CUDA on its straight line
+        (``torch.cuda.synchronize()`` after each step, a model loaded with ``load_in_8bit=True``) never gets
+        past it on a TPU host: it is not XLA code, nor are the functions nested in it. Whatever the module
+        says of XLA: the call raises there all the same."""
+        funcs = self.funcs
+        if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname) is not None:
+            self.top.excluded = True
+        for key, f in list(funcs.items()):
+            body = getattr(f.node, "body", None)
+            if (f.excluded or type(body) is not cst.IndentedBlock
+                    or device_pins.cuda_requirement(body.body, qualname=self.qualname) is None):
+                continue
+            f.excluded = True
+            inner = key + ".<locals>."
+            for k, g in funcs.items():
+                if k.startswith(inner):
+                    g.excluded = True
+
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
@@ -104,6 +124,8 @@ class StepMarks:
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
+        if not self.cuda_only:
+            self._exclude_cuda_bound()
         if self.is_notebook and not self.places_on_device:
             # a notebook that puts no tensor on a device, names none and imports no project code that may (a
             # tutorial on the CPU): its tensors live on the host, and nothing in it runs on XLA
