@@ -35,6 +35,7 @@ from xlalint.semantics.narrowing import Narrowing
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
+from xlalint.semantics.syntax import last_name
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
 from xlalint.semantics.walk import StatementWalk, install_dispatch
@@ -45,6 +46,10 @@ def _handlers(rule_class) -> tuple:
     """The ``on_<Node>`` methods of a rule class, in ``dir`` order (``dir`` per rule and walk was a
     millisecond of every walk)."""
     return tuple(a for a in dir(rule_class) if a.startswith("on_"))
+
+
+# the iterables a loop counts with, or wraps one in (a progress bar, an enumeration): kept when bound to a name
+_COUNTING_ITERABLES = frozenset({"range", "enumerate", "reversed", "tqdm", "trange", "count", "iter"})
 
 
 class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
@@ -86,6 +91,9 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.cuda_only = False  # pins CUDA or needs a CUDA-only library, never names XLA (step_marks._resolve)
         self._cuda_index_names: set = set()
         self._other_names: set = set()
+        # (id of the function record, name) -> the iterable bound to it: `pbar = tqdm(range(1, total_len))`
+        # before `for cur_pos in pbar:` (loop_iterable)
+        self._iterables: dict = {}
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []
@@ -165,8 +173,22 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         return self._cuda_index_names - self._other_names
 
     def note_name_value(self, name: str, value) -> None:
-        """``name = value`` was bound: keep whether the value is a CUDA device index."""
+        """``name = value`` was bound: keep whether the value is a CUDA device index, and the iterable it
+        is when it is one a loop counts with (``loop_iterable``)."""
         (self._cuda_index_names if device_pins.cuda_ordinal(value) else self._other_names).add(name)
+        key = (id(self.func), name)
+        if type(value) is cst.Call and last_name(value.func) in _COUNTING_ITERABLES:
+            self._iterables[key] = value
+        else:
+            self._iterables.pop(key, None)
+
+    def loop_iterable(self, it):
+        """What a ``for`` goes over: ``tqdm(range(1, total_len))`` for ``for cur_pos in cur_iterator:`` when
+        the function bound ``cur_iterator = tqdm(range(1, total_len))`` last (a progress bar kept in a
+        name to update it), else ``it`` itself."""
+        if type(it) is cst.Name:
+            return self._iterables.get((id(self.func), it.value), it)
+        return it
 
     def type_tested(self, expr) -> bool:
         """``expr`` is a name the code tests with ``isinstance(v, torch.Tensor)`` around this point: the code

@@ -75,7 +75,7 @@ class StepValues:
     def on_for(self, node: cst.For) -> None:
         """Called before the loop's body is walked (the loop is not on the model's stack yet)."""
         key = self._key()
-        it, target = node.iter, node.target
+        it, target = self.model.loop_iterable(node.iter), node.target
         self._forget(target, key)
         self._bind_data(node, target, it, key)
         it = self._unwrapped(it)

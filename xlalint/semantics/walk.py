@@ -247,7 +247,7 @@ class StatementWalk:
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(node.iter),
+                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter)),
                         outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
                         guard_depth=len(self.guards))
         self.loops.append(loop)
