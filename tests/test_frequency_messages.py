@@ -650,3 +650,32 @@ def test_an_exporter_writing_weights_to_a_file_copies_them_on_purpose(tmp_path):
     )
     assert {(f.line, f.code) for f in _lint(tmp_path)} == {(12, "XLA001")}
 
+
+
+def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
+    """Issue 32 cause 9: `if epoch % args.val_frequency == 0:` before an evaluation loop runs it once in N
+    epochs (open_clip's evaluate); a step-loop line under `if epoch % 5 == 0:` runs every step of one epoch
+    in 5. Both said "every N steps"."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\n"
+        "def evaluate(model, data, epoch, args):\n"
+        "    if (epoch % args.val_frequency) == 0 or epoch == args.epochs:\n"
+        "        for i, (x, y) in enumerate(data):\n"
+        "            with torch.no_grad():\n"
+        "                feats = model(x.to(args.device))\n"
+        "            print(feats.cpu())\n\n\n"
+        "def train(model, loader, opt, args):\n"
+        "    for epoch in range(args.epochs):\n"
+        "        for step, (x, y) in enumerate(loader):\n"
+        "            loss = model(x.to(args.device)).sum()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        "            if epoch % 5 == 0:\n"
+        "                print(loss.item())\n"
+        "            if step % 10 == 0:\n"
+        "                print(loss.item())\n"
+        "        evaluate(model, loader, epoch, args)\n")
+    msgs = _messages(_lint(tmp_path), "train.py")
+    assert "every evaluation batch (the loop runs every `args.val_frequency` epochs)" in msgs[9], msgs
+    assert "every step of every 5th epoch" in msgs[19], msgs
+    assert "every 10 steps" in msgs[21], msgs

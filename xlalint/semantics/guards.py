@@ -9,6 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics.hot_loops import EPOCHS
 from xlalint.semantics.syntax import code_of, dotted_name, last_name, name_words, string_value
 
 
@@ -104,12 +105,18 @@ def period_of(test) -> Optional[str]:
 
 
 def _modulo_divisor(side) -> Optional[str]:
-    """``(step + 1) % N`` -> the source text of N."""
+    """``(step + 1) % N`` -> the source text of N; ``(epoch + 1) % N`` -> that text and ``hot_loops.EPOCHS``
+    (the guard counts epochs: its body runs in one epoch of N)."""
     while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
         side = side.left
     if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
-        return code_of(side.right)
+        counts_epochs = any(w in _EPOCH_WORDS for w in name_words(code_of(side.left)))
+        return code_of(side.right) + (EPOCHS if counts_epochs else "")
     return None
+
+
+# the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
+_EPOCH_WORDS = frozenset({"epoch", "epochs"})
 
 
 def negated_period(test, predicate=None) -> Optional[str]:
@@ -126,7 +133,7 @@ def negated_period(test, predicate=None) -> Optional[str]:
             return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
         return None
     if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo:
-        return code_of(test.right)
+        return _modulo_divisor(test)
     return None
 
 

@@ -109,14 +109,27 @@ def loop_kind(words) -> Optional[str]:
     return None
 
 
+# A period's text ends with this when its guard counts epochs (`epoch % args.val_frequency == 0`), not steps
+EPOCHS = " epochs"
+
+
+def period_parts(period: str) -> tuple:
+    """The count of a period as a message shows it (``4``, `` `eval_every` ``) and what it counts
+    ("steps", or "epochs" for a guard on an epoch counter)."""
+    unit = "steps"
+    if period.endswith(EPOCHS):
+        period, unit = period[: -len(EPOCHS)], "epochs"
+    return (period if period.isdigit() else f"`{period}`"), unit
+
+
 def when_text(hot: Optional[str], period: Optional[str]) -> Optional[str]:
     """"every decoding step" / "every 10 decoding steps", or None when ``hot`` is not a hot loop."""
     forms = WHEN.get(hot) if hot else None
     if forms is None:
         return None
     if period:
-        n = period if period.isdigit() else f"`{period}`"
-        return forms[1].format(n=n)
+        n, unit = period_parts(period)
+        return forms[1].format(n=n) if unit == "steps" else f"{forms[0]} of every {n}th epoch"
     return forms[0]
 
 

@@ -132,11 +132,10 @@ class Frequency:
     def describe(self, module: Optional[str] = None) -> str:
         text = H.when_text(self.hot, self.period if self.level == PERIODIC and not self.within else None)
         if text is not None and self.within:
-            n = self.within if self.within.isdigit() else f"`{self.within}`"
-            text = f"{text} (the loop runs every {n} steps)"
+            text = "{} (the loop runs every {} {})".format(text, *H.period_parts(self.within))
         if text is None and self.level == PERIODIC and self.period:
-            n = self.period
-            text = f"every {n} steps" if n.isdigit() else f"every `{n}` steps"
+            n, unit = H.period_parts(self.period)
+            text = f"every {n} steps" if unit == "steps" else f"every step of every {n}th epoch"
         elif text is None:
             text = "every step"
         path = self.path_from(module)
