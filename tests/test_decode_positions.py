@@ -442,3 +442,80 @@ def test_a_unit_test_calling_the_module_with_host_tensors_seeds_nothing(tmp_path
             """,
     })
     assert [(f, ln, c) for f, ln, c, _ in found] == [("model.py", 8, "XLA002")], found
+
+
+KV_MODEL = """
+    import torch
+    import torch.nn as nn
+
+
+    class Attention(nn.Module):
+        def __init__(self, dim, max_len):
+            super().__init__()
+            self.wq = nn.Linear(dim, dim)
+            self.register_buffer("cache_k", torch.zeros(1, max_len, dim))
+
+        def forward(self, x: torch.Tensor, start_pos: int):
+            seq_len = x.shape[1]
+            self.cache_k[:, start_pos : start_pos + seq_len] = self.wq(x)
+            return self.cache_k[:, : start_pos + seq_len].sum(1, keepdim=True)
+
+
+    class Block(nn.Module):
+        def __init__(self, dim, max_len):
+            super().__init__()
+            self.attention = Attention(dim, max_len)
+
+        def forward(self, x, start_pos: int):
+            return x + self.attention.forward(x, start_pos)
+
+
+    class Transformer(nn.Module):
+        def __init__(self, dim, n_layers, max_len):
+            super().__init__()
+            self.layers = nn.ModuleList()
+            for _ in range(n_layers):
+                self.layers.append(Block(dim, max_len))
+
+        def forward(self, h, start_pos: int):
+            for layer in self.layers:
+                h = layer(h, start_pos)
+            return h
+"""
+
+KV_GENERATOR = """
+    import torch
+    from tqdm import tqdm
+
+    from model import Transformer
+
+
+    class LLaMA:
+        def __init__(self, model{annotation}):
+            self.model = model
+
+        def text_completion(self, tokens: torch.Tensor, total_len: int, eos_id: int):
+            cur_iterator = tqdm(range(1, total_len))
+            for cur_pos in cur_iterator:
+                with torch.no_grad():
+                    logits = self.model.forward(tokens[:, cur_pos - 1 : cur_pos], cur_pos)
+                nxt = torch.argmax(logits[:, -1], dim=-1)
+                tokens[:, cur_pos] = nxt
+                if (nxt == eos_id).all():
+                    break
+            return tokens
+"""
+
+
+def test_a_model_passed_in_reaches_its_kv_cache_through_the_annotation_and_appended_layers(tmp_path):
+    # hkproj/pytorch-llama's shape: `LLaMA(model: Transformer)` keeps the model, whose layers are appended one
+    # by one to a ModuleList; the decode loop's position reaches the cache writes two modules down
+    found = project(tmp_path, {"model.py": KV_MODEL, "inference.py": KV_GENERATOR.format(annotation=": Transformer")})
+    assert {("model.py", 14, "XLA009"), ("model.py", 15, "XLA009")} <= {f[:3] for f in found}, found
+    msg = next(m for name, ln, c, m in found if (name, ln) == ("model.py", 14))
+    assert "passed `cur_pos` (the loop counter) on every iteration of a decoding or sampling loop" in msg
+
+
+def test_a_model_passed_in_without_an_annotation_is_not_followed(tmp_path):
+    found = project(tmp_path, {"model.py": KV_MODEL, "inference.py": KV_GENERATOR.format(annotation="")})
+    assert not [f for f in found if f[0] == "model.py"], found

@@ -9,10 +9,13 @@ a module (``kinds.MODULE``), not of which class; where the source shows the clas
 - ``layer(h, pos)`` in ``for layer in self.layers:`` with ``self.layers = nn.ModuleList([Block(...) for
   ...])`` (or a list of such constructors) runs ``Block``'s;
 - ``model(x)`` with ``model = LM(cfg).to(device)`` the only binding of ``model`` in the function runs
-  ``LM``'s (``.to``/``.eval``/``.cuda``... return the module itself).
+  ``LM``'s (``.to``/``.eval``/``.cuda``... return the module itself);
+- ``self.model(x)`` with ``self.model = model`` in ``__init__(self, model: Transformer)``, and ``model(x)`` for
+  a parameter ``model: Transformer``: the annotation names the class;
+- ``self.layers = nn.ModuleList()`` filled by ``self.layers.append(Block(...))``: ``Block``'s.
 
-Anything else (a parameter, an attribute set from a parameter, a name bound twice to different
-classes) is not known: None. The answer is a callee key as ``CallSites.callee_key`` gives them
+Anything else (a parameter without such an annotation, an attribute set from one, a name bound twice to
+different classes) is not known: None. The answer is a callee key as ``CallSites.callee_key`` gives them
 (``Cls.forward`` of this module, ``@pkg.mod:Cls.forward`` of another). It feeds parameter seeds (what the
 callers pass ``forward``) and rules that follow values into callees (XLA009); it adds no edge to the call
 graph: a module's ``forward`` already runs every step.
@@ -98,7 +101,7 @@ class ModuleCalls:
             names = memo["params", id(node)] = frozenset(
                 p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
         if name in names:
-            return None
+            return self._annotated_class(node, name)  # `def generate(model: Transformer, ...)`
         key = (id(node), name, False)
         if key not in memo:
             memo[key] = self._bound_class(node, name, False)
@@ -108,9 +111,14 @@ class ModuleCalls:
         """``_same_class`` of what ``node`` binds to ``name``. Its statements first: a class is rare, and
         only then can a ``:=`` deep in an expression (a binding otherwise than by assignment) change the
         answer, so only then are the expressions searched too."""
-        cls = self._same_class(self._bindings_of(node, False).get(name), element)
+        bound = self._bindings_of(node, False)
+        cls = self._same_class(bound.get(name), element, node)
+        if cls is None and element and type(name) is tuple and bound.get(name) and all(
+                _empty_list(self, v) for v in bound[name]):
+            # `self.layers = nn.ModuleList()` then `self.layers.append(EncoderBlock(args))` in a loop
+            return self._same_class(bound.get((*name, "+")), False, node)
         if cls is not None:
-            cls = self._same_class(self._bindings_of(node, True).get(name), element)
+            cls = self._same_class(self._bindings_of(node, True).get(name), element, node)
         return cls
 
     def _bindings_of(self, node: cst.FunctionDef, expressions: bool) -> dict:
@@ -122,14 +130,15 @@ class ModuleCalls:
             memo[key] = _bindings(node, expressions)
         return memo[key]
 
-    def _same_class(self, values, element: bool) -> Optional[str]:
-        """The class every value in ``values`` constructs (a list of, with ``element``), or None."""
+    def _same_class(self, values, element: bool, init=None) -> Optional[str]:
+        """The class every value in ``values`` constructs (a list of, with ``element``), or None. ``init``:
+        the function binding them, whose annotated parameters name the class of what is passed in."""
         if not values or any(v is None for v in values):
             return None
-        found = {self._constructed(v, element) for v in values}
+        found = {self._constructed(v, element, init) for v in values}
         return found.pop() if len(found) == 1 else None
 
-    def _constructed(self, v, element: bool) -> Optional[str]:
+    def _constructed(self, v, element: bool, init=None) -> Optional[str]:
         if element:
             if type(v) is cst.Call and self.qualname(v.func) in _MODULE_LISTS and len(v.args) == 1:
                 v = positional_args(v)[0] if positional_args(v) else None
@@ -141,9 +150,15 @@ class ModuleCalls:
             return None
         while type(v) is cst.Call and type(v.func) is cst.Attribute and v.func.attr.value in _SAME_MODULE:
             v = v.func.value
+        if type(v) is cst.Name and init is not None:
+            return self._annotated_class(init, v.value)
         if type(v) is not cst.Call:
             return None
-        f = v.func
+        return self._module_class_named(v.func)
+
+    def _module_class_named(self, f) -> Optional[str]:
+        """The module class an expression names (``Attention``, ``model.Transformer``): a local class name or
+        ``@`` and a project-wide class key, or None."""
         if type(f) is cst.Name and f.value in self.classes and f.value not in self.imports:
             return f.value if self.classes[f.value].get("module") else None
         q = self.qualname(f)
@@ -152,6 +167,18 @@ class ModuleCalls:
         r = self.facts.resolve(q)
         if r is not None and r[0] == "class" and self.facts.class_is_module(r[1]):
             return "@" + r[1]
+        return None
+
+    def _annotated_class(self, node: cst.FunctionDef, name: str) -> Optional[str]:
+        """The module class a parameter of ``node`` is annotated with (``def __init__(self, model:
+        Transformer)``, then ``self.model = model``), or None."""
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if p.name.value == name:
+                ann = p.annotation.annotation if p.annotation is not None else None
+                if type(ann) is cst.SimpleString:
+                    return None  # a forward reference: not resolved
+                return self._module_class_named(ann) if ann is not None else None
         return None
 
 
@@ -195,10 +222,31 @@ def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
             bind(n.name.name, None)
         elif tp is cst.Del:
             bind(n.target, None)
+        elif tp is cst.Expr and type(n.value) is cst.Call:
+            _appended(out, n.value)
         if not expressions and tp in _LEAVES:
             continue
         stack.extend(child_nodes(n))
     return out
+
+
+def _appended(out: dict, call: cst.Call) -> None:
+    """``self.layers.append(Block(args))``: an element put into ``self.layers`` (under ("self", "layers",
+    "+")); ``extend`` and other growth by a call: an element not known (None)."""
+    f = call.func
+    if (type(f) is cst.Attribute and f.attr.value in ("append", "extend", "insert") and type(f.value) is cst.Attribute
+            and type(f.value.value) is cst.Name and f.value.value.value == "self"):
+        args = positional_args(call)
+        value = args[0] if f.attr.value == "append" and len(args) == 1 else None
+        out.setdefault(("self", f.value.attr.value, "+"), []).append(value)
+
+
+def _empty_list(calls, v) -> bool:
+    """``nn.ModuleList()`` or ``[]``: a list of modules filled later by ``append``."""
+    if type(v) is cst.List:
+        return not v.elements
+    return (type(v) is cst.Call and calls.qualname(v.func) in _MODULE_LISTS
+            and (not v.args or (len(v.args) == 1 and _empty_list(calls, v.args[0].value))))
 
 
 def _bind(out: dict, target, value) -> None:
