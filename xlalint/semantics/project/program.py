@@ -63,7 +63,7 @@ class Program:
                     # importing it imports a module that needs a CUDA-only library (apex): it cannot be
                     # imported on a TPU host either
                     needs_cuda.add(mod)
-                elif (not s.get("device_free") or mod in self.facts.index.packages or mod.endswith("__main__")
+                elif (not s.get("device_free") or mod.endswith("__main__")
                       or s.get("registers")
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
