@@ -92,6 +92,9 @@ class UnbucketedVariableLength(Rule):
     INVALID = [
         "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ndef collate_fn(batch):\n    return pad_sequence(batch, batch_first=True)\n",
         "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
+        # the longest item of the batch (deepspeech.pytorch's collate, copied by many speech recipes)
+        "import torch\ndef _collate_fn(batch):\n    def func(p):\n        return p[0].size(1)\n    longest_sample = max(batch, key=func)[0]\n    inputs = torch.zeros(len(batch), 1, longest_sample.size(0), longest_sample.size(1))\n    return inputs\n",
+        "import torch\ndef collate(batch):\n    longest = max(batch, key=lambda s: s.shape[0])\n    return torch.zeros(len(batch), longest.shape[0])\n",
         "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\nout = model(**enc)\n",
         "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\nreturn_value = enc.to(device)\n",
         "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
@@ -156,13 +159,15 @@ class UnbucketedVariableLength(Rule):
         v = node.value
         if type(v) is cst.Integer:
             self._int_names[key] = int(v.value, 0) if v.value.isdigit() else None
+        if type(v) is cst.Subscript and type(v.value) is cst.Call and _is_longest_item(m, v.value):
+            v = v.value  # `longest_sample = max(batch, key=lambda s: s[0].size(1))[0]`
         if type(v) is cst.Call:
             self._assigned_calls[id(v)] = name
             self._aliases[key] = names_in(v)
             n = _dataset_length(m, v)
             if n is not None:
                 self._dataset_len[key] = n
-            if _is_batch_max(m, v) or self._max_of_lengths(v):
+            if _is_batch_max(m, v) or self._max_of_lengths(v) or _is_longest_item(m, v):
                 self.report(v, "", when="custom")
                 self._max_lens.append((m.candidates[-1], m.func, name))
         elif type(v) in (cst.ListComp, cst.GeneratorExp) and _is_len_call(v.elt):
@@ -582,6 +587,29 @@ def _is_batch_max(m, call: cst.Call) -> bool:
         margs = positional_args(a)
         return bool(margs) and type(margs[0]) is cst.Name and margs[0].value == "len"
     return False
+
+
+def _is_longest_item(m, call: cst.Call) -> bool:
+    """``max(batch, key=lambda s: s[0].size(1))`` / ``max(batch, key=len)`` / ``max(batch, key=func)`` with a
+    local ``def func(p): return p[0].size(1)``: the longest item of the batch, whose size is the batch max."""
+    if not m.is_builtin(call.func, "max") or len(positional_args(call)) != 1:
+        return False
+    key = keyword_arg(call, "key")
+    if type(key) is cst.Name and key.value == "len":
+        return True
+    if type(key) is cst.Lambda:
+        return _is_len_call(key.body) or _is_len_call(_first_subscript_base(key.body))
+    if type(key) is cst.Name:
+        local = m.func.local_funcs.get(key.value) if m.func is not None else None
+        node = getattr(m.funcs.get(local) if local is not None else None, "node", None)
+        body = node.body.body if node is not None and type(node.body) is cst.IndentedBlock else ()
+        return any(type(st) is cst.SimpleStatementLine and type(st.body[0]) is cst.Return
+                   and st.body[0].value is not None and _is_len_call(st.body[0].value) for st in body)
+    return False
+
+
+def _first_subscript_base(e):
+    return e.value if type(e) is cst.Subscript else e
 
 
 def _is_len_call(e) -> bool:
