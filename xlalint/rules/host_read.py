@@ -95,6 +95,9 @@ class HostRead(Rule):
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
+        # a policy's method (not forward) samples a torch.distributions object over device logits: the action
+        # copied to the host for a CPU environment every rollout step (PPO's select_action)
+        "import torch\nimport torch.nn as nn\nfrom torch.distributions import Categorical\nimport torch_xla\ndevice = torch_xla.device()\nclass ActorCritic(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.actor = nn.Linear(4, 2)\n    def act(self, state):\n        dist = Categorical(logits=self.actor(state))\n        action = dist.sample()\n        return action.detach(), dist.log_prob(action).detach()\nclass PPO:\n    def __init__(self):\n        self.policy_old = ActorCritic().to(device)\n    def select_action(self, state):\n        with torch.no_grad():\n            action, logp = self.policy_old.act(torch.FloatTensor(state).to(device))\n        return action.detach().cpu().numpy()\ndef train(env):\n    agent = PPO()\n    state = env.reset()\n    for t in range(1000):\n        state, reward, done, _ = env.step(agent.select_action(state))\n",
         # a metric logger fed a dict of device losses reads each one (DETR's MetricLogger)
         "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(**{k: v * 2 for k, v in loss_dict.items()})\n",
         # logging sinks read what they are handed

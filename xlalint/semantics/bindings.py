@@ -264,8 +264,9 @@ class Bindings:
             cls = self.current_class()
             if cls is not None and f"{cls}.{func.attr.value}" in self.funcs:
                 return self.funcs[f"{cls}.{func.attr.value}"]
-        # `patches, grid = self.splitter(x)`: the `forward` of the module class the source shows
-        key = self.module_forward_key(func)
+        # `patches, grid = self.splitter(x)`: the `forward` of the module class the source shows;
+        # `action, logp, value = self.policy.act(state)`: another method of it
+        key = self.module_forward_key(func) or self.module_method_key(func)
         return self.funcs.get(key) if key is not None else None
 
     def _holds(self, container, kind) -> None:

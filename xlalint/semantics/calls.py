@@ -192,6 +192,9 @@ class CallSites:
             mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
             if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
                 return f"{cls}.{func.attr.value}"
+            key = self.module_method_key(func)
+            if key is not None:
+                return key  # `self.policy_old.act(state)` with `self.policy_old = ActorCritic(...)`
         if self.facts is None:
             return self._dispatched_hook(func)
         q = self.qualname(func)

@@ -28,6 +28,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics.syntax import NODE_TYPES, child_nodes, positional_args
 
 # methods of a module that return the module itself
@@ -55,6 +56,19 @@ class ModuleCalls:
         if cls[0] == "@":
             return f"{cls}.forward"
         return f"{cls}.forward" if f"{cls}.forward" in self.funcs else None
+
+    def module_method_key(self, func) -> Optional[str]:
+        """``self.policy.act(state)``: the callee key of a method (not ``forward``, not one of nn.Module's
+        own: ``train``, ``to``, ``parameters``, ...) of the project class the module is known to be, or None."""
+        if type(func) is not cst.Attribute or func.attr.value == "forward" or _module_own(func.attr.value):
+            return None
+        if type(func.value) is cst.Name and func.value.value == "self":
+            return None  # the class's own methods: callee_key resolves them
+        cls = self._module_class_of(func.value)
+        if cls is None:
+            return None
+        key = f"{cls}.{func.attr.value}"
+        return key if cls[0] == "@" or key in self.funcs else None
 
     # ------------------------------------------------------------------ the class of a module value
     def _module_class_of(self, e) -> Optional[str]:
@@ -228,6 +242,12 @@ def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
             continue
         stack.extend(child_nodes(n))
     return out
+
+
+def _module_own(method: str) -> bool:
+    """A method every ``nn.Module`` has (``train``, ``to``, ``parameters``, ``register_buffer``): a call of it
+    is the module's own, whatever the class overrides."""
+    return method in H.MODULE_UTILITY_METHODS or method.startswith(H.MODULE_UTILITY_PREFIXES)
 
 
 def _appended(out: dict, call: cst.Call) -> None:

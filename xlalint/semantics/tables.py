@@ -178,6 +178,12 @@ CPU_LOADER_CONSTRUCTORS = frozenset({"torch.utils.data.DataLoader", "torch.utils
 LOADER_NAME_SUFFIXES = ("loader", "dataloader", "_dl", "epoch_iterator", "train_iterator", "batch_iterator", "train_iter", "data_iter")
 LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "eval_dl", "test_dl"})
 # Wrappers that yield what they iterate: ``for batch in tqdm(loader)``.
+# A torch.distributions object built from device tensors (`Categorical(logits=out)`), as an instance kind, and
+# its methods that give device tensors (`dist.sample()`, `dist.log_prob(a)`)
+DEVICE_DISTRIBUTION = "torch.distributions:Distribution"
+DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf",
+                                         "perplexity", "enumerate_support"})
+
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
 # --- Modules ---------------------------------------------------------------------------------

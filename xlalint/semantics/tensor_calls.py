@@ -158,6 +158,9 @@ class CallKinds:
             return K.LOADER
         if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:
             return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
+        if ns == "torch.distributions" or ns.startswith("torch.distributions."):
+            # `Categorical(logits=out)`: a distribution over device tensors, whose samples are device tensors
+            return K.instance(T.DEVICE_DISTRIBUTION) if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
         if q in T.BOOL_RESULT_FUNCTIONS:
             return K.BOOL_TENSOR if not self._all_args_cpu(e) else K.CPU_TENSOR
         if q in T.CPU_FACTORY_FUNCTIONS:
@@ -196,6 +199,8 @@ class CallKinds:
         recv = func.value
         rk = self.kind(recv)
         cls_key = K.instance_class(rk)
+        if cls_key == T.DEVICE_DISTRIBUTION:
+            return K.TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN  # dist.sample()
         if cls_key is not None:  # trainer.step(batch): what the method returns
             return self._method_return(cls_key, meth)
         if rk in K.ANY_TENSOR:
