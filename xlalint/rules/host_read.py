@@ -70,6 +70,8 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # a dict keyed by a tensor hashes its identity: nothing read; a list indexed by a Python int
+        "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor step, (x, y) in enumerate(loader):\n    seen = {}\n    hist = [0] * 10\n    y = y.to(device)\n    seen[y] = step\n    hist[step % 10] += 1\n    loss = model(x.to(device)).sum()\n    loss.backward()\n",
         # the same metric logger fed Python numbers only (torchvision's): its `v.item()` never runs
         "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(lr=0.1, step=3)\n",
         # logging sinks handed Python numbers or CPU tensors, from a step closure, after training, or
@@ -98,6 +100,8 @@ class HostRead(Rule):
         # a policy's method (not forward) samples a torch.distributions object over device logits: the action
         # copied to the host for a CPU environment every rollout step (PPO's select_action)
         "import torch\nimport torch.nn as nn\nfrom torch.distributions import Categorical\nimport torch_xla\ndevice = torch_xla.device()\nclass ActorCritic(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.actor = nn.Linear(4, 2)\n    def act(self, state):\n        dist = Categorical(logits=self.actor(state))\n        action = dist.sample()\n        return action.detach(), dist.log_prob(action).detach()\nclass PPO:\n    def __init__(self):\n        self.policy_old = ActorCritic().to(device)\n    def select_action(self, state):\n        with torch.no_grad():\n            action, logp = self.policy_old.act(torch.FloatTensor(state).to(device))\n        return action.detach().cpu().numpy()\ndef train(env):\n    agent = PPO()\n    state = env.reset()\n    for t in range(1000):\n        state, reward, done, _ = env.step(agent.select_action(state))\n",
+        # per-class accuracy counted in Python lists indexed by device labels
+        "import torch\nimport torch_xla\ndevice = torch_xla.device()\nwith torch.no_grad():\n    n_class_correct = [0 for i in range(10)]\n    for images, labels in test_loader:\n        labels = labels.to(device)\n        predicted = model(images.to(device)).argmax(1)\n        for i in range(labels.size(0)):\n            label = labels[i]\n            n_class_correct[label] += int(0)\n",
         # a metric logger fed a dict of device losses reads each one (DETR's MetricLogger)
         "import torch\nclass MetricLogger:\n    def __init__(self):\n        self.values = {}\n    def update(self, **kwargs):\n        for k, v in kwargs.items():\n            if isinstance(v, torch.Tensor):\n                v = v.item()\n            self.values[k] = v\nlogger = MetricLogger()\nfor x, y in loader:\n    out = model(x)\n    loss_dict = criterion(out, y)\n    losses = sum(loss_dict.values())\n    losses.backward()\n    optimizer.step()\n    logger.update(**{k: v * 2 for k, v in loss_dict.items()})\n",
         # logging sinks read what they are handed
@@ -112,10 +116,34 @@ class HostRead(Rule):
     def __init__(self) -> None:
         super().__init__()
         self._accumulated: dict = {}  # id(call) -> the `total += call` statement
+        self._lists: set = set()  # (id of the function record, name) bound to a Python list display
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign and type(node.value) is cst.Call:
             self._accumulated[id(node.value)] = node
+
+    def on_Assign(self, node: cst.Assign) -> None:
+        fid = id(self.model.func)
+        for t in node.targets:
+            if type(t.target) is cst.Name:
+                key = (fid, t.target.value)
+                if _list_display(node.value):
+                    self._lists.add(key)
+                else:
+                    self._lists.discard(key)
+
+    def on_Subscript(self, node: cst.Subscript) -> None:
+        """``n_class_correct[label] += 1`` with ``label = labels[i]`` on the device: a Python list indexed by a
+        device tensor reads the index to the host (``__index__``). A dict keyed by a tensor hashes its
+        identity and reads nothing: only lists built in the function count."""
+        m = self.model
+        if (type(node.value) is not cst.Name or (id(m.func), node.value.value) not in self._lists
+                or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index):
+            return
+        index = node.slice[0].slice.value
+        if m.kind(index) in K.DEVICE_TENSORS:
+            self._flag(node, f"`{self.text(node)}` indexes a Python list with a device tensor, whose value Python "
+                             f"reads to the host (`__index__`) {{when}}")
 
     def on_Call(self, node: cst.Call) -> None:
         m = self.model
@@ -235,6 +263,14 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
+
+
+def _list_display(value) -> bool:
+    """``[0 for _ in range(10)]``, ``[0] * 10``, ``[]``: a Python list built on the spot."""
+    if type(value) in (cst.List, cst.ListComp):
+        return True
+    return (type(value) is cst.BinaryOperation and type(value.operator) is cst.Multiply
+            and (type(value.left) is cst.List or type(value.right) is cst.List))
 
 
 def _is_module_ref(m, node) -> bool:
