@@ -93,6 +93,9 @@ class DynamicShapeIndex(Rule):
         `UncachedCompile` keeps rising after warm-up (one new graph per new selected size).
     """
     VALID = [
+        # a size returned beside a tensor by a method, unpacked from a name that holds the call (fairseq's
+        # Emformer: `results = self.pre_attention_ops(...)`, `rc_length, ... = results`): a Python int
+        "import torch\nimport torch.nn as nn\nclass Layer(nn.Module):\n    def pre(self, x, rc):\n        rc_length = rc.size(0)\n        return rc_length, torch.cat([rc, x], dim=0)\n    def forward(self, x, rc):\n        results = self.pre(x, rc)\n        rc_length, both = results\n        return both[0:rc_length]\n",
         # integer, slice and integer-tensor indexing; three-argument where; masked_fill; mask products
         "import torch\nfor x, y in loader:\n    out = model(x)\n    a = out[:, :4]\n    b = out[y]\n    c = torch.where(y > 0, out, 0)\n    d = out.masked_fill(y == 0, 0.0)\n    e = out * (y > 0)\n    f = out.index_select(0, y)\n    loss = (a.sum() + b.sum() + c.sum() + d.sum() + e.sum())\n    loss.backward()\n",
         # nonzero_static has a fixed size

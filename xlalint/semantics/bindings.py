@@ -127,8 +127,16 @@ class Bindings:
             self._bind_name(target.value, kind)
             if type(value) is cst.Dict:
                 self._bind_dict_entries(target.value, value)
+            key = (id(self.func), target.value)
+            if type(value) is cst.Call:
+                self._bound_calls[key] = value  # `results = self.pre_attention_ops(x)`, unpacked below it
+            else:
+                self._bound_calls.pop(key, None)
         elif type(target) in (cst.Tuple, cst.List):
             elts = target.elements
+            if type(value) is cst.Name:
+                # `rc_length, input_length, ... = results`: the parts of the call `results` holds
+                value = self._bound_calls.get((id(self.func), value.value), value)
             if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts) \
                     and not any(type(v) is cst.StarredElement for v in value.elements):
                 for e, v in zip(elts, value.elements):

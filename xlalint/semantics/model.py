@@ -94,6 +94,9 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         # (id of the function record, name) -> the iterable bound to it: `pbar = tqdm(range(1, total_len))`
         # before `for cur_pos in pbar:` (loop_iterable)
         self._iterables: dict = {}
+        # (id of the function record, name) -> the call whose result it holds, for unpacking it later
+        # (`results = self.pre_attention_ops(x)` then `rc_length, ... = results`: bindings)
+        self._bound_calls: dict = {}
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []
