@@ -35,6 +35,11 @@ KNOWN_DIFFERENCES: dict = {
                       "it cuts the step's graph every `eval_every` steps, and xlalint leaves it silent by "
                       "design (issue 32: the read the fix asks for, once per evaluation)",
     },
+    "cuda_bound_functions.py": {
+        ("unconfirmed", 40, "XLA001"): "a GPU benchmark's per-batch read, in code that takes its device from the "
+                                       "Accelerator: XLA code once its `torch.cuda.synchronize()` is deleted, but "
+                                       "run here only with a GPU (never on the CPU device)",
+    },
     "evaluation_dumps_and_sweeps.py": {
         ("miss", 34): "a copy on the few chosen visualisation batches of each evaluation (`if i in vis_ids:`, one "
                       "batch every `eval_every` steps here): a real cut on those batches that xlalint leaves "

@@ -58,9 +58,12 @@ class ModuleCalls:
         return f"{cls}.forward" if f"{cls}.forward" in self.funcs else None
 
     def module_method_key(self, func) -> Optional[str]:
-        """``self.policy.act(state)``: the callee key of a method (not ``forward``, not one of nn.Module's
-        own: ``train``, ``to``, ``parameters``, ...) of the project class the module is known to be, or None."""
-        if type(func) is not cst.Attribute or func.attr.value == "forward" or _module_own(func.attr.value):
+        """``self.policy.act(state)``: the callee key of a method (not one of nn.Module's own: ``train``,
+        ``to``, ``parameters``, ...; not one that runs the model, ``forward``, ``generate``, ``sample``: a call
+        of those is a model run, whose result the loops around it decide) of the project class the module is
+        known to be, or None."""
+        if (type(func) is not cst.Attribute or func.attr.value in H.MODEL_RUN_METHODS
+                or _module_own(func.attr.value)):
             return None
         if type(func.value) is cst.Name and func.value.value == "self":
             return None  # the class's own methods: callee_key resolves them

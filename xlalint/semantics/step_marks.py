@@ -97,9 +97,8 @@ class StepMarks:
 
     def _exclude_cuda_bound(self) -> None:
         """A function (or the module's own statements) that makes a call needing CUDA on its straight line
-        (``torch.cuda.synchronize()`` after each step, a model loaded with ``load_in_8bit=True``) never gets
-        past it on a TPU host: it is not XLA code, nor are the functions nested in it. Whatever the module
-        says of XLA: the call raises there all the same."""
+        (a model loaded with ``load_in_8bit=True``, a bitsandbytes optimizer) does not run on XLA past it:
+        it is not XLA code, nor are the functions nested in it. Whatever the module says of XLA."""
         funcs = self.funcs
         if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname) is not None:
             self.top.excluded = True
