@@ -7,7 +7,9 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import (
+    dotted_name, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
+)
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
 SINK_FIX = "log a value read in `xm.add_step_closure(fn, args=(loss,))`, or accumulate on the device (`total += loss.detach()`) and log it every N steps after the step's sync"
@@ -70,6 +72,9 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # a list indexed by what a comprehension binds from a batch entry (diffusers' cached embeddings, with
+        # `batch["indices"]` a list of ints from the collate): not judged here
+        "import torch\nfor step, batch in enumerate(train_dataloader):\n    cache = [None] * 10\n    sample_indices = batch['indices']\n    emb = torch.cat([cache[idx] for idx in sample_indices], dim=0)\n    loss = model(emb).sum()\n    loss.backward()\n",
         # a dict keyed by a tensor hashes its identity: nothing read; a list indexed by a Python int
         "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor step, (x, y) in enumerate(loader):\n    seen = {}\n    hist = [0] * 10\n    y = y.to(device)\n    seen[y] = step\n    hist[step % 10] += 1\n    loss = model(x.to(device)).sum()\n    loss.backward()\n",
         # the same metric logger fed Python numbers only (torchvision's): its `v.item()` never runs
@@ -117,6 +122,7 @@ class HostRead(Rule):
         super().__init__()
         self._accumulated: dict = {}  # id(call) -> the `total += call` statement
         self._lists: set = set()  # (id of the function record, name) bound to a Python list display
+        self._iterated: set = set()  # (id of the function record, name) bound by a for / comprehension
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign and type(node.value) is cst.Call:
@@ -127,20 +133,40 @@ class HostRead(Rule):
         for t in node.targets:
             if type(t.target) is cst.Name:
                 key = (fid, t.target.value)
+                self._iterated.discard(key)
                 if _list_display(node.value):
                     self._lists.add(key)
                 else:
                     self._lists.discard(key)
 
+    def on_For(self, node: cst.For) -> None:
+        self._note_iterated(node.target)
+
+    def on_ListComp(self, node) -> None:
+        comp = node.for_in
+        while comp is not None:
+            self._note_iterated(comp.target)
+            comp = comp.inner_for_in
+
+    on_GeneratorExp = on_SetComp = on_DictComp = on_ListComp
+
+    def _note_iterated(self, target) -> None:
+        fid = id(self.model.func)
+        for n in names_in(target):
+            self._iterated.add((fid, n))
+
     def on_Subscript(self, node: cst.Subscript) -> None:
         """``n_class_correct[label] += 1`` with ``label = labels[i]`` on the device: a Python list indexed by a
         device tensor reads the index to the host (``__index__``). A dict keyed by a tensor hashes its
-        identity and reads nothing: only lists built in the function count."""
+        identity and reads nothing: only lists built in the function count. An index a loop or a
+        comprehension binds iterates a value taken for a tensor (often a batch's list of ints): not here."""
         m = self.model
         if (type(node.value) is not cst.Name or (id(m.func), node.value.value) not in self._lists
                 or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index):
             return
         index = node.slice[0].slice.value
+        if type(index) is cst.Name and (id(m.func), index.value) in self._iterated:
+            return  # `[cache[idx] for idx in batch["indices"]]`: what a loop binds is XLA008's to judge
         if m.kind(index) in K.DEVICE_TENSORS:
             self._flag(node, f"`{self.text(node)}` indexes a Python list with a device tensor, whose value Python "
                              f"reads to the host (`__index__`) {{when}}")
