@@ -134,9 +134,10 @@ class Bindings:
                 self._bound_calls.pop(key, None)
         elif type(target) in (cst.Tuple, cst.List):
             elts = target.elements
+            held = value
             if type(value) is cst.Name:
                 # `rc_length, input_length, ... = results`: the parts of the call `results` holds
-                value = self._bound_calls.get((id(self.func), value.value), value)
+                held = self._bound_calls.get((id(self.func), value.value), value)
             if type(value) in (cst.Tuple, cst.List) and len(value.elements) == len(elts) \
                     and not any(type(v) is cst.StarredElement for v in value.elements):
                 for e, v in zip(elts, value.elements):
@@ -160,7 +161,7 @@ class Bindings:
                 ek = K.NOT_TENSOR
             if kind == K.ITEMS:
                 ek = K.TENSOR
-            parts = self._annotated_parts(value, len(elts)) or self._next_parts(value, len(elts))
+            parts = self._annotated_parts(held, len(elts)) or self._next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
                 for e, pk in zip(elts, parts):
                     self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
