@@ -215,6 +215,10 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         # its device variable says; imported under `try:` it is optional
         "flash.py": dict(setup="from flash_attn import flash_attn_func\ndevice = 'cuda'",
                          place_model=".to(device)", place_x=".to(device)"),
+        # whatever the module says of XLA (lit-gpt's model.py tests `device.type == "xla"`): the import fails
+        "flash_names_xla.py": dict(setup="from flash_attn import flash_attn_func\ndevice = 'cuda'\n"
+                                         "on_xla = torch.device(device).type == 'xla'",
+                                   place_model=".to(device)", place_x=".to(device)"),
         "optional_flash.py": dict(setup="try:\n    from flash_attn import flash_attn_func\nexcept ImportError:\n"
                                         "    flash_attn_func = None\ndevice = 'cuda'",
                                   place_model=".to(device)", place_x=".to(device)"),

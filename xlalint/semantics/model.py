@@ -80,7 +80,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.names_xla = names_xla
         self.pins_cuda = False
         self.chooses_device = False
-        self.requires_cuda = not names_xla and device_pins.requires_cuda(module) is not None
+        self.requires_cuda = device_pins.requires_cuda(module) is not None  # whatever it says of XLA
         package = module_name if is_package else module_name.rpartition(".")[0]
         # what importing this module imports (a module of the project that needs a CUDA-only library makes
         # this one need it too: project.program)

@@ -117,7 +117,9 @@ class StepMarks:
         """After the walk: closures and compiled functions, parameters from call sites, and the
         module's own call graph (``self.steps``) for the rules that decide within the file."""
         funcs = self.funcs
-        self.cuda_only = (self.pins_cuda and not self.chooses_device or self.requires_cuda) and not self.names_xla
+        # a module importing a CUDA-only library at its top cannot even be imported on a TPU host, whatever it
+        # says of XLA (lit-gpt's model.py tests `device.type == "xla"` and imports flash_attn)
+        self.cuda_only = (self.pins_cuda and not self.chooses_device and not self.names_xla) or bool(self.requires_cuda)
         if self.cuda_only:
             # hard-wired to CUDA (`model.cuda()`, `Fabric(accelerator="cuda")`, `device = "cuda"`), never a
             # device chosen at run time, XLA and TPUs never named, or importing a CUDA-only library

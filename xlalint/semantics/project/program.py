@@ -59,9 +59,9 @@ class Program:
             for mod, s in summaries.items():
                 if mod in off:
                     continue
-                if not s.get("names_xla", True) and hard[mod] & needs_cuda:
+                if hard[mod] & needs_cuda:
                     # importing it imports a module that needs a CUDA-only library (apex): it cannot be
-                    # imported on a TPU host either
+                    # imported on a TPU host either, whatever it says of XLA
                     needs_cuda.add(mod)
                 elif (not s.get("device_free") or mod.endswith("__main__")
                       or s.get("registers")
