@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.rules import Rule, set_parts
+from xlalint.rules.padding_syntax import dataset_length, is_batch_max, is_len_call, is_longest_item
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
 from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
@@ -69,6 +70,9 @@ class UnbucketedVariableLength(Rule):
         that changed between the recompiling steps.
     """
     VALID = [
+        # every text tokenized to `max_length` in `dataset.map`: the collator has nothing left to pad (peft's
+        # fine-tuning examples); a dynamic tokenizer call anywhere in the file makes it a finding again
+        "import torch\nfrom transformers import DataCollatorForLanguageModeling\ndef main(tokenizer, dataset, cutoff_len):\n    def tokenize_function(examples):\n        return tokenizer(examples['text'], padding='max_length', truncation=True, max_length=cutoff_len)\n    data = dataset.map(tokenize_function, batched=True)\n    collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)\n    return data, collator\n",
         # padded to the longest only to compare lengths (a truncation warning): it never reaches a model
         "import torch\nids = tokenizer(prompt, padding='max_length', max_length=77, truncation=True, return_tensors='pt').input_ids\nuntruncated = tokenizer(prompt, padding='longest', return_tensors='pt').input_ids\nif untruncated.shape[-1] > ids.shape[-1] and not torch.equal(ids, untruncated):\n    print(tokenizer.batch_decode(untruncated[:, 76:-1]))\nout = text_encoder(ids.to(device))\n",
         # one literal batch, tokenized once outside any loop: one shape
@@ -121,6 +125,7 @@ class UnbucketedVariableLength(Rule):
         self._length_lists: set = set()  # (id(func), name) of lists of lengths
         self._bucket_funcs: set = set()  # id(func) of functions that mention buckets
         self._group_texts = False  # the file chunks a token stream into fixed-size blocks
+        self._tokenized = set()  # how the file's tokenizer calls pad: "max_length" (fixed) and/or "dynamic"
         self._rebound: set = set()  # (id(func), name) assigned in the function
         self._param_pads: list = []  # (candidate, function key or None, parameter): `padding=padding`
         self._padding_sites: set = set()  # (callee key, "True"/"longest"): calls and partials that pad to the longest
@@ -159,18 +164,18 @@ class UnbucketedVariableLength(Rule):
         v = node.value
         if type(v) is cst.Integer:
             self._int_names[key] = int(v.value, 0) if v.value.isdigit() else None
-        if type(v) is cst.Subscript and type(v.value) is cst.Call and _is_longest_item(m, v.value):
+        if type(v) is cst.Subscript and type(v.value) is cst.Call and is_longest_item(m, v.value):
             v = v.value  # `longest_sample = max(batch, key=lambda s: s[0].size(1))[0]`
         if type(v) is cst.Call:
             self._assigned_calls[id(v)] = name
             self._aliases[key] = names_in(v)
-            n = _dataset_length(m, v)
+            n = dataset_length(m, v)
             if n is not None:
                 self._dataset_len[key] = n
-            if _is_batch_max(m, v) or self._max_of_lengths(v) or _is_longest_item(m, v):
+            if is_batch_max(m, v) or self._max_of_lengths(v) or is_longest_item(m, v):
                 self.report(v, "", when="custom")
                 self._max_lens.append((m.candidates[-1], m.func, name))
-        elif type(v) in (cst.ListComp, cst.GeneratorExp) and _is_len_call(v.elt):
+        elif type(v) in (cst.ListComp, cst.GeneratorExp) and is_len_call(v.elt):
             self._length_lists.add(key)  # lengths = [len(x) for x in batch]
 
     def _max_of_lengths(self, call: cst.Call) -> bool:
@@ -246,6 +251,8 @@ class UnbucketedVariableLength(Rule):
         padding = keyword_arg(node, "padding")
         tokenizes = _is_tokenizer(func) or (  # tokenizer(...) or tokenizer.pad(...)
             type(func) is cst.Attribute and func.attr.value == "pad" and _is_tokenizer(func.value))
+        if tokenizes and padding is not None:
+            self._tokenized.add("max_length" if _fixed_padding(node) else "dynamic")
         if type(padding) is cst.Name and padding.value not in ("True", "False", "None") and tokenizes \
                 and _absent(keyword_arg(node, "pad_to_multiple_of")):
             self._padding_from_param(node, padding.value)
@@ -327,7 +334,7 @@ class UnbucketedVariableLength(Rule):
         if type(ds) is cst.Name:
             n = self._dataset_len.get((id(m.func), ds.value), self._dataset_len.get((id(m.top), ds.value)))
         elif type(ds) is cst.Call:
-            n = _dataset_length(m, ds)
+            n = dataset_length(m, ds)
         if n is not None and batch is not None and n % batch == 0:
             return
         self.report(node, "", when="custom")
@@ -367,8 +374,8 @@ class UnbucketedVariableLength(Rule):
                     continue
                 self._emit(cand, what, FIX_PAD)
             elif kind == "collator":
-                if extra == "DataCollatorForLanguageModeling" and self._group_texts:
-                    continue  # fixed-size blocks: every example has the same length
+                if (extra == "DataCollatorForLanguageModeling" and self._group_texts) or self._tokenized == {"max_length"}:
+                    continue  # fixed-size blocks, or every text tokenized to `max_length`: nothing left to pad
                 given = keyword_arg(cand.node, "pad_to_multiple_of") is not None
                 how = "with `pad_to_multiple_of` that can be None (it is, on a TPU, when it depends on fp16)" if given else "without `pad_to_multiple_of`"
                 edit = None if given else _add_keyword(
@@ -571,76 +578,6 @@ def _fixed_padding(call: cst.Call) -> bool:
 def _is_tokenizer(node) -> bool:
     name = (last_name(node) or "").lower()
     return name.endswith(("tokenizer", "processor", "feature_extractor")) or name in ("tok", "tokenize")
-
-
-def _is_batch_max(m, call: cst.Call) -> bool:
-    """``max(len(x) for x in batch)``, ``max([len(x) ...])``, ``max(map(len, batch))``."""
-    if not m.is_builtin(call.func, "max"):
-        return False
-    args = positional_args(call)
-    if len(args) != 1:
-        return False
-    a = args[0]
-    if type(a) in (cst.GeneratorExp, cst.ListComp):
-        return _is_len_call(a.elt)
-    if type(a) is cst.Call and type(a.func) is cst.Name and a.func.value == "map":
-        margs = positional_args(a)
-        return bool(margs) and type(margs[0]) is cst.Name and margs[0].value == "len"
-    return False
-
-
-def _is_longest_item(m, call: cst.Call) -> bool:
-    """``max(batch, key=lambda s: s[0].size(1))`` / ``max(batch, key=len)`` / ``max(batch, key=func)`` with a
-    local ``def func(p): return p[0].size(1)``: the longest item of the batch, whose size is the batch max."""
-    if not m.is_builtin(call.func, "max") or len(positional_args(call)) != 1:
-        return False
-    key = keyword_arg(call, "key")
-    if type(key) is cst.Name and key.value == "len":
-        return True
-    if type(key) is cst.Lambda:
-        return _is_len_call(key.body) or _is_len_call(_first_subscript_base(key.body))
-    if type(key) is cst.Name:
-        local = m.func.local_funcs.get(key.value) if m.func is not None else None
-        node = getattr(m.funcs.get(local) if local is not None else None, "node", None)
-        body = node.body.body if node is not None and type(node.body) is cst.IndentedBlock else ()
-        return any(type(st) is cst.SimpleStatementLine and type(st.body[0]) is cst.Return
-                   and st.body[0].value is not None and _is_len_call(st.body[0].value) for st in body)
-    return False
-
-
-def _first_subscript_base(e):
-    return e.value if type(e) is cst.Subscript else e
-
-
-def _is_len_call(e) -> bool:
-    """``len(x)``, ``x.size(0)``, ``x.shape[0]``."""
-    return type(e) is cst.Call and (
-        (type(e.func) is cst.Name and e.func.value == "len")
-        or (type(e.func) is cst.Attribute and e.func.attr.value == "size")
-    ) or (type(e) is cst.Subscript and type(e.value) is cst.Attribute and e.value.attr.value == "shape")
-
-
-def _dataset_length(m, call: cst.Call) -> Optional[int]:
-    """``TensorDataset(torch.randn(100, 16), ...)`` -> 100."""
-    if last_name(call.func) != "TensorDataset":
-        return None
-    args = positional_args(call)
-    if not args or type(args[0]) is not cst.Call:
-        return None
-    q = m.qualname(args[0].func) or ""
-    if not q.startswith("torch."):
-        return None
-    inner = positional_args(args[0])
-    if q.endswith("randint"):
-        inner = [a for a in inner if type(a) in (cst.Tuple, cst.List)]
-    if not inner:
-        return None
-    first = inner[0]
-    if type(first) in (cst.Tuple, cst.List) and first.elements:
-        first = first.elements[0].value
-    if type(first) is cst.Integer and first.value.isdigit():
-        return int(first.value)
-    return None
 
 
 def _add_keyword(call: cst.Call, name: str, value, applicability: str, title: str) -> tuple:

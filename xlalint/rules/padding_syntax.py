@@ -1,0 +1,81 @@
+"""Batch maxima in the syntax of a collate function: ``max(len(s) for s in batch)``, the batch's longest item
+(``max(batch, key=...)``), a length call, and the length of a ``TensorDataset`` built from a literal size
+(the rule ``variable_length`` asks them)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics.syntax import keyword_arg, last_name, positional_args
+
+
+def is_batch_max(m, call: cst.Call) -> bool:
+    """``max(len(x) for x in batch)``, ``max([len(x) ...])``, ``max(map(len, batch))``."""
+    if not m.is_builtin(call.func, "max"):
+        return False
+    args = positional_args(call)
+    if len(args) != 1:
+        return False
+    a = args[0]
+    if type(a) in (cst.GeneratorExp, cst.ListComp):
+        return is_len_call(a.elt)
+    if type(a) is cst.Call and type(a.func) is cst.Name and a.func.value == "map":
+        margs = positional_args(a)
+        return bool(margs) and type(margs[0]) is cst.Name and margs[0].value == "len"
+    return False
+
+
+def is_longest_item(m, call: cst.Call) -> bool:
+    """``max(batch, key=lambda s: s[0].size(1))`` / ``max(batch, key=len)`` / ``max(batch, key=func)`` with a
+    local ``def func(p): return p[0].size(1)``: the longest item of the batch, whose size is the batch max."""
+    if not m.is_builtin(call.func, "max") or len(positional_args(call)) != 1:
+        return False
+    key = keyword_arg(call, "key")
+    if type(key) is cst.Name and key.value == "len":
+        return True
+    if type(key) is cst.Lambda:
+        return is_len_call(key.body) or is_len_call(_first_subscript_base(key.body))
+    if type(key) is cst.Name:
+        local = m.func.local_funcs.get(key.value) if m.func is not None else None
+        node = getattr(m.funcs.get(local) if local is not None else None, "node", None)
+        body = node.body.body if node is not None and type(node.body) is cst.IndentedBlock else ()
+        return any(type(st) is cst.SimpleStatementLine and type(st.body[0]) is cst.Return
+                   and st.body[0].value is not None and is_len_call(st.body[0].value) for st in body)
+    return False
+
+
+def _first_subscript_base(e):
+    return e.value if type(e) is cst.Subscript else e
+
+
+def is_len_call(e) -> bool:
+    """``len(x)``, ``x.size(0)``, ``x.shape[0]``."""
+    return type(e) is cst.Call and (
+        (type(e.func) is cst.Name and e.func.value == "len")
+        or (type(e.func) is cst.Attribute and e.func.attr.value == "size")
+    ) or (type(e) is cst.Subscript and type(e.value) is cst.Attribute and e.value.attr.value == "shape")
+
+
+def dataset_length(m, call: cst.Call) -> Optional[int]:
+    """``TensorDataset(torch.randn(100, 16), ...)`` -> 100."""
+    if last_name(call.func) != "TensorDataset":
+        return None
+    args = positional_args(call)
+    if not args or type(args[0]) is not cst.Call:
+        return None
+    q = m.qualname(args[0].func) or ""
+    if not q.startswith("torch."):
+        return None
+    inner = positional_args(args[0])
+    if q.endswith("randint"):
+        inner = [a for a in inner if type(a) in (cst.Tuple, cst.List)]
+    if not inner:
+        return None
+    first = inner[0]
+    if type(first) in (cst.Tuple, cst.List) and first.elements:
+        first = first.elements[0].value
+    if type(first) is cst.Integer and first.value.isdigit():
+        return int(first.value)
+    return None
