@@ -44,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "ledger"))
 import ledger  # noqa: E402  (bench/ledger/ledger.py: checkout, lint, findings, fingerprints)
 
-HALVES = ("dev", "heldout")
+HALVES = ledger.HALVES
 COLUMNS = ["repo", "commit", "path", "cell", "line", "rule", "label", "fingerprint", "group", "note"]
 LABELS = ("must", "debatable")
 OFF_BY_DEFAULT = ("XLA008",)
@@ -306,16 +306,7 @@ def report(results: list, show_lists: bool, show_heldout: bool) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--half", choices=HALVES + ("all",), default="all")
-    ap.add_argument("--repo", action="append", default=[], help="only repositories whose name contains this")
-    ap.add_argument("--mirror", default=os.environ.get("XLALINT_LEDGER_MIRROR", "/work/.mirror"),
-                    help="where the git snapshots are: <mirror>/<owner>+<name>/repo")
-    ap.add_argument("--workdir", default=os.environ.get("XLALINT_AUDIT_DIR", "/tmp/xlalint-audit"),
-                    help="where checkouts and raw findings go")
-    ap.add_argument("--python", default=sys.executable, help="the interpreter that runs xlalint")
-    ap.add_argument("--code", default=os.getcwd(), help="the xlalint checkout to run (default: .)")
-    ap.add_argument("-j", "--jobs", type=int, default=None, help="xlalint's --jobs")
-    ap.add_argument("--reuse", action="store_true", help="rescore the findings of the last run, do not lint again")
+    ledger.add_run_arguments(ap, "XLALINT_AUDIT_DIR", "/tmp/xlalint-audit")
     ap.add_argument("--list", action="store_true", help="list the dev half's misses and unlabelled findings")
     ap.add_argument("--show-heldout-misses", action="store_true",
                     help="list the held-out half's too (for the labeller only)")

@@ -375,18 +375,23 @@ def append_judged(path: str, specs: list) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_run_arguments(ap, workdir_env: str, workdir: str) -> None:
+    """The options of a run over public repositories (this ledger's, the audit corpus's scorer)."""
     ap.add_argument("--half", choices=HALVES + ("all",), default="all")
     ap.add_argument("--repo", action="append", default=[], help="only repositories whose name contains this")
     ap.add_argument("--mirror", default=os.environ.get("XLALINT_LEDGER_MIRROR", "/work/.mirror"),
                     help="where the git snapshots are: <mirror>/<owner>+<name>/repo")
-    ap.add_argument("--workdir", default=os.environ.get("XLALINT_LEDGER_DIR", "/tmp/xlalint-ledger"),
+    ap.add_argument("--workdir", default=os.environ.get(workdir_env, workdir),
                     help="where checkouts and raw findings go")
     ap.add_argument("--python", default=sys.executable, help="the interpreter that runs xlalint")
     ap.add_argument("--code", default=os.getcwd(), help="the xlalint checkout to run (default: .)")
     ap.add_argument("-j", "--jobs", type=int, default=None, help="xlalint's --jobs")
     ap.add_argument("--reuse", action="store_true", help="score the findings of the last run, do not lint again")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_run_arguments(ap, "XLALINT_LEDGER_DIR", "/tmp/xlalint-ledger")
     ap.add_argument("--write-new", metavar="CSV", help="write the unjudged findings as rows to judge")
     ap.add_argument("--show-heldout", action="store_true",
                     help="list the held-out half's unjudged findings too (for the judge only)")

@@ -194,6 +194,16 @@ def hard_imports(module: cst.Module, package: str) -> list:
     return out
 
 
+# what a module that quantizes with bitsandbytes says somewhere (``needs_cuda_call``): without it, no
+# function of the module is looked at again for such calls
+_MENTIONS_QUANTIZATION = re.compile(r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|prepare_model_for_(?:kbit|int8)_training")
+
+
+def mentions_quantization(text: str) -> bool:
+    """The module's text names bitsandbytes or its 8/4-bit loading anywhere."""
+    return _MENTIONS_QUANTIZATION.search(text) is not None
+
+
 def mentions_xla(text: str) -> bool:
     """The module's text names XLA or a TPU anywhere (an import, a device string, a flag, a comment)."""
     return _MENTIONS_XLA.search(text) is not None

@@ -55,7 +55,8 @@ _COUNTING_ITERABLES = frozenset({"range", "enumerate", "reversed", "tqdm", "tran
 class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
-                 is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True):
+                 is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
+                 quantizes: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
@@ -78,6 +79,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         # CUDA by name (device_pins): a module that pins CUDA, never places on a device chosen at run time and
         # never names XLA or a TPU (``names_xla``, from its text) does not run on XLA (step_marks._resolve)
         self.names_xla = names_xla
+        self.quantizes = quantizes  # its text names bitsandbytes' 8/4-bit loading (device_pins.mentions_quantization)
         self.pins_cuda = False
         self.chooses_device = False
         self.requires_cuda = device_pins.requires_cuda(module) is not None  # whatever it says of XLA

@@ -127,7 +127,7 @@ class StepMarks:
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
-        if not self.cuda_only:
+        if self.quantizes and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
         if self.is_notebook and not self.places_on_device:
             # a notebook that puts no tensor on a device, names none and imports no project code that may (a
