@@ -36,6 +36,8 @@ class Bindings:
             self.imports[local] = target
             if self._at_module_level():
                 self.module_imports[local] = target
+            else:
+                self.nested_imports.add(full)
             self._bind_name(local, K.NOT_TENSOR)
             self._note_import(full)
 
@@ -66,6 +68,8 @@ class Bindings:
                 self.imports[local] = f"{mod}.{nm}"
                 if self._at_module_level():
                     self.module_imports[local] = f"{mod}.{nm}"
+                else:
+                    self.nested_imports.add(f"{mod}.{nm}")
             self._bind_name(local, K.NOT_TENSOR)
 
     def _absolute(self, dots: int, mod: Optional[str]) -> Optional[str]:

@@ -23,9 +23,10 @@ from xlalint.semantics.syntax import dotted_name, last_name, string_value
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
 
-# XLA or a TPU as a word or a word's start (`torch_xla`, `XLA_USE_BF16`, `tpu_cores`, `TPUv4`), not inside
-# another word: "output" holds "tpu", "xlarge" starts with "xla"
-_MENTIONS_XLA = re.compile(r"(?<![a-z])(?:xla(?!rge)|tpu)", re.IGNORECASE)
+# XLA or a TPU as a word or a word's start (`torch_xla`, `XLA_USE_BF16`, `XLAStrategy`, `tpu_cores`, `tpus`,
+# `TPUv4`), not inside or at the start of another word: "output" holds "tpu", "xlarge" and `set_xlabel`
+# start with "xla" (a lower-case "xla" or "tpu" followed by a lower-case letter other than a plural's "s")
+_MENTIONS_XLA = re.compile(r"(?<![A-Za-z])(?:XLA|TPU|(?:xla|Xla)(?![a-z])|(?:tpu|Tpu)(?![a-rt-z]))")
 _DEVICE_KEYWORDS = frozenset({"device", "map_location", "accelerator", "backend"})
 _CUDA_WORDS = ("cuda", "gpu", "nccl")
 # `self.device`, `args.device`, `cfg.device`: the run's device, chosen elsewhere (a setting). Not
@@ -43,7 +44,7 @@ _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "me
 CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm", "causal_conv1d",
     "selective_scan_cuda", "grouped_gemm", "transformer_engine", "apex", "amp_C", "fused_layer_norm_cuda",
-    "cupy", "pycuda",
+    "cupy", "pycuda", "cuml", "cudf", "cugraph",
 })
 
 
@@ -53,7 +54,7 @@ _BNB_KEYWORDS = frozenset({"load_in_8bit", "load_in_4bit"})
 _KBIT_PREPARATION = frozenset({"prepare_model_for_kbit_training", "prepare_model_for_int8_training"})
 
 
-def needs_cuda_call(call: cst.Call, qualname=None) -> Optional[str]:
+def needs_cuda_call(call: cst.Call, qualname=None, bound=frozenset()) -> Optional[str]:
     """What the call needs CUDA for, else None: a model loaded in 8 or 4 bits by bitsandbytes
     (``load_in_8bit=True``, ``quantization_config=BitsAndBytesConfig(load_in_4bit=True)``), anything of
     bitsandbytes itself (``bnb.optim.AdamW8bit(...)``), a k-bit model prepared for training: the model or
@@ -63,9 +64,15 @@ def needs_cuda_call(call: cst.Call, qualname=None) -> Optional[str]:
     Not the CUDA runtime calls that raise without a driver (``torch.cuda.synchronize()`` for timing,
     ``torch.cuda.get_device_name()``): in a program that chooses its device at run time they are lines a user
     deletes on the way to XLA, and the step around them is XLA code (the ledger's judges: MAE's
-    ``train_one_epoch`` synchronises every step, and its ``loss.item()`` is a true finding)."""
+    ``train_one_epoch`` synchronises every step, and its ``loss.item()`` is a true finding).
+
+    A model quantized by torchao (``quantization_config=TorchAoConfig(...)``, ``torchao.quantize_``) needs
+    it too: torchao has no XLA backend. ``bound``: the names of the module's functions that need CUDA
+    themselves (``main()`` calling ``load_model()``)."""
+    if type(call.func) is cst.Name and call.func.value in bound:
+        return f"{call.func.value}()"
     name = (qualname(call.func) if qualname is not None else None) or dotted_name(call.func) or ""
-    if name.startswith("bitsandbytes."):
+    if name.startswith(("bitsandbytes.", "torchao.")):
         return name
     if name.rpartition(".")[2] in _KBIT_PREPARATION:
         return name
@@ -74,50 +81,51 @@ def needs_cuda_call(call: cst.Call, qualname=None) -> Optional[str]:
             continue
         if a.keyword.value in _BNB_KEYWORDS and type(a.value) is cst.Name and a.value.value == "True":
             return f"{a.keyword.value}=True"
-        if (a.keyword.value == "quantization_config" and type(a.value) is cst.Call
-                and last_name(a.value.func) == "BitsAndBytesConfig" and needs_cuda_call(a.value) is not None):
-            return "BitsAndBytesConfig"
+        if a.keyword.value == "quantization_config" and type(a.value) is cst.Call:
+            config = last_name(a.value.func)
+            if config == "TorchAoConfig" or (config == "BitsAndBytesConfig" and needs_cuda_call(a.value) is not None):
+                return config
     return None
 
 
-def cuda_requirement(block, main_block: bool = False, qualname=None) -> Optional[str]:
+def cuda_requirement(block, main_block: bool = False, qualname=None, bound=frozenset()) -> Optional[str]:
     """What makes a block of statements unable to run on XLA past some point, else None: a call of
     ``needs_cuda_call`` made unconditionally, on the block's straight line (in the bodies of its ``for``,
     ``while`` and ``with`` statements too, not under an ``if``, a ``try``, a conditional expression or in a
     nested function). A function whose body has one never completes a step on a TPU host: what it does per
     step is not XLA code (issue 32, cause 8). ``main_block``: a module's body, whose
-    ``if __name__ == "__main__":`` block runs too."""
+    ``if __name__ == "__main__":`` block runs too. ``bound``: as ``needs_cuda_call``'s."""
     for stmt in block:
         t = type(stmt)
         if main_block and t is cst.If and _is_main_guard(stmt.test) and type(stmt.body) is cst.IndentedBlock:
-            found = cuda_requirement(stmt.body.body, qualname=qualname)
+            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound)
             if found is not None:
                 return found
         if t is cst.SimpleStatementLine:
             for small in stmt.body:
-                found = _straight_calls(small, qualname)
+                found = _straight_calls(small, qualname, bound)
                 if found is not None:
                     return found
         elif t in (cst.For, cst.While, cst.With) and type(stmt.body) is cst.IndentedBlock:
-            found = cuda_requirement(stmt.body.body, qualname=qualname)
+            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound)
             if found is not None:
                 return found
     return None
 
 
-def _straight_calls(node, qualname=None) -> Optional[str]:
+def _straight_calls(node, qualname=None, bound=frozenset()) -> Optional[str]:
     """``needs_cuda_call`` of a call the statement always makes (the value of an expression, an assignment,
     a return, and their arguments), not one behind ``if``/``and``/``or``, in a lambda or a comprehension."""
     if type(node) in (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
                       cst.GeneratorExp, cst.If, cst.Assert):
         return None
     if type(node) is cst.Call:
-        found = needs_cuda_call(node, qualname)
+        found = needs_cuda_call(node, qualname, bound)
         if found is not None:
             return found
     for child in node.children:
         if isinstance(child, cst.CSTNode):
-            found = _straight_calls(child, qualname)
+            found = _straight_calls(child, qualname, bound)
             if found is not None:
                 return found
     return None
@@ -194,13 +202,14 @@ def hard_imports(module: cst.Module, package: str) -> list:
     return out
 
 
-# what a module that quantizes with bitsandbytes says somewhere (``needs_cuda_call``): without it, no
-# function of the module is looked at again for such calls
-_MENTIONS_QUANTIZATION = re.compile(r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|prepare_model_for_(?:kbit|int8)_training")
+# what a module that quantizes with bitsandbytes or torchao says somewhere (``needs_cuda_call``): without it,
+# no function of the module is looked at again for such calls
+_MENTIONS_QUANTIZATION = re.compile(
+    r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|TorchAoConfig|torchao|prepare_model_for_(?:kbit|int8)_training")
 
 
 def mentions_quantization(text: str) -> bool:
-    """The module's text names bitsandbytes or its 8/4-bit loading anywhere."""
+    """The module's text names bitsandbytes, its 8/4-bit loading or torchao anywhere."""
     return _MENTIONS_QUANTIZATION.search(text) is not None
 
 
@@ -320,6 +329,24 @@ def pin_of(node: cst.Call, ordinal_names=frozenset(), asserted: bool = False) ->
             if v is False:
                 found = CHOSEN
     return found
+
+
+def device_names(node: cst.Call) -> Optional[set]:
+    """The plain names a placing call puts its tensors on (``x.to(device)``, ``torch.zeros(n, device=dev)``),
+    or None when a device it chooses is not a plain name (``args.device``, ``devices[rank]``): whether a
+    name chooses at run time is known only once every binding of the module is seen (a function defined
+    above ``main()``'s ``device = torch.device("cuda", rank)`` uses it)."""
+    values = []
+    if type(node.func) is cst.Attribute and node.func.attr.value == "to" and node.args and node.args[0].keyword is None:
+        values.append(node.args[0].value)
+    values.extend(a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS)
+    names = set()
+    for v in values:
+        if _is_cuda_value(v) is False:
+            if type(v) is not cst.Name:
+                return None
+            names.add(v.value)
+    return names
 
 
 def registers(module: cst.Module) -> bool:

@@ -99,11 +99,10 @@ class Export:
             if data:
                 rules[r.code] = data
         summary = {"module": mod, "imports": dict(self.module_imports), "stars": list(self.star_modules),
+                   "nested_imports": sorted(self.nested_imports),
                    "funcs": funcs, "top_calls": top_calls, "loops": loops, "ctxs": ctxs, "classes": classes, "sites": sites,
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
                    "periodic": self.periodic, "excluded": self.top.excluded,
-                   # chooses no device and never names XLA: it runs where its importers run (project.program)
-                   "device_free": not self.chooses_device and not self.names_xla,
                    "names_xla": self.names_xla, "requires_cuda": self.requires_cuda, "cuda_only": self.cuda_only,
                    "hard_imports": self.hard_imports, "registers": self.registers}
         return {"summary": summary, "cands": cands, "rules": rules}

@@ -69,6 +69,9 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         # functions), and the modules it star-imports (project.Facts resolves names through both)
         self.module_imports: dict[str, str] = {}
         self.star_modules: list[str] = []
+        # what its functions and classes import when they run (`from ..models import vision_transformer`
+        # in a hub entry point): importers too, for where the imported module runs (project.program)
+        self.nested_imports: set = set()
         self.imports_torch = False
         self.imports_xla = False
         self.torch_compute = False  # imports torch for more than its tools (TensorBoard, DataLoader)
@@ -82,6 +85,9 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.quantizes = quantizes  # its text names bitsandbytes' 8/4-bit loading (device_pins.mentions_quantization)
         self.pins_cuda = False
         self.chooses_device = False
+        # the plain names placements put tensors on (`x.to(device)`): a choice made at run time unless the
+        # name is only ever given CUDA device indices (`device = torch.device("cuda", rank)`)
+        self.device_names_used: set = set()
         self.requires_cuda = device_pins.requires_cuda(module) is not None  # whatever it says of XLA
         package = module_name if is_package else module_name.rpartition(".")[0]
         # what importing this module imports (a module of the project that needs a CUDA-only library makes
@@ -186,6 +192,20 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
             self._iterables[key] = value
         else:
             self._iterables.pop(key, None)
+
+    def note_placement(self, node: cst.Call) -> None:
+        """Whether the call pins CUDA by name or places on a device chosen at run time
+        (``device_pins.pin_of``); a plain name it places on is decided once every binding is seen
+        (``step_marks._resolve``: ``device = torch.device("cuda", rank)`` in ``main()`` below)."""
+        pin = device_pins.pin_of(node, self.cuda_ordinal_names)
+        if pin == device_pins.PIN:
+            self.pins_cuda = True
+        elif pin == device_pins.CHOSEN:
+            names = device_pins.device_names(node)
+            if names is None:
+                self.chooses_device = True
+            else:
+                self.device_names_used.update(names)
 
     def loop_iterable(self, it):
         """What a ``for`` goes over: ``tqdm(range(1, total_len))`` for ``for cur_pos in cur_iterator:`` when

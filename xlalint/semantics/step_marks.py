@@ -96,18 +96,35 @@ class StepMarks:
         return code_of(pos[i].value) if i < len(pos) else period
 
     def _exclude_cuda_bound(self) -> None:
-        """A function (or the module's own statements) that makes a call needing CUDA on its straight line
-        (a model loaded with ``load_in_8bit=True``, a bitsandbytes optimizer) does not run on XLA past it:
-        it is not XLA code, nor are the functions nested in it. Whatever the module says of XLA."""
+        """A function that makes a call needing CUDA on its straight line (a model loaded with
+        ``load_in_8bit=True``, a bitsandbytes optimizer), or calls such a function of the module there
+        (``main()`` calling ``load_model()``), does not run on XLA past it: it is not XLA code, nor are the
+        functions nested in it. When the module's own statements do (a notebook's cells, a script's
+        ``if __name__ == "__main__": main()``), the program cannot run on XLA: no function of it is XLA code,
+        as for a module hard-wired to CUDA. Whatever the module says of XLA."""
         funcs = self.funcs
-        if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname) is not None:
+        bodies = {key: f.node.body.body for key, f in funcs.items()
+                  if not f.excluded and type(getattr(f.node, "body", None)) is cst.IndentedBlock}
+        bound: set = set()  # the keys of the module's functions that need CUDA
+        changed = True
+        while changed:  # a caller of a function that needs CUDA needs it too, up the module's own calls
+            changed = False
+            names = frozenset(k for k in bound if "." not in k)
+            for key, body in bodies.items():
+                if key not in bound and device_pins.cuda_requirement(body, qualname=self.qualname,
+                                                                     bound=names) is not None:
+                    bound.add(key)
+                    changed = True
+        names = frozenset(k for k in bound if "." not in k)
+        if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname,
+                                        bound=names) is not None:
+            self.cuda_only = True
             self.top.excluded = True
-        for key, f in list(funcs.items()):
-            body = getattr(f.node, "body", None)
-            if (f.excluded or type(body) is not cst.IndentedBlock
-                    or device_pins.cuda_requirement(body.body, qualname=self.qualname) is None):
-                continue
-            f.excluded = True
+            for f in funcs.values():
+                f.excluded = True
+            return
+        for key in bound:
+            funcs[key].excluded = True
             inner = key + ".<locals>."
             for k, g in funcs.items():
                 if k.startswith(inner):
@@ -119,6 +136,8 @@ class StepMarks:
         funcs = self.funcs
         # a module importing a CUDA-only library at its top cannot even be imported on a TPU host, whatever it
         # says of XLA (lit-gpt's model.py tests `device.type == "xla"` and imports flash_attn)
+        if self.device_names_used - self.cuda_ordinal_names:
+            self.chooses_device = True
         self.cuda_only = (self.pins_cuda and not self.chooses_device and not self.names_xla) or bool(self.requires_cuda)
         if self.cuda_only:
             # hard-wired to CUDA (`model.cuda()`, `Fabric(accelerator="cuda")`, `device = "cuda"`), never a
@@ -302,9 +321,11 @@ class StepMarks:
             model_named = rk is K.UNKNOWN and bool(words) and words[-1] in T.MODEL_NAME_WORDS
             if last in H.MODEL_RUN_METHODS:
                 return rk == K.MODULE or (model_named and last != "sample")
-            # a submodule of a model: decoder.embedding(x), self.model.encoder(src)
+            # a submodule of a model: decoder.embedding(x), self.model.encoder(src); not a method the
+            # source shows its class defines (`q_module.pack_weight(w)`: its body decides)
             return (rk == K.MODULE or model_named) and bool(node.args) and \
-                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES)
+                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES) and \
+                self.module_method_key(func) is None
         if type(func) is cst.Subscript:
             return self.kind(func) == K.MODULE
         return False

@@ -485,11 +485,7 @@ class StatementWalk:
         if not self.func.saves and _writes_out(q, node.func, self.func.name):
             self.func.saves = True
         if not self.names_xla and not self.chooses_device:
-            pin = device_pins.pin_of(node, self.cuda_ordinal_names)
-            if pin == device_pins.PIN:
-                self.pins_cuda = True
-            elif pin == device_pins.CHOSEN:
-                self.chooses_device = True
+            self.note_placement(node)
         self.walk(node.func)
         closure = q in T.STEP_CLOSURE_FUNCTIONS or (
             q is None and last_name(node.func) == "add_step_closure"

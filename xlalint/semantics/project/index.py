@@ -27,11 +27,22 @@ def find_root(path: str) -> str:
     return marked_root(start) or start
 
 
+def is_marked(directory: str) -> bool:
+    """The directory holds a root marker. A ``setup.py`` beside an ``__init__.py`` is a module of a package
+    (dinov2's ``eval/setup.py`` sets up an evaluation), not a project's build script."""
+    for m in ROOT_MARKERS:
+        if os.path.exists(os.path.join(directory, m)):
+            if m == "setup.py" and os.path.exists(os.path.join(directory, "__init__.py")):
+                continue
+            return True
+    return False
+
+
 def marked_root(directory: str) -> Optional[str]:
     """The nearest directory at or above ``directory`` with a root marker, or None."""
     d = directory
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+        if is_marked(d):
             return d
         parent = os.path.dirname(d)
         if parent == d:

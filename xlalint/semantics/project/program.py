@@ -31,20 +31,34 @@ class Program:
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
 
     def _runs_only_off_xla(self) -> set:
-        """Modules that run only where code hard-wired to CUDA runs: a module that chooses no device and never
-        names XLA (``device_free``), whose every importer in the project (unit tests aside) pins CUDA or needs
-        a CUDA-only library (``cuda_only``) or is such a module itself: a reward model trained only through
-        DeepSpeed and scored only on ``cuda:1``. A package's ``__init__`` is the library's face to code outside
+        """Modules that run only where code hard-wired to CUDA runs: a module that never names XLA, whose every
+        importer in the project (unit tests aside) pins CUDA or needs a CUDA-only library (``cuda_only``) or is
+        such a module itself: a reward model trained only through DeepSpeed and scored only on ``cuda:1``,
+        mmcv heads built only by notebooks that call ``.cuda()`` (a device the module takes as an argument is
+        its importers' device). A package's ``__init__`` is the library's face to code outside
         the project, a module nobody imports (a ``__main__``) is an entry point, and a module that registers
         what it defines (``@register_criterion``) is loaded through a registry: none is decided by its
-        importers. Their functions are marked ``excluded`` (never an XLA step); the modules are returned."""
+        importers, unless its own package imports it (mmcv's ``from .dpt_head import DPTHead`` in
+        ``decode_heads/__init__.py``): then whoever imports the package loads it. Their functions are marked ``excluded`` (never an XLA
+        step); the modules are returned."""
         summaries = self.facts.summaries
         importers: dict = {}
         for mod, s in summaries.items():
-            for target in s["imports"].values():
+            # what it binds (`from a import b`), star-imports (`from .heads import *`), imports whole
+            # (`import a.b.c` binds only `a`) and imports in its functions
+            for target in {*s["imports"].values(), *s.get("stars", ()), *s.get("hard_imports", ()),
+                           *s.get("nested_imports", ())}:
                 hit = self.facts.index.split(target, mod)
-                if hit is not None and hit[0] != mod:
-                    importers.setdefault(hit[0], set()).add(mod)
+                if hit is None:
+                    continue
+                # importing `a.b.c` runs the packages `a` and `a.b` first; a package's own modules importing
+                # it (`from ..builder import HEADS` in `models/heads/dpt.py`) are loaded through it: they say
+                # nothing of where it runs
+                target = hit[0]
+                while target and target != mod and not mod.startswith(target + "."):
+                    if target in summaries:
+                        importers.setdefault(target, set()).add(mod)
+                    target = target.rpartition(".")[0]
         needs_cuda = {mod for mod, s in summaries.items() if s.get("requires_cuda")}
         hard = {mod: {hit[0] for hit in (self.facts.index.split(t, mod) for t in s.get("hard_imports", ()))
                       if hit is not None and hit[0] != mod} for mod, s in summaries.items()}
@@ -63,8 +77,8 @@ class Program:
                     # importing it imports a module that needs a CUDA-only library (apex): it cannot be
                     # imported on a TPU host either, whatever it says of XLA
                     needs_cuda.add(mod)
-                elif (not s.get("device_free") or mod.endswith("__main__")
-                      or s.get("registers")
+                elif (s.get("names_xla") or mod.endswith("__main__")
+                      or (s.get("registers") and mod not in hard.get(mod.rpartition(".")[0], ()))
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
                 off.add(mod)

@@ -1,0 +1,306 @@
+"""Issue 32 cause 8: code that never runs on XLA prints nothing, decided from what the program says of its
+device and from who imports a module. Each case has its twin that stays a finding.
+
+- a script hard-wired to CUDA names no XLA even when it plots (``set_xlabel`` is not "xla"), and a device
+  name given only CUDA indices pins CUDA even where a function above ``main()`` uses it;
+- a module runs where its importers run: packages count their modules' importers (``import a.b.c`` runs
+  ``a`` and ``a.b``; ``from .heads import *``), a registering module imported by its own package is decided
+  by the package's importers, functions that import a module lazily are importers too, and a module that
+  takes its device as an argument runs on its importers' device;
+- a ``setup.py`` beside an ``__init__.py`` is a module of the package, not a project root;
+- a script whose entry point loads a model that only CUDA kernels run (bitsandbytes 8/4-bit, torchao) does
+  not run on XLA anywhere: not only the loading function, every function of it;
+- a method of a project module class (``q_module.pack_weight(w)``) is not a pass of the model: a loop
+  calling it is not a model loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlalint.config import build_settings
+from xlalint.run.project import lint_files
+from xlalint.semantics.project import marked_root
+from xlalint.sources.discover import iter_python_files
+
+
+def _lint(*paths) -> list:
+    settings = build_settings(None)
+    files = [str(p) for p in iter_python_files([str(p) for p in paths], settings)]
+    return lint_files(files, settings, jobs=1, cache=None)
+
+
+def _where(findings) -> set:
+    return {(Path(f.path).name, f.line, f.code) for f in findings}
+
+
+def _write(root: Path, files: dict) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+DDP_SCRIPT = '''import torch
+import torch.distributed as dist
+import matplotlib.pyplot as plt
+
+
+def calc_loss(model, x, y, device):
+    x, y = x.to(device), y.to(device)
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def train(model, loader, opt, device):
+    for x, y in loader:
+        loss = calc_loss(model, x, y, device)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+
+
+def plot(losses):
+    fig, ax = plt.subplots()
+    ax.set_xlabel("Epochs")
+    ax.plot(losses)
+
+
+def main(rank, model, loader, opt):
+    dist.init_process_group(backend="nccl", rank=rank, world_size=2)
+    torch.cuda.set_device(rank)
+    device = torch.device({device})
+    train(model.to(device), loader, opt, device)
+'''
+
+
+def test_a_ddp_script_pinned_to_its_rank_gpu_is_not_xla_code_even_when_it_plots(tmp_path):
+    _write(tmp_path, {"pyproject.toml": "", "ddp.py": DDP_SCRIPT.format(device='"cuda", rank')})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_a_ddp_script_whose_device_is_a_setting_stays_xla_code(tmp_path):
+    _write(tmp_path, {"pyproject.toml": "", "ddp.py": DDP_SCRIPT.format(device="args.device")})
+    assert _where(_lint(tmp_path)) == {("ddp.py", 16, "XLA001")}
+
+
+HEAD = '''import torch
+import torch.nn as nn
+from {builder} import HEADS
+
+
+@HEADS.register_module()
+class DepthHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 1)
+
+    def forward(self, x):
+        out = self.proj(x)
+        if out.mean().item() > 0:
+            out = out * 2
+        return out
+'''
+
+MMCV_PACKAGE = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/eval/__init__.py": "",
+    # an evaluation's set-up module, not the project's build script
+    "pkg/eval/setup.py": "def get_args_parser():\n    return None\n",
+    "pkg/eval/depth/__init__.py": "",
+    "pkg/eval/depth/models/__init__.py": "from .builder import HEADS, build_head\nfrom .heads import *  # noqa\n",
+    "pkg/eval/depth/models/builder.py": (
+        "class Registry:\n"
+        "    def register_module(self):\n"
+        "        return lambda cls: cls\n"
+        "HEADS = Registry()\n"
+        "def build_head(cfg):\n"
+        "    return None\n"),
+    "pkg/eval/depth/models/heads/__init__.py": "from .depth_head import DepthHead\n",
+    "pkg/eval/depth/models/heads/depth_head.py": HEAD.format(builder="..builder"),
+}
+
+CUDA_NOTEBOOK_SCRIPT = '''import torch
+import pkg.eval.depth.models
+from pkg.eval.depth.models import build_head
+
+model = build_head(dict(type="DepthHead"))
+model.cuda()
+with torch.no_grad():
+    for x in [torch.randn(2, 8) for _ in range(3)]:
+        print(model(x.cuda()))
+'''
+
+XLA_SCRIPT = '''import torch
+import torch_xla
+from pkg.eval.depth.models.heads import DepthHead
+
+
+def train(loader):
+    device = torch_xla.device()
+    model = DepthHead().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+'''
+
+
+def test_registered_heads_used_only_by_a_cuda_script_are_not_xla_code(tmp_path):
+    _write(tmp_path, {**MMCV_PACKAGE, "demo.py": CUDA_NOTEBOOK_SCRIPT})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_registered_heads_trained_on_xla_by_another_script_stay_findings(tmp_path):
+    _write(tmp_path, {**MMCV_PACKAGE, "demo.py": CUDA_NOTEBOOK_SCRIPT, "train_tpu.py": XLA_SCRIPT})
+    assert _where(_lint(tmp_path)) == {("depth_head.py", 14, "XLA001")}
+
+
+def test_a_setup_module_beside_an_init_is_not_a_project_root(tmp_path):
+    _write(tmp_path, MMCV_PACKAGE)
+    assert marked_root(str(tmp_path / "pkg" / "eval")) == str(tmp_path)
+    (tmp_path / "lone").mkdir()
+    (tmp_path / "lone" / "setup.py").write_text("")
+    assert marked_root(str(tmp_path / "lone")) == str(tmp_path / "lone")
+
+
+def test_a_lazy_import_in_a_hub_function_is_an_importer(tmp_path):
+    """``def depth_head(): from pkg.eval.depth.models.heads import DepthHead``: the hub entry point loads it
+    for whoever calls it, on any device; only a CUDA demo imports it at the top."""
+    hub = ("def depth_head():\n"
+           "    from pkg.eval.depth.models.heads import DepthHead\n"
+           "    return DepthHead()\n")
+    _write(tmp_path, {**MMCV_PACKAGE, "demo.py": CUDA_NOTEBOOK_SCRIPT, "hubconf.py": hub})
+    assert _where(_lint(tmp_path)) == {("depth_head.py", 14, "XLA001")}
+
+
+def test_a_module_taking_its_device_as_an_argument_runs_on_its_importers_device(tmp_path):
+    helper = ("import torch\n"
+              "def score(model, loader, device):\n"
+              "    for batch in loader:\n"
+              "        out = model(batch.to(device))\n"
+              "        print(out.mean().item())\n")
+    gpu = ("import torch\nfrom scoring import score\n"
+           "rw_device = torch.device('cuda:{}'.format(1))\n"
+           "model = torch.nn.Linear(4, 1).to(rw_device)\n"
+           "score(model, [torch.randn(2, 4) for _ in range(3)], rw_device)\n")
+    _write(tmp_path, {"pyproject.toml": "", "scoring.py": helper, "score_gpu.py": gpu})
+    assert _where(_lint(tmp_path)) == set()
+    tpu = ("import torch\nimport torch_xla\nfrom scoring import score\n"
+           "device = torch_xla.device()\n"
+           "model = torch.nn.Linear(4, 1).to(device)\n"
+           "score(model, [torch.randn(2, 4) for _ in range(3)], device)\n")
+    (tmp_path / "score_tpu.py").write_text(tpu)
+    assert _where(_lint(tmp_path)) == {("scoring.py", 5, "XLA001")}
+
+
+BNB_SCRIPT = '''import torch
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+
+def evaluate(model, loader, device):
+    model.eval()
+    for batch in loader:
+        with torch.no_grad():
+            out = model(batch["input_ids"].to(device))
+        print(out.logits.argmax(-1).cpu())
+
+
+def load(name, quantize):
+    {load}
+    return model
+
+
+def main(args):
+    device = torch.device(args.device)
+    model = load(args.model, args.quantize)
+    evaluate(model, args.loader, device)
+
+
+if __name__ == "__main__":
+    main(parse_args())
+'''
+
+
+def test_a_script_whose_entry_point_loads_a_4bit_model_is_not_xla_code(tmp_path):
+    load = ('bnb = BitsAndBytesConfig(load_in_4bit=True)\n'
+            '    model = AutoModelForCausalLM.from_pretrained(name, quantization_config=bnb)')
+    _write(tmp_path, {"pyproject.toml": "", "run.py": BNB_SCRIPT.format(load=load)})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_a_script_quantizing_with_torchao_is_not_xla_code(tmp_path):
+    load = ('from transformers import TorchAoConfig\n'
+            '    model = AutoModelForCausalLM.from_pretrained(name, quantization_config=TorchAoConfig("int8_weight_only"))')
+    _write(tmp_path, {"pyproject.toml": "", "run.py": BNB_SCRIPT.format(load=load)})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_a_script_that_quantizes_only_when_asked_stays_xla_code(tmp_path):
+    load = ('model = AutoModelForCausalLM.from_pretrained(\n'
+            '        name, quantization_config=BitsAndBytesConfig(load_in_4bit=True) if quantize else None)')
+    _write(tmp_path, {"pyproject.toml": "", "run.py": BNB_SCRIPT.format(load=load)})
+    assert _where(_lint(tmp_path)) == {("run.py", 10, "XLA001")}
+
+
+QUANTIZER = '''import torch
+import torch.nn as nn
+
+
+class PackedLinear(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("packed", torch.zeros(n, dtype=torch.uint8))
+
+    def pack_weight(self, w):
+        self.packed.copy_(w.to(torch.uint8))
+
+    def forward(self, x):
+        return x
+
+
+class Quantizer:
+    def __init__(self, layer):
+        self.layer = layer
+        self.H = torch.zeros((8, 8), device=layer.weight.device)
+
+    def quantize(self):
+        w = self.layer.weight.detach()
+        H = self.H
+        dead = torch.diag(H) == 0
+        H[dead, dead] = 1
+        q_module = PackedLinear(w.numel())
+        q_module.pack_weight(w)
+        return q_module, {loss}
+
+
+def quantize_blocks(model, inputs, device):
+    for block in model.blocks:
+        block.to(device)
+        for name in ("attn", "mlp"):
+            quantizer = Quantizer(block.get_submodule(name))
+            q, err = quantizer.quantize()
+            setattr(block, name, q)
+            print(err)
+        for x in inputs:
+            block(x.to(device))
+'''
+
+
+def test_a_method_of_a_project_module_class_is_not_a_model_pass(tmp_path):
+    """GPTQ-style quantization: a loop over a block's sublayers calls `quantize()`, which packs weights
+    with `q_module.pack_weight(w)`: not a model run, so the sublayer loop is not an evaluation loop and
+    the boolean-mask write inside `quantize` runs once per sublayer of a one-off script."""
+    _write(tmp_path, {"pyproject.toml": "", "gptq.py": QUANTIZER.format(loss="0.0")})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_a_project_module_called_with_inputs_is_still_a_model_pass(tmp_path):
+    """The twin: `q_module(w)` runs the module, so the sublayer loop is a model loop and the mask write
+    in `quantize` is reported."""
+    src = QUANTIZER.format(loss="0.0").replace("q_module.pack_weight(w)", "q_module(w)")
+    _write(tmp_path, {"pyproject.toml": "", "gptq.py": src})
+    line = src.splitlines().index("        H[dead, dead] = 1") + 1
+    assert ("gptq.py", line, "XLA003") in _where(_lint(tmp_path))
