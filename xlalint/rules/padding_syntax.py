@@ -1,6 +1,6 @@
 """Batch maxima in the syntax of a collate function: ``max(len(s) for s in batch)``, the batch's longest item
 (``max(batch, key=...)``), a length call, and the length of a ``TensorDataset`` built from a literal size
-(the rule ``variable_length`` asks them)."""
+(the rule ``variable_length`` asks them), and a tokenizer call on one text of a collection."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import keyword_arg, last_name, positional_args
+from xlalint.semantics.syntax import keyword_arg, last_name, name_words, positional_args
 
 
 def is_batch_max(m, call: cst.Call) -> bool:
@@ -79,3 +79,48 @@ def dataset_length(m, call: cst.Call) -> Optional[int]:
     if type(first) is cst.Integer and first.value.isdigit():
         return int(first.value)
     return None
+
+
+# the last word of a name that holds several texts, not one (`batch`, `chunk`; plurals by their final "s")
+_SEVERAL = frozenset({"batch", "chunk", "group", "data", "corpus", "pair", "list"})
+
+
+def names_one_text(name: str) -> bool:
+    """``text``, ``prompt``, ``sentence``, ``src_line``: a name for one item, not ``texts``/``batch``."""
+    words = name_words(name)
+    if not words:
+        return False
+    w = words[-1]
+    return w not in _SEVERAL and not (w.endswith("s") and not w.endswith("ss"))
+
+
+def tokenizes_one_text(call: cst.Call, comps) -> bool:
+    """The tokenizer call encodes one text of a collection into a list of encodings: ``[tokenizer(text,
+    padding="longest") for text in strings]``. One text pads to its own length: nothing is padded (the
+    batch's shape is decided where the encodings are batched). Not a loop that feeds each encoding to a
+    model: there the text's own length is the input's shape, and padding to a fixed length is the fix.
+    ``comps``: the comprehensions seen in this function."""
+    args = positional_args(call)
+    text = args[0] if args else keyword_arg(call, "text")
+    if type(text) is not cst.Name or not names_one_text(text.value):
+        return False
+    for comp in comps:
+        targets = set()
+        f = comp.for_in
+        while f is not None:
+            if type(f.target) is cst.Name:
+                targets.add(f.target.value)
+            f = f.inner_for_in
+        if text.value in targets and _contains(comp.elt, call):
+            return True
+    return False
+
+
+def _contains(tree, node) -> bool:
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t is node:
+            return True
+        stack.extend(c for c in t.children if isinstance(c, cst.CSTNode))
+    return False

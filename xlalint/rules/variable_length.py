@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.rules import Rule, set_parts
-from xlalint.rules.padding_syntax import dataset_length, is_batch_max, is_len_call, is_longest_item
+from xlalint.rules.padding_syntax import dataset_length, is_batch_max, is_len_call, is_longest_item, tokenizes_one_text
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
 from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
@@ -137,8 +137,14 @@ class UnbucketedVariableLength(Rule):
         self._collate_pending: list = []  # (candidate, function key, headline): padding in a function maybe passed as collate_fn= elsewhere
         self._uses = ValueUses()  # where a tokenizer's padded output goes: a model, or only a length check
         self._result_of: dict = {}  # id(call) -> (function id, the name its result is bound to)
+        self._comps: list = []  # (id(func), comprehension): the recent ones, for `tokenizes_one_text`
 
     # ------------------------------------------------------------------ walk
+    def on_ListComp(self, node) -> None:
+        self._comps = [*self._comps[-7:], (id(self.model.func), node)]
+
+    on_GeneratorExp = on_ListComp
+
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
         words = name_words(node.name.value)
         if "group" in words and "texts" in words or "chunk" in words or "chunks" in words:
@@ -258,6 +264,8 @@ class UnbucketedVariableLength(Rule):
             self._padding_from_param(node, padding.value)
             return
         if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+            if tokenizes and tokenizes_one_text(node, [c for f, c in self._comps if f == id(m.func)]):
+                return  # a list of encodings, one per text: each padded to its own length, nothing padded
             if string_value(padding) == "longest" or tokenizes:
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "tokenizer", string_value(padding) or "True"))
