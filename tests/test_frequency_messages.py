@@ -686,3 +686,49 @@ def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
     assert "every evaluation batch (the loop runs every `args.val_frequency` epochs)" in msgs[9], msgs
     assert "every step of every 5th epoch" in msgs[19], msgs
     assert "every 10 steps" in msgs[21], msgs
+
+
+def test_a_validation_step_runs_every_evaluation_batch_and_metric_states_are_device_tensors(tmp_path):
+    """Issue 32 cause 9 / issue 33 item 6: a Lightning `validation_step` and what it calls run every
+    evaluation batch, not every training step; a torchmetrics state (`self.add_state("cer",
+    default=torch.tensor(0))`) lives on the module's device, so `float(self.cer)` in `compute()`, called by
+    `validation_step` every batch, reads it to the host. A plain int attribute of the metric stays silent."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "metrics.py").write_text(
+        "import torch\n"
+        "from torchmetrics import Metric\n\n\n"
+        "class ErrorRate(Metric):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.add_state('errors', default=torch.tensor(0), dist_reduce_fx='sum')\n"
+        "        self.total = 0\n\n"
+        "    def update(self, preds, target):\n"
+        "        self.errors += (preds != target).sum()\n"
+        "        self.total += target.numel()\n\n"
+        "    def compute(self):\n"
+        "        return float(self.errors) / max(float(self.total), 1.0)\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\n"
+        "import lightning.pytorch as pl\n"
+        "from metrics import ErrorRate\n\n\n"
+        "class Tagger(pl.LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = torch.nn.Linear(8, 4)\n"
+        "        self.err = ErrorRate()\n\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        x, y = batch\n"
+        "        return torch.nn.functional.cross_entropy(self.net(x), y)\n\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        x, y = batch\n"
+        "        preds = self.net(x).argmax(-1)\n"
+        "        print(preds.sum().item())\n"
+        "        self.err(preds, y)\n"
+        "        self.log('err', self.err.compute())\n"
+    )
+    found = _lint(tmp_path)
+    assert {(Path(f.path).name, f.line, f.code) for f in found} == {("model.py", 19, "XLA001"), ("metrics.py", 16, "XLA001")}
+    assert "every evaluation batch" in _messages(found, "model.py")[19]
+    assert "every evaluation batch (called from model.py:21 in `validation_step()`, which runs every evaluation batch)" \
+        in _messages(found, "metrics.py")[16]

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import keyword_arg, last_name, name_words, positional_args
+from xlalint.semantics.syntax import child_nodes, keyword_arg, last_name, name_words, positional_args
 
 
 def is_batch_max(m, call: cst.Call) -> bool:
@@ -111,16 +111,17 @@ def tokenizes_one_text(call: cst.Call, comps) -> bool:
             if type(f.target) is cst.Name:
                 targets.add(f.target.value)
             f = f.inner_for_in
-        if text.value in targets and _contains(comp.elt, call):
+        if text.value in targets and contains(comp.elt, call):
             return True
     return False
 
 
-def _contains(tree, node) -> bool:
+def contains(tree, node) -> bool:
+    """``node`` is ``tree`` or in it (by identity)."""
     stack = [tree]
     while stack:
         t = stack.pop()
         if t is node:
             return True
-        stack.extend(c for c in t.children if isinstance(c, cst.CSTNode))
+        stack.extend(child_nodes(t))
     return False

@@ -7,10 +7,12 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.rules import Rule, set_parts
-from xlalint.rules.padding_syntax import dataset_length, is_batch_max, is_len_call, is_longest_item, tokenizes_one_text
+from xlalint.rules.padding_syntax import (
+    contains, dataset_length, is_batch_max, is_len_call, is_longest_item, tokenizes_one_text,
+)
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
-from xlalint.semantics.syntax import child_nodes, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
 from xlalint.semantics.value_uses import ValueUses
 
 from xlalint.rules.variable_length_project import resolve_padding_across_modules
@@ -414,7 +416,7 @@ class UnbucketedVariableLength(Rule):
             self._pending_msgs.append((cand, key, name, _tokenizer_headline(self.text(cand.node.func), cand.node, "True")))
         if m.imports_xla:
             for cand, func, node, n, batch in self._loaders:
-                if not self._feeds_training_loop(func, node):
+                if not _feeds_training_loop(self, func, node):
                     continue
                 if n is not None and batch is not None:
                     why = f"{n} examples in batches of {batch} leave a last batch of {n % batch}"
@@ -484,55 +486,45 @@ class UnbucketedVariableLength(Rule):
             f = f.parent
         return False
 
-    def _trains(self, loop) -> bool:
-        return self.model.is_step_loop(loop) and self.model.loop_trains(loop)
 
-    def _feeds_training_loop(self, func, node, depth: int = 0) -> bool:
-        """The loader made by ``node`` in ``func`` is iterated by a training step loop."""
-        names = set()
-        target = self._assigned_calls.get(id(node))
-        if target is not None:
-            names.add(target)
-        return self._names_feed(func, names, node, depth)
-
-    def _names_feed(self, func, names: set, node, depth: int) -> bool:
-        m = self.model
-        # close over aliases: device_loader = MpDeviceLoader(train_loader, device)
-        changed = True
-        while changed:
-            changed = False
-            for (fid, alias), srcs in self._aliases.items():
-                if fid == id(func) and alias not in names and srcs & names:
-                    names.add(alias)
-                    changed = True
-        for loop in m.loops:
-            if loop.func is not func or type(loop.node) is not cst.For:
-                continue
-            it = loop.node.iter
-            if (names & names_in(it) or (node is not None and _contains(it, node))) and self._trains(loop):
-                return True
-        if depth >= 2:
-            return False
-        # passed to a function of this file whose loop iterates the parameter
-        for caller, callee, where, arg in self._arg_passes:
-            if caller is not func or not (names_in(arg) & names):
-                continue
-            cf = m.funcs.get(callee)
-            if cf is None or cf.node is None:
-                continue
-            pname = _param_name(cf, where)
-            if pname and self._names_feed(cf, {pname}, None, depth + 1):
-                return True
-        return False
+def _feeds_training_loop(rule, func, node) -> bool:
+    """The loader made by ``node`` in ``func`` is iterated by a training step loop (``rule``'s model)."""
+    names = set()
+    target = rule._assigned_calls.get(id(node))
+    if target is not None:
+        names.add(target)
+    return _names_feed(rule, func, names, node, 0)
 
 
-def _contains(tree, node) -> bool:
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if n is node:
+def _names_feed(rule, func, names: set, node, depth: int) -> bool:
+    m = rule.model
+    # close over aliases: device_loader = MpDeviceLoader(train_loader, device)
+    changed = True
+    while changed:
+        changed = False
+        for (fid, alias), srcs in rule._aliases.items():
+            if fid == id(func) and alias not in names and srcs & names:
+                names.add(alias)
+                changed = True
+    for loop in m.loops:
+        if loop.func is not func or type(loop.node) is not cst.For:
+            continue
+        it = loop.node.iter
+        if (names & names_in(it) or (node is not None and contains(it, node))) and m.is_step_loop(loop) \
+                and m.loop_trains(loop):
             return True
-        stack.extend(child_nodes(n))
+    if depth >= 2:
+        return False
+    # passed to a function of this file whose loop iterates the parameter
+    for caller, callee, where, arg in rule._arg_passes:
+        if caller is not func or not (names_in(arg) & names):
+            continue
+        cf = m.funcs.get(callee)
+        if cf is None or cf.node is None:
+            continue
+        pname = _param_name(cf, where)
+        if pname and _names_feed(rule, cf, {pname}, None, depth + 1):
+            return True
     return False
 
 

@@ -40,6 +40,24 @@ WHEN = {
                 "every {n} calls of a `@torch.no_grad()` `forward`"),
 }
 
+# The per-batch methods of frameworks that run on evaluation batches only (Lightning's validation/test/predict
+# steps and their batch hooks, Hugging Face's prediction_step, speechbrain's evaluate_batch): a finding in
+# them runs every evaluation batch, not every training step.
+EVAL_STEP_METHODS = frozenset({
+    "validation_step", "test_step", "predict_step", "validation_step_end", "test_step_end",
+    "on_validation_batch_start", "on_validation_batch_end", "on_test_batch_start", "on_test_batch_end",
+    "on_predict_batch_start", "on_predict_batch_end", "prediction_step", "on_prediction_step", "evaluate_batch",
+})
+
+
+def root_hot(name: str, no_grad: bool) -> Optional[str]:
+    """How often a function that runs per batch by itself (a root: a ``forward``, a framework's step method
+    or hook) runs, as a hot-loop kind: None for every training step."""
+    if name in EVAL_STEP_METHODS:
+        return EVAL
+    return INFERENCE if no_grad and name == "forward" else None
+
+
 # The fix of a finding that reads, tests or formats a device value in a hot loop (rules whose own fix
 # is about the training step: accumulate, step closure). Other rules keep their own fix.
 READ_RULES = frozenset({"XLA001", "XLA002", "XLA006"})

@@ -156,7 +156,8 @@ class Frequency:
         if any(lp is self.loop for lp in last.loops):
             where = "in the step loop" if self.hot is None else "in the loop"
         elif last.func.root:
-            where = f"in `{last.func.name}()`, which runs every step"
+            hot = H.root_hot(last.func.name, last.func.no_grad)
+            where = f"in `{last.func.name}()`, which runs {H.when_text(hot, None) if hot else 'every step'}"
         else:
             where = f"in `{last.func.name}()`"
         return "called from " + " <- ".join(hops) + " " + where
@@ -426,8 +427,9 @@ class Steps:
             return NOT_PER_STEP
         if f.root:
             # a module's `forward` under `@torch.no_grad()` never trains: it runs per evaluation or
-            # inference batch (a post-processor, a frozen teacher), not necessarily every training step
-            cache[key] = Frequency(EVERY, hot=H.INFERENCE if f.no_grad and f.name == "forward" else None)
+            # inference batch (a post-processor, a frozen teacher), not necessarily every training step;
+            # `validation_step` runs every evaluation batch
+            cache[key] = Frequency(EVERY, hot=H.root_hot(f.name, f.no_grad))
             return cache[key]
         cache[key] = NOT_PER_STEP  # cycle guard
         best, best_ctx = NOT_PER_STEP, None

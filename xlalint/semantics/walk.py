@@ -25,7 +25,7 @@ from xlalint.semantics.guards import (
 )
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
-    FIELDS, NODE_TYPES, child_fields, child_nodes, dotted_name, last_name, name_words, positional_args,
+    FIELDS, NODE_TYPES, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args,
     string_value,
 )
 
@@ -508,19 +508,20 @@ class StatementWalk:
         self._note_call(node, q)
 
     def _register_buffer(self, node: cst.Call) -> None:
-        """``self.register_buffer("queue_ptr", torch.zeros(1))``: the module's attribute is a tensor, on
-        the module's device."""
+        """``self.register_buffer("queue_ptr", torch.zeros(1))``, a torchmetrics state ``self.add_state("cer",
+        default=torch.tensor(0))``: the module's attribute is a tensor, on the module's device."""
         func = node.func
-        if not (type(func) is cst.Attribute and func.attr.value in ("register_buffer", "register_parameter")
+        if not (type(func) is cst.Attribute and func.attr.value in ("register_buffer", "register_parameter", "add_state")
                 and type(func.value) is cst.Name and func.value.value == "self"):
             return
         args = positional_args(node)
         name = string_value(args[0]) if args else None
+        value = args[1] if len(args) > 1 else keyword_arg(node, "default")
         cls = self.current_class()
-        if name is None or len(args) < 2 or cls is None or cls not in self.classes:
+        if name is None or value is None or cls is None or cls not in self.classes:
             return
-        if self.kind(args[1]) in K.ANY_TENSOR or type(args[1]) is cst.Call and (
-                self.qualname(args[1].func) or "").startswith(("torch.", "nn.")):
+        if self.kind(value) in K.ANY_TENSOR or type(value) is cst.Call and (
+                self.qualname(value.func) or "").startswith(("torch.", "nn.")):
             attrs = self.classes[cls]["attrs"]
             attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
 
