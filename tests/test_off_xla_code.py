@@ -304,3 +304,17 @@ def test_a_project_module_called_with_inputs_is_still_a_model_pass(tmp_path):
     _write(tmp_path, {"pyproject.toml": "", "gptq.py": src})
     line = src.splitlines().index("        H[dead, dead] = 1") + 1
     assert ("gptq.py", line, "XLA003") in _where(_lint(tmp_path))
+
+
+def test_registered_heads_a_package_loads_by_name_are_not_decided_by_static_importers(tmp_path):
+    """fairseq's `models/__init__.py` imports every model folder with `importlib`: the framework loads the
+    registered model for whatever program builds it by name, so a CUDA demo importing the package statically
+    does not make it CUDA code."""
+    package = dict(MMCV_PACKAGE)
+    package["pkg/eval/depth/models/__init__.py"] = (
+        "import importlib\nimport os\n"
+        + MMCV_PACKAGE["pkg/eval/depth/models/__init__.py"]
+        + "for name in os.listdir(os.path.dirname(__file__)):\n"
+          "    importlib.import_module('pkg.eval.depth.models.' + name.split('.')[0])\n")
+    _write(tmp_path, {**package, "demo.py": CUDA_NOTEBOOK_SCRIPT})
+    assert _where(_lint(tmp_path)) == {("depth_head.py", 14, "XLA001")}

@@ -78,7 +78,7 @@ class Program:
                     # imported on a TPU host either, whatever it says of XLA
                     needs_cuda.add(mod)
                 elif (s.get("names_xla") or mod.endswith("__main__")
-                      or (s.get("registers") and mod not in hard.get(mod.rpartition(".")[0], ()))
+                      or (s.get("registers") and not self._statically_loaded(mod, hard))
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
                 off.add(mod)
@@ -88,6 +88,21 @@ class Program:
             for f in self._funcs_of.get(mod, ()):
                 f.excluded = True
         return found
+
+    def _statically_loaded(self, mod: str, hard: dict) -> bool:
+        """A registering module whose own package imports it (mmcv's ``from .dpt_head import DPTHead``), and
+        no package above it loads modules by name (fairseq's ``models/__init__.py`` imports every folder
+        with ``importlib``): whoever imports the package loads it, so its importers decide where it runs."""
+        parent = mod.rpartition(".")[0]
+        if mod not in hard.get(parent, ()):
+            return False
+        summaries = self.facts.summaries
+        while parent:
+            s = summaries.get(parent)
+            if s is not None and any(v.partition(".")[0] == "importlib" for v in s["imports"].values()):
+                return False
+            parent = parent.rpartition(".")[0]
+        return True
 
     def _mark_hooks(self) -> None:
         """Per-step hooks the modules alone cannot see (hot_loops): a method of a class whose base in
