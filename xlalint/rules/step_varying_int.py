@@ -66,6 +66,10 @@ class StepVaryingPythonInt(Rule):
         position to (`self.cache_k[:bsz, start_pos : start_pos + seqlen] = k`), through module calls whose
         class the source shows (`self(...)`, `self.attn(...)` built in `__init__`, `for layer in
         self.layers`, `model = LM(...)`). Not flagged: `torch.full((b,), i)` (the fill value is data).
+        A tensor such a loop grows every iteration (`ids = torch.cat([ids, nxt], dim=-1)`) is flagged at
+        the `cat`: its length is a step-varying int of its own, baked into every graph that uses it, and
+        `ids.shape[1]` read from it varies too (`prefix_len = x.shape[1]; x[:, prefix_len + i]`). Not a
+        sliding window (`torch.cat([ids[:, 1:], nxt], 1)` keeps its length) nor a `cat` after the loop.
     """
     why_slow = """
         torch_xla traces Python ints into the graph as constants: `x[:, :n]` with `n = 37` is a
@@ -107,6 +111,8 @@ class StepVaryingPythonInt(Rule):
         (the node whose shape or constant changed, from the IR dumps) at this line.
     """
     VALID = [
+        # a sliding window keeps its length; predictions concatenated once, after the loop
+        "import torch\n@torch.no_grad()\ndef generate(model, ids: torch.Tensor, n, eos):\n    outs = []\n    for _ in range(n):\n        nxt = model(ids)[:, -1].argmax(-1, keepdim=True)\n        ids = torch.cat([ids[:, 1:], nxt], dim=-1)\n        outs.append(nxt)\n        if nxt.item() == eos:\n            break\n    return torch.cat(outs, dim=1)\n",
         # a decoding loop that never ends a graph inside: one growing graph per call; a fill value is data
         "import torch\n@torch.no_grad()\ndef generate(model, tokens: torch.Tensor, plen, total):\n    for cur in range(plen, total):\n        tokens[:, cur] = model(tokens[:, :cur])[:, -1].argmax(-1)\n        t = torch.full((2,), cur, device=tokens.device)\n    return tokens\n",
         # constants, config values, sizes of a fixed-shape input, bucketed values
@@ -122,6 +128,8 @@ class StepVaryingPythonInt(Rule):
         "import torch\nfor x, y in loader:\n    logits = model(x)\n    expert_mask = torch.nn.functional.one_hot(logits.argmax(-1), num_classes=8)\n    for hit in expert_mask.sum(0).nonzero():\n        e = int(hit.item())\n        w = expert_mask[e]\n        logits = logits + w.sum()\n    logits.sum().backward()\n",
     ]
     INVALID = [
+        # a greedy decode that grows its ids every token and tests the stop token: one graph per length
+        "import torch\n@torch.no_grad()\ndef generate(model, ids: torch.Tensor, n, eos):\n    for _ in range(n):\n        nxt = model(ids)[:, -1].argmax(-1, keepdim=True)\n        ids = torch.cat([ids, nxt], dim=-1)\n        if nxt.item() == eos:\n            break\n    return ids\n",
         # a decoding loop ended by its stop test every token: a new graph per position
         "import torch\n@torch.no_grad()\ndef generate(model, tokens: torch.Tensor, plen, total, eos):\n    for cur in range(plen, total):\n        nxt = model(tokens[:, :cur])[:, -1].argmax(-1)\n        tokens[:, cur] = nxt\n        if (nxt == eos).all():\n            break\n    return tokens\n",
         "import torch\nfor step in range(100):\n    x = torch.randn(8, 64, device=device)\n    n = step % 50 + 10\n    out = model(x[:, :n])\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n",
@@ -155,10 +163,16 @@ class StepVaryingPythonInt(Rule):
 
     def on_For(self, node: cst.For) -> None:
         self._values().on_for(node)
+        self._values().on_loop(node)
 
     def on_Assign(self, node: cst.Assign) -> None:
+        sv = self._values()
         for t in node.targets:
-            self._values().on_assign(t.target, node.value)
+            sv.on_assign(t.target, node.value)
+        if len(node.targets) == 1 and self.model.kind(node.value) in K.DEVICE_TENSORS:
+            v = sv.growing_cat(node.targets[0].target, node.value)
+            if v is not None:
+                self._flag(node.value, v, GROWS, FIX_DECODE)
 
     def on_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -172,6 +186,7 @@ class StepVaryingPythonInt(Rule):
 
     def on_While(self, node: cst.While) -> None:
         self._note_test(node.test)
+        self._values().on_loop(node)
 
     def _note_test(self, test) -> None:
         """``if (nxt == eos).all(): break``, ``if all(done):``: a truth test of a device value reads it."""
@@ -438,8 +453,20 @@ def _param_at(rec, where, callee: str):
     return names[i] if i < len(names) else None
 
 
+GROWS = "the size of its result"  # the role of a `torch.cat` that grows a tensor every iteration
+
+
 def _message(code: str, name: str, origin: str, role: str, fix: str, hot: bool = False) -> str:
     shown = code if len(code) <= 60 else code[:57] + "..."
+    if role == GROWS:
+        when = "iteration" if hot else "step"
+        ends = ", and the loop ends a graph on every iteration (a barrier or a host read)" if hot else ""
+        return (
+            f"`{shown}` grows `{name}` every {when}: its length is baked into every graph that uses it{ends}, "
+            "so each iteration compiles new graphs: one per length (measured: a greedy decode of 16 tokens "
+            "that grows its ids with `torch.cat` compiled 16 graphs, the same decode into a fixed buffer 1). "
+            "Fix: " + fix
+        )
     if hot:
         return (
             f"`{shown}` uses `{name}` ({origin}), a Python int that changes every iteration, as {role}: "

@@ -33,7 +33,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import assigned_names, names_in, target_names
+from xlalint.semantics.syntax import assigned_names, child_nodes, dotted_name, names_in, target_names
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ class StepValues:
         self._cut_loops: set = set()  # id() of loop nodes whose body reads a device value to the host
         self._chunk_loops: set = set()  # id() of `for start in range(0, n, chunk)` loop nodes
         self._reseed = False
+        # (func key, name) -> (loop node, dim): a tensor the loop grows by concatenating to itself
+        # (`ids = torch.cat([ids, nxt], dim=-1)`): its size along `dim` changes every iteration
+        self._growing: dict = {}
 
     # ------------------------------------------------------------------ events from the walk
     def on_for(self, node: cst.For) -> None:
@@ -96,6 +99,44 @@ class StepValues:
                 if (type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "range"
                         and _is_builtin(self.model, "range") and type(second) is cst.Name):
                     self._names[(key, second.value)] = Varying(node, second.value, "the loop counter")
+
+    def on_loop(self, node) -> None:
+        """Before a ``for``/``while`` body is walked: the tensors it grows by concatenating to themselves."""
+        key = self._key()
+        for name, dim in _grown_in(node.body):
+            self._growing[(key, name)] = (node, dim)
+
+    def growing_cat(self, target, value) -> Optional[Varying]:
+        """``ids = torch.cat([ids, nxt], dim=-1)`` in a loop that grows ``ids``: the size it grows along."""
+        if type(target) is not cst.Name or _grown_dim(target.value, value, self.model) is None:
+            return None
+        found = self._growing.get((self._key(), target.value))
+        if found is None:
+            return None
+        return Varying(found[0], target.value, "it grows by a `torch.cat` every iteration")
+
+    def _grown_size(self, e) -> Optional[Varying]:
+        """``ids.shape[1]``, ``ids.size(-1)``, ``ids.size()[1]`` of a tensor grown along that dimension."""
+        if type(e) is cst.Subscript and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
+            base, dim = e.value, _int(e.slice[0].slice.value)
+            if type(base) is cst.Attribute and base.attr.value == "shape":
+                base = base.value
+            elif type(base) is cst.Call and type(base.func) is cst.Attribute and base.func.attr.value == "size" \
+                    and not base.args:
+                base = base.func.value
+            else:
+                return None
+        elif type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size" \
+                and len(e.args) == 1:
+            base, dim = e.func.value, _int(e.args[0].value)
+        else:
+            return None
+        if type(base) is not cst.Name or dim is None:
+            return None
+        found = self._growing.get((self._key(), base.value))
+        if found is None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
+            return None
+        return Varying(found[0], expr_code(e), f"the length of `{base.value}`, which grows by a `torch.cat` every iteration")
 
     def _unwrapped(self, it):
         """``reversed(range(T))``, ``tqdm(range(n))``: the iterable they go over, in its order or reversed."""
@@ -200,6 +241,10 @@ class StepValues:
     # ------------------------------------------------------------------ the question
     def varying(self, e) -> Optional[Varying]:
         """The loop that makes ``e`` a different Python int on each of its iterations, or None."""
+        if self._growing and type(e) in (cst.Subscript, cst.Call):
+            grown = self._grown_size(e)
+            if grown is not None:
+                return grown
         if type(e) is cst.Name:
             return self._names.get((self._key(), e.value))
         if type(e) is cst.UnaryOperation:
@@ -321,6 +366,46 @@ class StepValues:
         elif type(target) in (cst.Tuple, cst.List):
             for el in target.elements:
                 self._forget(el.value, key)
+
+
+_CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
+
+
+def _grown_dim(name: str, value, model=None) -> Optional[int]:
+    """``torch.cat([name, x], dim=d)`` / ``torch.cat((name, x), d)``: the dimension ``name`` grows along (a
+    literal; 0 by default), else None."""
+    if type(value) is not cst.Call or not value.args:
+        return None
+    q = (model.qualname(value.func) if model is not None else None) or dotted_name(value.func) or ""
+    if q not in _CONCATENATIONS:
+        return None
+    first = value.args[0].value
+    if type(first) not in (cst.List, cst.Tuple) or not any(
+            type(el.value) is cst.Name and el.value.value == name for el in first.elements):
+        return None
+    dim = next((a.value for a in value.args[1:] if a.keyword is None or a.keyword.value in ("dim", "axis")), None)
+    return 0 if dim is None else _int(dim)
+
+
+def _grown_in(block) -> list:
+    """(name, dim) of the tensors a loop body rebinds to themselves concatenated with more, on any of its
+    branches and inner loops (not in functions defined in it)."""
+    out, stack = [], [block]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if t is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
+            name = n.targets[0].target.value
+            dim = _grown_dim(name, n.value)
+            if dim is not None:
+                out.append((name, dim))
+            continue
+        if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
+                 cst.Try, cst.ExceptHandler, cst.Finally):
+            stack.extend(child_nodes(n))
+    return out
 
 
 def _is_builtin(model, name: str) -> bool:

@@ -8,7 +8,9 @@ charged to its lines, and to the lines further down the stack it is the caller o
 - steady-state recompiles from a changed input shape (XLA005);
 - graphs compiled in eval mode (XLA004);
 - a missing step barrier (XLA010): ``missing_barrier.py``;
-- any other code, also: a steady-state recompile whose root cause is at the finding's line.
+- any other code, also: a steady-state recompile whose root cause is at the finding's line; a tensor
+  grown by ``torch.cat`` every iteration (XLA009): steady-state recompiles from a changed input shape on
+  the steps the line ran.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
         return v
     if code not in TRANSFER_RULES:
         v = _judge_recompile_at_line(finding, run, st, recompiles, numbers)
+        if v is not None:
+            return v
+    if code == "XLA009" and " grows `" in finding.message:
+        v = _judge_growth(finding, run, st, recompiles, numbers)
         if v is not None:
             return v
     return FindingVerdict(finding, NOT_CONFIRMED, _not_confirmed(st, run, where_ran), numbers)
@@ -173,6 +179,24 @@ def _judge_fallback(finding, run, st, ran_steps, recompiles, numbers):
         parts.append(plural(t, "host transfer"))
     numbers["steady_recompile_steps"] = steady_uc
     return FindingVerdict(finding, CONFIRMED, "; ".join(parts), numbers)
+
+
+def _judge_growth(finding, run, st, recompiles, numbers):
+    """XLA009 on a ``torch.cat`` that grows a tensor every iteration: confirmed by steady-state recompiles,
+    on steps where the line ran, whose root cause is an input whose shape changed (the grown tensor, used
+    by the next graph with one more position). The cause names the line that first used the input, not
+    the ``cat`` that made it: the evidence is the shape change on the steps the growth ran."""
+    ran = {s for s, n in st.runs.items() if n > 0}
+    steady = set(run.steady)
+    grown = [(rc, c) for rc in recompiles if rc.kind == "recompile" and ran & steady & set(rc.steps)
+             for c in rc.root_causes if c["kind"] == "input-shape"]
+    if not grown:
+        return None
+    steps = sorted({s for rc, _ in grown for s in rc.steps} & ran & steady)
+    numbers["steady_recompile_steps"] = steps
+    ev = (f"UncachedCompile rose on {plural(len(steps), 'step')} after warm-up where this line ran, from an input "
+          f"whose shape changed: {grown[0][1]['description']}")
+    return FindingVerdict(finding, CONFIRMED, ev, numbers)
 
 
 def _steady_uc_at(finding, run, st, recompiles) -> list:

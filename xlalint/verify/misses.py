@@ -231,6 +231,13 @@ def _explaining_codes(run: Run, findings: list, rc) -> list:
         # Inputs of varying shape are what XLA005 (bucketing) is about, wherever its finding sits. Only
         # then: a recompile whose root cause was not found is explained by nothing.
         codes += sorted({f.code for f in findings if f.code == "XLA005"} - set(codes))
+        # ... and a tensor grown by `torch.cat` (XLA009) on the steps where the growth ran
+        steps = set(rc.steps)
+        if "XLA009" not in codes and any(
+                f.code == "XLA009" and " grows `" in f.message
+                and steps & {s for s, n in run.stats(f.path, f.line, f.line).runs.items() if n > 0}
+                for f in findings):
+            codes.append("XLA009")
     return codes
 
 
