@@ -318,3 +318,50 @@ def test_registered_heads_a_package_loads_by_name_are_not_decided_by_static_impo
           "    importlib.import_module('pkg.eval.depth.models.' + name.split('.')[0])\n")
     _write(tmp_path, {**package, "demo.py": CUDA_NOTEBOOK_SCRIPT})
     assert _where(_lint(tmp_path)) == {("depth_head.py", 14, "XLA001")}
+
+
+TRAINER = '''import torch
+
+
+class Trainer:
+    def __init__(self, args, model, loader):
+        self.local_rank = args.local_rank
+        self.device = {device}
+        self.data_type = torch.float16 if args.fp16 else torch.float32
+        self.model, self.loader = model, loader
+
+    def train(self):
+        torch.cuda.set_device(self.local_rank)
+        self.model.to(self.device)
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for x, y in self.loader:
+            x = x.to(self.data_type)
+            loss = self.model(x.to(self.device), y.to(self.device))
+            loss.backward()
+            opt.step()
+            print(loss.item())
+'''
+
+
+def test_a_trainer_that_sets_its_device_to_its_rank_gpu_is_not_xla_code(tmp_path):
+    """YOLOX: `self.device = "cuda:{}".format(self.local_rank)` is a CUDA device index, and `x.to(self.data_type)`
+    a dtype: the class places on nothing chosen at run time."""
+    _write(tmp_path, {"pyproject.toml": "", "trainer.py": TRAINER.format(device='"cuda:{}".format(self.local_rank)')})
+    assert _where(_lint(tmp_path)) == set()
+
+
+def test_a_trainer_whose_device_is_an_argument_stays_xla_code(tmp_path):
+    _write(tmp_path, {"pyproject.toml": "", "trainer.py": TRAINER.format(device="args.device")})
+    assert _where(_lint(tmp_path)) == {("trainer.py", 20, "XLA001")}
+
+
+def test_a_megengine_demo_is_not_torch_code(tmp_path):
+    demo = ("import megengine.functional as F\nimport numpy as np\n\n\n"
+            "def postprocess(model, images, conf):\n"
+            "    for img in images:\n"
+            "        detections = model(img)\n"
+            "        conf_mask = detections[:, 4] >= conf\n"
+            "        detections = detections[conf_mask]\n"
+            "        print(F.argmax(detections, 1).numpy())\n")
+    _write(tmp_path, {"pyproject.toml": "", "demo.py": demo})
+    assert _where(_lint(tmp_path)) == set()

@@ -527,7 +527,8 @@ def _config_like_param(name: str) -> bool:
 
 
 # other array frameworks: a module that imports one and no torch compute is not torch code
-_OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tensorflow", "keras", "mlx", "paddle", "mindspore"})
+_OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tensorflow", "keras", "mlx", "paddle", "mindspore",
+                               "megengine", "oneflow", "jittor", "mxnet"})
 # torch's tools that programs of other frameworks borrow
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
 # frameworks that place tensors on devices for the program

@@ -332,9 +332,22 @@ def pin_of(node: cst.Call, ordinal_names=frozenset(), asserted: bool = False) ->
     return found
 
 
+_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
+                     "int32", "int64", "long", "int", "uint8", "bool", "complex64", "complex128"})
+
+
+def is_dtype(node) -> bool:
+    """``torch.float16``, ``torch.bfloat16 if bf16 else torch.float32``: a dtype, not a device."""
+    if type(node) is cst.IfExp:
+        return is_dtype(node.body) and is_dtype(node.orelse)
+    name = dotted_name(node) or ""
+    return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
+
+
 def device_names(node: cst.Call) -> Optional[set]:
-    """The plain names a placing call puts its tensors on (``x.to(device)``, ``torch.zeros(n, device=dev)``),
-    or None when a device it chooses is not a plain name (``args.device``, ``devices[rank]``): whether a
+    """The plain names a placing call puts its tensors on (``x.to(device)``, ``torch.zeros(n, device=dev)``,
+    ``model.to(self.device)``), or None when a device it chooses is not one (``args.device``,
+    ``devices[rank]``): whether a
     name chooses at run time is known only once every binding of the module is seen (a function defined
     above ``main()``'s ``device = torch.device("cuda", rank)`` uses it)."""
     values = []
@@ -344,9 +357,12 @@ def device_names(node: cst.Call) -> Optional[set]:
     names = set()
     for v in values:
         if _is_cuda_value(v) is False:
-            if type(v) is not cst.Name:
+            if type(v) is cst.Name:
+                names.add(v.value)
+            elif type(v) is cst.Attribute and type(v.value) is cst.Name and v.value.value == "self":
+                names.add(f"self.{v.attr.value}")  # `model.to(self.device)`: what the class assigns it
+            else:
                 return None
-            names.add(v.value)
     return names
 
 

@@ -99,6 +99,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         self.cuda_only = False  # pins CUDA or needs a CUDA-only library, never names XLA (step_marks._resolve)
         self._cuda_index_names: set = set()
         self._other_names: set = set()
+        self._dtype_names: set = set()
         # (id of the function record, name) -> the iterable bound to it: `pbar = tqdm(range(1, total_len))`
         # before `for cur_pos in pbar:` (loop_iterable)
         self._iterables: dict = {}
@@ -178,6 +179,11 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
                    self.error_depth > 0, once, eval_only=self.eval_depth > 0,
                    period_outside=period is not None and bool(self.loop_stack) and at < self.loop_stack[-1].guard_depth)
 
+    def chosen_device_names(self) -> set:
+        """The names placements used (``device_names_used``) that hold a device chosen at run time: not only
+        ever given CUDA device indices, nor only ever given dtypes (``x.to(self.data_type)``)."""
+        return self.device_names_used - self.cuda_ordinal_names - (self._dtype_names - self._other_names)
+
     @property
     def cuda_ordinal_names(self) -> set:
         """Names only ever given a CUDA device index so far (``device_pins.cuda_ordinal``)."""
@@ -186,7 +192,10 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
     def note_name_value(self, name: str, value) -> None:
         """``name = value`` was bound: keep whether the value is a CUDA device index, and the iterable it
         is when it is one a loop counts with (``loop_iterable``)."""
-        (self._cuda_index_names if device_pins.cuda_ordinal(value) else self._other_names).add(name)
+        if device_pins.is_dtype(value):
+            self._dtype_names.add(name)  # `self.data_type = torch.float16 if fp16 else torch.float32`
+        else:
+            (self._cuda_index_names if device_pins.cuda_ordinal(value) else self._other_names).add(name)
         key = (id(self.func), name)
         if type(value) is cst.Call and last_name(value.func) in _COUNTING_ITERABLES:
             self._iterables[key] = value

@@ -136,7 +136,7 @@ class StepMarks:
         funcs = self.funcs
         # a module importing a CUDA-only library at its top cannot even be imported on a TPU host, whatever it
         # says of XLA (lit-gpt's model.py tests `device.type == "xla"` and imports flash_attn)
-        if self.device_names_used - self.cuda_ordinal_names:
+        if self.chosen_device_names():
             self.chooses_device = True
         self.cuda_only = (self.pins_cuda and not self.chooses_device and not self.names_xla) or bool(self.requires_cuda)
         if self.cuda_only:

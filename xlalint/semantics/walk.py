@@ -108,6 +108,8 @@ class StatementWalk:
             polarity = xla_polarity(node.value, self.func.polarities)
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
+            if _is_self_attribute(t.target):  # `self.device = "cuda:{}".format(rank)`
+                self.note_name_value(f"self.{t.target.attr.value}", node.value)
             if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
                 name = t.target.value
                 self.note_name_value(name, node.value)
@@ -524,6 +526,10 @@ class StatementWalk:
                 self.qualname(value.func) or "").startswith(("torch.", "nn.")):
             attrs = self.classes[cls]["attrs"]
             attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
+
+
+def _is_self_attribute(node) -> bool:
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
 
 
 def _indexes_by(body, container: Optional[str], name: str) -> bool:
