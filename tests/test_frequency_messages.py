@@ -732,3 +732,24 @@ def test_a_validation_step_runs_every_evaluation_batch_and_metric_states_are_dev
     assert "every evaluation batch" in _messages(found, "model.py")[19]
     assert "every evaluation batch (called from model.py:21 in `validation_step()`, which runs every evaluation batch)" \
         in _messages(found, "metrics.py")[16]
+
+
+def test_every_rule_together_keeps_the_kinds_of_a_comprehension_rebinding_its_source(tmp_path):
+    """LLaVA's `input_ids = [ids[mask] for ids, mask in zip(input_ids, attention_mask)]` then a loop over
+    them testing `(cur == IMAGE_TOKEN).sum()`: the XLA002 findings must not depend on which other rules
+    run (XLA009 once asked the kind of every assigned value before the walk reached it, and the
+    comprehension's element kinds were lost)."""
+    (tmp_path / "arch.py").write_text(
+        "import torch\nimport torch.nn as nn\nIMAGE_TOKEN = -200\n\n\n"
+        "class Mixer(nn.Module):\n"
+        "    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):\n"
+        "        input_ids = [ids[mask] for ids, mask in zip(input_ids, attention_mask)]\n"
+        "        out = []\n"
+        "        for cur in input_ids:\n"
+        "            n = (cur == IMAGE_TOKEN).sum()\n"
+        "            if n == 0:\n"
+        "                out.append(cur)\n"
+        "        return out\n"
+    )
+    every = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (12, "XLA002") in every

@@ -169,9 +169,10 @@ class StepVaryingPythonInt(Rule):
         sv = self._values()
         for t in node.targets:
             sv.on_assign(t.target, node.value)
-        if len(node.targets) == 1 and self.model.kind(node.value) in K.DEVICE_TENSORS:
+        if len(node.targets) == 1 and type(node.value) is cst.Call:
+            # the syntax first: the model's kind is asked only of a `cat` that grows its target
             v = sv.growing_cat(node.targets[0].target, node.value)
-            if v is not None:
+            if v is not None and self.model.kind(node.value) in K.DEVICE_TENSORS:
                 self._flag(node.value, v, GROWS, FIX_DECODE)
 
     def on_AnnAssign(self, node: cst.AnnAssign) -> None:
