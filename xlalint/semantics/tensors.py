@@ -14,7 +14,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import dotted_name, last_name, string_value
+from xlalint.semantics.syntax import child_nodes, dotted_name, last_name, string_value
 
 
 class TensorInference:
@@ -28,6 +28,19 @@ class TensorInference:
         k = self._infer(expr)
         cache[key] = k
         return k
+
+    def forget_kinds(self, tree) -> None:
+        """Drop the cached kinds of ``tree``'s nodes: asked before the walk bound the names they read (a
+        comprehension's element asked by a rule at its ``Assign``, before its ``for`` targets exist), they
+        would answer from the wrong scope."""
+        cache = self._kind_cache
+        if not cache:
+            return
+        stack = [tree]
+        while stack:
+            n = stack.pop()
+            cache.pop(id(n), None)
+            stack.extend(child_nodes(n))
 
     def is_tensor(self, expr) -> bool:
         """True when ``expr`` is known to be a tensor on the device."""

@@ -453,8 +453,10 @@ class StatementWalk:
             self.func.return_parts = False
 
     def _comp(self, node) -> None:
-        """List/set/dict comprehensions and generators: bind the ``for`` targets before the element."""
+        """List/set/dict comprehensions and generators: bind the ``for`` targets before the element (kinds a
+        rule asked of it before, at its statement, answered from the wrong scope: forgotten)."""
         self._emit(type(node).__name__, node)
+        self.forget_kinds(node)
         comp = node.for_in
         while comp is not None:
             self.walk(comp.iter)
