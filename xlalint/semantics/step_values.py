@@ -388,24 +388,37 @@ def _grown_dim(name: str, value, model=None) -> Optional[int]:
 
 
 def _grown_in(block) -> list:
-    """(name, dim) of the tensors a loop body rebinds to themselves concatenated with more, on any of its
-    branches and inner loops (not in functions defined in it)."""
-    out, stack = [], [block]
-    while stack:
-        n = stack.pop()
+    """(name, dim) of the tensors a loop body grows: rebinds to themselves concatenated with more before
+    binding them any other way in the iteration, so that each iteration starts from the last one's value
+    (on any of its branches and inner loops, not in functions defined in it). ``x = torch.cat([x, y])`` after
+    ``x = noise(...)`` in the same iteration is built afresh every step: it does not grow."""
+    grown, bound = {}, set()
+
+    def visit(n) -> None:
         t = type(n)
         if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if t is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
-            name = n.targets[0].target.value
-            dim = _grown_dim(name, n.value)
-            if dim is not None:
-                out.append((name, dim))
-            continue
+            return
+        if t is cst.Assign:
+            if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
+                name = n.targets[0].target.value
+                dim = _grown_dim(name, n.value)
+                if dim is not None and name not in bound:
+                    grown.setdefault(name, dim)
+            for tg in n.targets:
+                bound.update(x.value for x in target_names(tg.target))
+            return
+        if t in (cst.AnnAssign, cst.AugAssign):
+            bound.update(x.value for x in target_names(n.target))
+            return
+        if t is cst.For:
+            bound.update(x.value for x in target_names(n.target))
         if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
                  cst.Try, cst.ExceptHandler, cst.Finally):
-            stack.extend(child_nodes(n))
-    return out
+            for c in child_nodes(n):
+                visit(c)
+
+    visit(block)
+    return list(grown.items())
 
 
 def _is_builtin(model, name: str) -> bool:
