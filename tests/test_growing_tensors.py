@@ -47,3 +47,21 @@ def test_a_tensor_built_afresh_every_step_and_joined_once_does_not_grow(tmp_path
 def test_a_tensor_carried_from_step_to_step_grows(tmp_path):
     src = STEP.format(carried="noisy = torch.zeros(1, 4, device=device)\n    ", fresh="pass")
     assert ("train.py", 14, "XLA009") in _codes(tmp_path, src)
+
+
+def test_a_tensor_trimmed_then_grown_is_still_carried(tmp_path):
+    """Speculative sampling: `x = x[:, : n + 1]` (the last iteration's value, trimmed) then
+    `x = torch.cat((x, t), dim=1)`: x still grows from one iteration to the next."""
+    src = ('import torch\nimport torch.nn.functional as F\nimport torch_xla\n\n\n'
+           '@torch.no_grad()\n'
+           'def speculative_sampling(model, x, gamma, max_len):\n'
+           '    while x.shape[1] < max_len:\n'
+           '        p = model(x)\n'
+           '        n = x.shape[1] + gamma - 1\n'
+           '        if (p[:, -1].argmax(-1) == 0).all():\n'
+           '            n = n - 1\n'
+           '        x = x[:, : n + 1]\n'
+           '        t = torch.argmax(F.softmax(p[:, -1, :], dim=-1), dim=-1, keepdim=True)\n'
+           '        x = torch.cat((x, t), dim=1)\n'
+           '    return x\n')
+    assert ("train.py", 15, "XLA009") in _codes(tmp_path, src)

@@ -103,7 +103,8 @@ class StepValues:
     def on_loop(self, node) -> None:
         """Before a ``for``/``while`` body is walked: the tensors it grows by concatenating to themselves."""
         key = self._key()
-        for name, dim in _grown_in(node.body):
+        own = {x.value for x in target_names(node.target)} if type(node) is cst.For else set()
+        for name, dim in _grown_in(node.body, own):
             self._growing[(key, name)] = (node, dim)
 
     def growing_cat(self, target, value) -> Optional[Varying]:
@@ -387,12 +388,14 @@ def _grown_dim(name: str, value, model=None) -> Optional[int]:
     return 0 if dim is None else _int(dim)
 
 
-def _grown_in(block) -> list:
+def _grown_in(block, bound: set) -> list:
     """(name, dim) of the tensors a loop body grows: rebinds to themselves concatenated with more before
     binding them any other way in the iteration, so that each iteration starts from the last one's value
     (on any of its branches and inner loops, not in functions defined in it). ``x = torch.cat([x, y])`` after
-    ``x = noise(...)`` in the same iteration is built afresh every step: it does not grow."""
-    grown, bound = {}, set()
+    ``x = noise(...)`` in the same iteration, or a loop target, is built afresh every step: it does not grow;
+    ``x = x[:, : n + 1]`` before it is still the last iteration's value, trimmed. ``bound``: the loop's own
+    targets."""
+    grown, bound = {}, set(bound)
 
     def visit(n) -> None:
         t = type(n)
@@ -404,8 +407,9 @@ def _grown_in(block) -> list:
                 dim = _grown_dim(name, n.value)
                 if dim is not None and name not in bound:
                     grown.setdefault(name, dim)
+            reads = names_in(n.value)
             for tg in n.targets:
-                bound.update(x.value for x in target_names(tg.target))
+                bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
             return
         if t in (cst.AnnAssign, cst.AugAssign):
             bound.update(x.value for x in target_names(n.target))
