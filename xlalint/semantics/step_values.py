@@ -395,34 +395,36 @@ def _grown_in(block, bound: set) -> list:
     ``x = noise(...)`` in the same iteration, or a loop target, is built afresh every step: it does not grow;
     ``x = x[:, : n + 1]`` before it is still the last iteration's value, trimmed. ``bound``: the loop's own
     targets."""
-    grown, bound = {}, set(bound)
-
-    def visit(n) -> None:
-        t = type(n)
-        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            return
-        if t is cst.Assign:
-            if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
-                name = n.targets[0].target.value
-                dim = _grown_dim(name, n.value)
-                if dim is not None and name not in bound:
-                    grown.setdefault(name, dim)
-            reads = names_in(n.value)
-            for tg in n.targets:
-                bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
-            return
-        if t in (cst.AnnAssign, cst.AugAssign):
-            bound.update(x.value for x in target_names(n.target))
-            return
-        if t is cst.For:
-            bound.update(x.value for x in target_names(n.target))
-        if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
-                 cst.Try, cst.ExceptHandler, cst.Finally):
-            for c in child_nodes(n):
-                visit(c)
-
-    visit(block)
+    grown: dict = {}
+    _visit_grown(block, grown, set(bound))
     return list(grown.items())
+
+
+def _visit_grown(n, grown: dict, bound: set) -> None:
+    """``_grown_in``'s walk, in source order (a module function: a closure calling itself would keep the
+    tree alive in a reference cycle)."""
+    t = type(n)
+    if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+        return
+    if t is cst.Assign:
+        if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
+            name = n.targets[0].target.value
+            dim = _grown_dim(name, n.value)
+            if dim is not None and name not in bound:
+                grown.setdefault(name, dim)
+        reads = names_in(n.value)
+        for tg in n.targets:
+            bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
+        return
+    if t in (cst.AnnAssign, cst.AugAssign):
+        bound.update(x.value for x in target_names(n.target))
+        return
+    if t is cst.For:
+        bound.update(x.value for x in target_names(n.target))
+    if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
+             cst.Try, cst.ExceptHandler, cst.Finally):
+        for c in child_nodes(n):
+            _visit_grown(c, grown, bound)
 
 
 def _is_builtin(model, name: str) -> bool:
