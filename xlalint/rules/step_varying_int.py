@@ -457,6 +457,12 @@ def _param_at(rec, where, callee: str):
 GROWS = "the size of its result"  # the role of a `torch.cat` that grows a tensor every iteration
 
 
+def is_growth_message(code: str, message: str) -> bool:
+    """An XLA009 finding on a `torch.cat` that grows a tensor every iteration (its message is `_message`'s
+    GROWS form): --verify judges it by the input shapes that change, not at its line."""
+    return code == "XLA009" and "` grows `" in message
+
+
 def _message(code: str, name: str, origin: str, role: str, fix: str, hot: bool = False) -> str:
     shown = code if len(code) <= 60 else code[:57] + "..."
     if role == GROWS:

@@ -15,6 +15,8 @@ charged to its lines, and to the lines further down the stack it is the caller o
 
 from __future__ import annotations
 
+from xlalint.rules.step_varying_int import is_growth_message
+
 from xlalint.verify.missing_barrier import judge_missing_barrier
 from xlalint.verify.phrasing import period, plural
 from xlalint.verify.results import CONFIRMED, NOT_CONFIRMED, NOT_REACHED, FindingVerdict
@@ -63,7 +65,7 @@ def judge(finding, run: Run, recompiles: list) -> FindingVerdict:
         v = _judge_recompile_at_line(finding, run, st, recompiles, numbers)
         if v is not None:
             return v
-    if code == "XLA009" and " grows `" in finding.message:
+    if is_growth_message(code, finding.message):
         v = _judge_growth(finding, run, st, recompiles, numbers)
         if v is not None:
             return v

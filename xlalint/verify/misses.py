@@ -13,6 +13,8 @@ One line, one miss: a boolean-mask index that both falls back and recompiles is 
 
 from __future__ import annotations
 
+from xlalint.rules.step_varying_int import is_growth_message
+
 import os
 
 from xlalint.verify.phrasing import period, plural, via_text
@@ -234,7 +236,7 @@ def _explaining_codes(run: Run, findings: list, rc) -> list:
         # ... and a tensor grown by `torch.cat` (XLA009) on the steps where the growth ran
         steps = set(rc.steps)
         if "XLA009" not in codes and any(
-                f.code == "XLA009" and " grows `" in f.message
+                is_growth_message(f.code, f.message)
                 and steps & {s for s, n in run.stats(f.path, f.line, f.line).runs.items() if n > 0}
                 for f in findings):
             codes.append("XLA009")
