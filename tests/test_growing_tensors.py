@@ -65,3 +65,58 @@ def test_a_tensor_trimmed_then_grown_is_still_carried(tmp_path):
            '        x = torch.cat((x, t), dim=1)\n'
            '    return x\n')
     assert ("train.py", 15, "XLA009") in _codes(tmp_path, src)
+
+
+DECODE = '''import torch
+import torch_xla
+{imports}
+
+@torch.no_grad()
+def generate(model, ids, n, eos):
+    {init}
+    for _ in range(n):
+        {call}
+        {back}
+        ids = logits[:, -1:].argmax(-1)
+        if ids.item() == eos:
+            break
+    return ids
+'''
+
+
+def _decode(tmp_path, call, back="", init="past = None", imports=""):
+    src = DECODE.format(call=call, back=back, init=init, imports=imports)
+    return {(line, code) for _, line, code in _codes(tmp_path, src) if code == "XLA009"}
+
+
+def test_a_kv_cache_given_back_to_the_call_that_returned_it_grows(tmp_path):
+    """transformers' convention: the model extends the `past_key_values` it is given by the input's length
+    and returns it (measured on transformers' GPT-2: 12 tokens, 12 graphs)."""
+    assert _decode(tmp_path, "out = model(input_ids=ids, past_key_values=past)",
+                   "past = out.past_key_values; logits = out.logits") == {(9, "XLA009")}
+    assert _decode(tmp_path, "out = model(ids, past_key_values=past, use_cache=True)",
+                   "past = out[1]; logits = out[0]") == {(9, "XLA009")}
+    assert _decode(tmp_path, "logits, past = model(ids, past=past, return_dict=False)") == {(9, "XLA009")}
+
+
+def test_a_kv_cache_that_keeps_one_length_does_not_grow(tmp_path):
+    # passed, never taken back: written in place (a preallocated cache)
+    assert _decode(tmp_path, "logits = model(ids, past_key_values=past).logits", init="past = make_cache()") == set()
+    # taken back from another call than the one it was given to
+    assert _decode(tmp_path, "out = model(ids, past_key_values=past)",
+                   "past = prefill(ids).past_key_values; logits = out.logits") == set()
+    # rebuilt fresh in the iteration before the call: one length every time
+    assert _decode(tmp_path, "past = None; out = model(ids, past_key_values=past)",
+                   "past = out.past_key_values; logits = out.logits") == set()
+    # a static cache chosen in the function
+    assert _decode(tmp_path, "out = model(input_ids=ids, past_key_values=past)",
+                   "past = out.past_key_values; logits = out.logits",
+                   init="past = StaticCache(config=model.config, max_batch_size=1, max_cache_len=256)",
+                   imports="from transformers import StaticCache") == set()
+
+
+def test_transformers_5_cache_keyword_only_where_transformers_is_imported(tmp_path):
+    call, back = "out = model(ids, cache=cache)", "cache = out.cache; logits = out.logits"
+    assert _decode(tmp_path, call, back, init="cache = None") == set()
+    assert _decode(tmp_path, call, back, init="cache = None",
+                   imports="from transformers import AutoModelForCausalLM") == {(9, "XLA009")}

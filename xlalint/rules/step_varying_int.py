@@ -30,6 +30,12 @@ FIX_DECODE = (
     "pos_t, scores, -inf)` (the static cache that TPU generation uses); a sampler indexes its schedule with "
     "a timestep tensor (`alphas.index_select(0, t)`)"
 )
+FIX_CACHE = (
+    "a cache of one fixed length: transformers' static cache (`cache_implementation=\"static\"`, or a "
+    "`StaticCache(config=..., max_batch_size=b, max_cache_len=MAX)` passed as `past_key_values` with "
+    "`cache_position` as a device tensor), or your own preallocated cache written with `index_copy_` at a "
+    "position tensor and masked with `torch.where` (the static cache that TPU generation uses)"
+)
 FIX_SHAPE = (
     "use a fixed size (pad to a bucket: one graph per bucket instead of one per value) and keep what varies "
     "as data (a mask or an index tensor)"
@@ -70,6 +76,12 @@ class StepVaryingPythonInt(Rule):
         the `cat`: its length is a step-varying int of its own, baked into every graph that uses it, and
         `ids.shape[1]` read from it varies too (`prefix_len = x.shape[1]; x[:, prefix_len + i]`). Not a
         sliding window (`torch.cat([ids[:, 1:], nxt], 1)` keeps its length) nor a `cat` after the loop.
+        So is a KV cache such a loop gives back to the model call that returned it (`out = model(ids,
+        past_key_values=past)` then `past = out.past_key_values`, `logits, past = model(ids, past=past)`;
+        transformers 5's `cache=` in a module that imports transformers): the model extends it by the
+        input's length on every call (transformers' convention; measured on its GPT-2, 12 tokens, 12 graphs).
+        Not a cache passed and never taken back (written in place), one rebuilt in the iteration, or a
+        function that chooses a static cache (`StaticCache`, `cache_implementation=`).
     """
     why_slow = """
         torch_xla traces Python ints into the graph as constants: `x[:, :n]` with `n = 37` is a
@@ -226,6 +238,10 @@ class StepVaryingPythonInt(Rule):
         func = node.func
         self._note_call(node)
         self._note_host_read(node)
+        if node.args:
+            v = self._values().growing_cache(node)
+            if v is not None:
+                self._flag(node, v, GROWS_CACHE, FIX_CACHE)
         q = m.qualname(func)
         if q is not None:
             if q in RT.SHAPE_FACTORIES:
@@ -315,7 +331,7 @@ class StepVaryingPythonInt(Rule):
             if not fr.per_step:
                 continue
             cand.frequency = fr
-            if hot:
+            if hot and role != GROWS_CACHE:
                 cand.fix = FIX_DECODE
             cand.message = _message(code, v.name, v.origin, role, cand.fix, hot)
 
@@ -455,6 +471,7 @@ def _param_at(rec, where, callee: str):
 
 
 GROWS = "the size of its result"  # the role of a `torch.cat` that grows a tensor every iteration
+GROWS_CACHE = "the KV cache it extends"  # the role of a model call given back the cache it returned
 
 
 def is_growth_message(code: str, message: str) -> bool:
@@ -465,6 +482,14 @@ def is_growth_message(code: str, message: str) -> bool:
 
 def _message(code: str, name: str, origin: str, role: str, fix: str, hot: bool = False) -> str:
     shown = code if len(code) <= 60 else code[:57] + "..."
+    if role == GROWS_CACHE:
+        when = "iteration" if hot else "step"
+        return (
+            f"`{shown}` grows `{name}`, the KV cache it is given back every {when}, by the input's length: the "
+            "cache's length is baked into every graph that reads it, so each call compiles new graphs, one per "
+            "length (measured: a decode of 16 tokens that carries its cache this way compiled 16 graphs, the same decode with a static cache 2; transformers GPT-2 with its DynamicCache given back, 12 tokens: 12 graphs). Fix: "
+            + fix
+        )
     if role == GROWS:
         when = "iteration" if hot else "step"
         ends = ", and the loop ends a graph on every iteration (a barrier or a host read)" if hot else ""

@@ -70,8 +70,10 @@ class StepValues:
         self._cut_loops: set = set()  # id() of loop nodes whose body reads a device value to the host
         self._chunk_loops: set = set()  # id() of `for start in range(0, n, chunk)` loop nodes
         self._reseed = False
-        # (func key, name) -> (loop node, dim): a tensor the loop grows by concatenating to itself
-        # (`ids = torch.cat([ids, nxt], dim=-1)`): its size along `dim` changes every iteration
+        # (func key, name) -> (loop node, dim, call): a tensor the loop grows by concatenating to itself
+        # (`ids = torch.cat([ids, nxt], dim=-1)`: its size along `dim` changes every iteration; call None),
+        # or a KV cache it passes to a model call and takes back from what the call returns (`call`, the
+        # model call that extends it; dim None)
         self._growing: dict = {}
 
     # ------------------------------------------------------------------ events from the walk
@@ -104,17 +106,37 @@ class StepValues:
         """Before a ``for``/``while`` body is walked: the tensors it grows by concatenating to themselves."""
         key = self._key()
         own = {x.value for x in target_names(node.target)} if type(node) is cst.For else set()
-        for name, dim in _grown_in(node.body, own):
-            self._growing[(key, name)] = (node, dim)
+        keywords = T.CACHE_KEYWORDS
+        if any(str(q).partition(".")[0] == "transformers" for q in self.model.imports.values()):
+            keywords = keywords | T.TRANSFORMERS_CACHE_KEYWORDS
+        for name, (dim, call) in _grown_in(node.body, own, keywords):
+            self._growing[(key, name)] = (node, dim, call)
 
     def growing_cat(self, target, value) -> Optional[Varying]:
         """``ids = torch.cat([ids, nxt], dim=-1)`` in a loop that grows ``ids``: the size it grows along."""
         if type(target) is not cst.Name or _grown_dim(target.value, value, self.model) is None:
             return None
         found = self._growing.get((self._key(), target.value))
-        if found is None:
+        if found is None or found[2] is not None:
             return None
         return Varying(found[0], target.value, "it grows by a `torch.cat` every iteration")
+
+    def growing_cache(self, call: cst.Call) -> Optional[Varying]:
+        """``model(ids, past_key_values=past)`` in a loop that takes ``past`` back from what this call returns
+        (``past = out.past_key_values``, ``logits, past = model(...)``): the model extends the cache by the
+        input's length on every call (transformers' convention, ``tables.CACHE_KEYWORDS``), so its length
+        changes every iteration, unless the function chooses a static cache (``tables.STATIC_CACHE_NAMES``)."""
+        if not self._growing:
+            return None
+        for a in call.args:
+            if a.keyword is None or type(a.value) is not cst.Name:
+                continue
+            found = self._growing.get((self._key(), a.value.value))
+            if found is not None and found[2] is call:
+                if names_in(self.model.func.node) & T.STATIC_CACHE_NAMES:
+                    return None
+                return Varying(found[0], a.value.value, "the KV cache the call returns, given back every iteration")
+        return None
 
     def _grown_size(self, e) -> Optional[Varying]:
         """``ids.shape[1]``, ``ids.size(-1)``, ``ids.size()[1]`` of a tensor grown along that dimension."""
@@ -135,7 +157,7 @@ class StepValues:
         if type(base) is not cst.Name or dim is None:
             return None
         found = self._growing.get((self._key(), base.value))
-        if found is None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
+        if found is None or found[2] is not None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
             return None
         return Varying(found[0], expr_code(e), f"the length of `{base.value}`, which grows by a `torch.cat` every iteration")
 
@@ -388,21 +410,24 @@ def _grown_dim(name: str, value, model=None) -> Optional[int]:
     return 0 if dim is None else _int(dim)
 
 
-def _grown_in(block, bound: set) -> list:
-    """(name, dim) of the tensors a loop body grows: rebinds to themselves concatenated with more before
-    binding them any other way in the iteration, so that each iteration starts from the last one's value
-    (on any of its branches and inner loops, not in functions defined in it). ``x = torch.cat([x, y])`` after
-    ``x = noise(...)`` in the same iteration, or a loop target, is built afresh every step: it does not grow;
-    ``x = x[:, : n + 1]`` before it is still the last iteration's value, trimmed. ``bound``: the loop's own
-    targets."""
+def _grown_in(block, bound: set, keywords=T.CACHE_KEYWORDS) -> list:
+    """(name, (dim, call)) of the tensors a loop body grows: rebinds to themselves concatenated with more
+    (call None), or takes back from a model call it passed them to as its KV cache (``out = model(x,
+    past_key_values=past)`` then ``past = out.past_key_values``; ``logits, past = model(x, past_key_values=past)``:
+    dim None, that call), before binding them any other way in the iteration, so that each iteration starts
+    from the last one's value (on any of its branches and inner loops, not in functions defined in it).
+    ``x = torch.cat([x, y])`` after ``x = noise(...)`` in the same iteration, or a loop target, is built
+    afresh every step: it does not grow; ``x = x[:, : n + 1]`` before it is still the last iteration's value,
+    trimmed. ``bound``: the loop's own targets; ``keywords``: the arguments that pass a model its cache."""
     grown: dict = {}
-    _visit_grown(block, grown, set(bound))
+    _visit_grown(block, grown, set(bound), {}, keywords)
     return list(grown.items())
 
 
-def _visit_grown(n, grown: dict, bound: set) -> None:
+def _visit_grown(n, grown: dict, bound: set, outputs: dict, keywords) -> None:
     """``_grown_in``'s walk, in source order (a module function: a closure calling itself would keep the
-    tree alive in a reference cycle)."""
+    tree alive in a reference cycle). ``outputs``: name -> (cache name, call) of a model call's result that
+    was given a carried cache (``out = model(x, past_key_values=past)``)."""
     t = type(n)
     if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
         return
@@ -411,7 +436,8 @@ def _visit_grown(n, grown: dict, bound: set) -> None:
             name = n.targets[0].target.value
             dim = _grown_dim(name, n.value)
             if dim is not None and name not in bound:
-                grown.setdefault(name, dim)
+                grown.setdefault(name, (dim, None))
+        _note_cache(n, grown, bound, outputs, keywords)
         reads = names_in(n.value)
         for tg in n.targets:
             bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
@@ -424,7 +450,35 @@ def _visit_grown(n, grown: dict, bound: set) -> None:
     if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
              cst.Try, cst.ExceptHandler, cst.Finally):
         for c in child_nodes(n):
-            _visit_grown(c, grown, bound)
+            _visit_grown(c, grown, bound, outputs, keywords)
+
+
+def _note_cache(n: cst.Assign, grown: dict, bound: set, outputs: dict, keywords) -> None:
+    """A carried KV cache taken back from the model call it was given to (``_grown_in``): ``past =
+    out.past_key_values`` / ``out[1]`` where ``out`` is that call's result, ``past = model(...,
+    past_key_values=past).past_key_values``, ``logits, past = model(x, past_key_values=past)``."""
+    names = [x.value for tg in n.targets for x in target_names(tg.target)]
+    single = names[0] if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name else None
+    root = n.value
+    if single is not None and type(root) is cst.Attribute and root.attr.value not in keywords:
+        return
+    while type(root) in (cst.Attribute, cst.Subscript):
+        root = root.value
+    if type(root) is cst.Name and single is not None and root is not n.value:
+        given = outputs.get(root.value)  # past = out.past_key_values
+        if given is not None and given[0] == single and single not in bound:
+            grown.setdefault(single, (None, given[1]))
+        return
+    if type(root) is not cst.Call:
+        return
+    cache = next((a.value.value for a in root.args if a.keyword is not None and a.keyword.value in keywords
+                  and type(a.value) is cst.Name), None)
+    if cache is None or cache in bound:
+        return
+    if cache in names:
+        grown.setdefault(cache, (None, root))  # logits, past = model(x, past_key_values=past)
+    elif single is not None and root is n.value:
+        outputs[single] = (cache, root)  # out = model(x, past_key_values=past)
 
 
 def _is_builtin(model, name: str) -> bool:

@@ -186,6 +186,18 @@ DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_p
 
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
+# transformers' KV-cache convention: a model call given back the cache its last call returned
+# (`out = model(ids, past_key_values=past); past = out.past_key_values`) extends it by the input's length
+# (a DynamicCache, or the legacy tuples of tensors), so the cache is one position longer on every call;
+# the old GPT-2 API named it `past`. A static cache keeps one length: its names (or choosing it with
+# `cache_implementation=`) in the function mean the cache is not grown.
+CACHE_KEYWORDS = frozenset({"past_key_values", "past"})
+# transformers 5 renamed it `cache` (in and out: `out = model(ids, cache=cache); cache = out.cache`): a name
+# too common to take as a cache outside a module that imports transformers
+TRANSFORMERS_CACHE_KEYWORDS = frozenset({"cache"})
+STATIC_CACHE_NAMES = frozenset({"StaticCache", "HybridCache", "SlidingWindowCache", "HybridChunkedCache",
+                                "OffloadedStaticCache", "cache_implementation"})
+
 # --- Modules ---------------------------------------------------------------------------------
 # Lightning's module base class, as the user's import resolves it.
 LIGHTNING_MODULES = (
