@@ -378,6 +378,9 @@ WRAP_KNOWN: dict = {
     "greedy_decode_growing_ids": "XLA009's growth is seen only where the loop body rebinds the tensor itself: "
                                  "a body moved into a function returns the grown tensor to the loop, which is "
                                  "not followed",
+    "kv_cache_given_back": "XLA009's carried KV cache is seen only where the loop body takes the cache back "
+                           "itself: a body moved into a function gets the cache as a parameter and returns it to "
+                           "the loop, which is not followed",
     "curriculum_prefix_lengths": "XLA009 follows a batch into a helper only as ints, not as per-batch data: "
                                  "`max(len(s) for s in samples)` is lost when `samples` becomes a parameter",
     "meter_progress_accuracy": "sinks branch, not investigated before the deadline: the wrapped body is not "
