@@ -120,3 +120,27 @@ def test_transformers_5_cache_keyword_only_where_transformers_is_imported(tmp_pa
     assert _decode(tmp_path, call, back, init="cache = None") == set()
     assert _decode(tmp_path, call, back, init="cache = None",
                    imports="from transformers import AutoModelForCausalLM") == {(9, "XLA009")}
+
+
+def test_a_grown_tensor_no_graph_reads_stays_pending(tmp_path):
+    """A KV-cache decode feeds the model only the next token and reads only it to the host: the ids it
+    grows stay a pending computation (no barrier), so no iteration's graph takes them as an input
+    (measured: 10 tokens, 11 compiles with the `cat`, 10 without). The same loop without a cache, which
+    feeds the grown ids to the model, compiles a graph per length."""
+    body = ('import torch\nimport torch_xla\n\n\n@torch.no_grad()\n'
+            'def generate(model, token_ids, n, eos):\n'
+            '    logits = model(token_ids, use_cache=True)\n'
+            '    for _ in range(n):\n'
+            '        next_token = torch.argmax(logits[:, -1], dim=-1, keepdim=True)\n'
+            '        if torch.all(next_token == eos):\n'
+            '            break\n'
+            '        token_ids = torch.cat([token_ids, next_token], dim=1)\n'
+            '        logits = model({fed}, use_cache=True)\n'
+            '    return token_ids\n')
+    assert ("train.py", 12, "XLA009") not in _codes(tmp_path, body.format(fed="next_token"))
+    assert ("train.py", 12, "XLA009") in _codes(tmp_path, body.format(fed="token_ids"))
+    # a barrier every iteration materialises every live tensor, the grown ids too
+    synced = body.format(fed="next_token").replace("        logits = model(next_token, use_cache=True)\n",
+                                                  "        logits = model(next_token, use_cache=True)\n"
+                                                  "        torch_xla.sync()\n")
+    assert ("train.py", 12, "XLA009") in _codes(tmp_path, synced)

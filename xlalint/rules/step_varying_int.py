@@ -9,7 +9,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
 from xlalint.semantics.syntax import keyword_arg, positional_args
-from xlalint.semantics.step_values import StepValues, expr_code
+from xlalint.semantics.step_values import feeds_a_graph, StepValues, expr_code
 
 # A device value read to the host by a call (the loop's graph ends there)
 _HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -75,7 +75,9 @@ class StepVaryingPythonInt(Rule):
         A tensor such a loop grows every iteration (`ids = torch.cat([ids, nxt], dim=-1)`) is flagged at
         the `cat`: its length is a step-varying int of its own, baked into every graph that uses it, and
         `ids.shape[1]` read from it varies too (`prefix_len = x.shape[1]; x[:, prefix_len + i]`). Not a
-        sliding window (`torch.cat([ids[:, 1:], nxt], 1)` keeps its length) nor a `cat` after the loop.
+        sliding window (`torch.cat([ids[:, 1:], nxt], 1)` keeps its length) nor a `cat` after the loop,
+        nor a tensor that a loop cut only by host reads (no barrier) grows and reads nowhere else: a decode
+        with a KV cache that feeds the model the next token only leaves its grown ids pending, in no graph.
         So is a KV cache such a loop gives back to the model call that returned it (`out = model(ids,
         past_key_values=past)` then `past = out.past_key_values`, `logits, past = model(ids, past=past)`;
         transformers 5's `cache=` in a module that imports transformers): the model extends it by the
@@ -322,6 +324,8 @@ class StepVaryingPythonInt(Rule):
                 if not m.is_step_loop(loop):
                     if not self._hot_and_cut(loop):
                         continue  # the value does not change from graph to graph where it is used
+                    if role == GROWS and not feeds_a_graph(loop.node, v.name):
+                        continue  # cut by host reads of other values only: the growing `cat` stays pending
                     hot = True
                 elif self._values().repeats_in(loop.node, loop.outer.node if loop.outer is not None else None):
                     continue  # the same offsets on every pass of the loop around it: compiled once, then cached
