@@ -144,3 +144,37 @@ def test_a_grown_tensor_no_graph_reads_stays_pending(tmp_path):
                                                   "        logits = model(next_token, use_cache=True)\n"
                                                   "        torch_xla.sync()\n")
     assert ("train.py", 12, "XLA009") in _codes(tmp_path, synced)
+
+
+def test_a_kv_cache_changed_again_after_it_is_taken_back_is_not_known_to_grow(tmp_path):
+    """StreamingLLM's eviction (`past = kv_cache(past)` after taking it back) keeps a window of one length:
+    what the cache becomes is the other call's doing, not known here."""
+    assert _decode(tmp_path, "out = model(ids, past_key_values=past)",
+                   "past = out.past_key_values; past = evict(past); logits = out.logits") == set()
+
+
+def test_a_kv_cache_bound_by_a_first_iteration_branch_is_carried_on_the_others(tmp_path):
+    """The common streaming decode: the prompt's pass on the first iteration (no cache given), the cache given
+    back on every other one. Bound in one branch only, it is carried, not fresh."""
+    src = ('import torch\nimport torch_xla\n\n\n@torch.inference_mode()\n'
+           'def generate_stream(model, tokenizer, input_ids, max_new_tokens, device, stop_ids):\n'
+           '    output_ids = list(input_ids)\n'
+           '    for i in range(max_new_tokens):\n'
+           '        if i == 0:\n'
+           '            out = model(torch.as_tensor([input_ids], device=device), use_cache=True)\n'
+           '            logits = out.logits\n'
+           '            past_key_values = out.past_key_values\n'
+           '        else:\n'
+           '            out = model(input_ids=torch.as_tensor([[token]], device=device), use_cache=True,\n'
+           '                        past_key_values=past_key_values)\n'
+           '            logits = out.logits\n'
+           '            past_key_values = out.past_key_values\n'
+           '        token = int(torch.argmax(logits[0, -1, :]))\n'
+           '        output_ids.append(token)\n'
+           '        if token in stop_ids:\n'
+           '            break\n'
+           '        yield tokenizer.decode(output_ids)\n')
+    assert ("train.py", 14, "XLA009") in _codes(tmp_path, src)
+    # bound in both branches before the call: fresh on every iteration
+    both = src.replace("        else:\n", "        else:\n            past_key_values = None\n")
+    assert not any(code == "XLA009" for _, _, code in _codes(tmp_path, both))

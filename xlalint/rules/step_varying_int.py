@@ -9,7 +9,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
 from xlalint.semantics.syntax import keyword_arg, positional_args
-from xlalint.semantics.step_values import feeds_a_graph, StepValues, expr_code
+from xlalint.semantics.step_values import StepValues, feeds_a_graph
 
 # A device value read to the host by a call (the loop's graph ends there)
 _HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -293,7 +293,7 @@ class StepVaryingPythonInt(Rule):
                 continue
             ctx = ctx or self.model.step_context()
             where = a.keyword.value if a.keyword is not None else i
-            self._calls.append((ctx, callee, where, v, expr_code(a.value)))
+            self._calls.append((ctx, callee, where, v, self.text(a.value, 60)))
 
     def _varying_arg(self, node, args):
         sv = self._values()
@@ -309,7 +309,7 @@ class StepVaryingPythonInt(Rule):
         if v.param is not None and self.model.kind(cst.Name(v.param)) in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
             return  # a parameter the callers pass a tensor: not a Python int
         self.report(node, "", fix=fix, when="custom")
-        self._found.append((self.model.candidates[-1], v, role, expr_code(node)))
+        self._found.append((self.model.candidates[-1], v, role, self.text(node, 60)))
 
     def finalize(self) -> None:
         m = self.model

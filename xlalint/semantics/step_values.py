@@ -437,7 +437,12 @@ def _visit_grown(n, grown: dict, bound: set, outputs: dict, keywords) -> None:
             dim = _grown_dim(name, n.value)
             if dim is not None and name not in bound:
                 grown.setdefault(name, (dim, None))
+        before = {k for k, v in grown.items() if v[0] is None}
         _note_cache(n, grown, bound, outputs, keywords)
+        for tg in n.targets:  # a cache taken back, then changed again (`past = evict(past)`): its length
+            for x in target_names(tg.target):  # is what that change makes it, maybe a bounded window
+                if x.value in before:
+                    grown.pop(x.value, None)
         reads = names_in(n.value)
         for tg in n.targets:
             bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
@@ -445,8 +450,20 @@ def _visit_grown(n, grown: dict, bound: set, outputs: dict, keywords) -> None:
     if t in (cst.AnnAssign, cst.AugAssign):
         bound.update(x.value for x in target_names(n.target))
         return
-    if t is cst.For:
-        bound.update(x.value for x in target_names(n.target))
+    if t is cst.If:  # bound before the growth only when both branches bind it: `if i == 0: past = prefill(...)
+        then = set(bound)  # else: out = model(..., past_key_values=past)` carries `past` on every other iteration
+        _visit_grown(n.body, grown, then, outputs, keywords)
+        other = set(bound)
+        if n.orelse is not None:
+            _visit_grown(n.orelse, grown, other, outputs, keywords)
+        bound |= then & other
+        return
+    if t in (cst.For, cst.While):  # an inner loop's body may not run: what it binds is not bound after it
+        inner = set(bound)
+        if t is cst.For:
+            inner.update(x.value for x in target_names(n.target))
+        _visit_grown(n.body, grown, inner, outputs, keywords)
+        return
     if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
              cst.Try, cst.ExceptHandler, cst.Finally):
         for c in child_nodes(n):
