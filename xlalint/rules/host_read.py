@@ -23,7 +23,7 @@ class HostRead(Rule):
     what_it_does = """
         Flags, in code that runs every step (a step loop, `forward`, `training_step`, a function they
         call), the calls that copy a device tensor to the host: `.item()`, `.tolist()`, `.cpu()`,
-        `.to("cpu")`, `.numpy()`, `float(t)`, `int(t)`, `bool(t)`, `math.*(t)`,
+        `.to("cpu")`, `.numpy(force=True)`, `float(t)`, `int(t)`, `bool(t)`, `math.*(t)`,
         `torch.tensor([t1, t2])` of device tensors, `torch.allclose` / `torch.equal`, and logging sinks
         handed a device tensor or a dict/list holding one: TensorBoard's `add_scalar` / `add_scalars` /
         `add_histogram` / `add_image(s)`, `wandb.log`, `mlflow.log_metric(s)`, a logger's
@@ -32,7 +32,8 @@ class HostRead(Rule):
         `self.log(...)` is not a sink: it keeps the tensor on the device and reads it after the step.
         Code under `if step % N == 0:` is reported with "every N steps". Not flagged: the same outside
         per-step code (after the loop), after the step's `torch_xla.sync()` / `xm.mark_step()`,
-        inside `xm.add_step_closure` callbacks, on tensors known to be on the CPU, under an explicit
+        inside `xm.add_step_closure` callbacks, on tensors known to be on the CPU, a plain `t.numpy()` (it
+        raises on an XLA tensor: in code that runs, `t` is on the CPU), under an explicit
         non-XLA guard (`if device.type != "xla":`).
     """
     why_slow = """
@@ -72,6 +73,8 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # a plain `.numpy()` raises on an XLA tensor: where the code runs, its receiver is a CPU tensor
+        "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n    labels = y.numpy()\n    stats = obsfilt(x.numpy())\n    torch_xla.sync()\n",
         # a list indexed by what a comprehension binds from a batch entry (diffusers' cached embeddings, with
         # `batch["indices"]` a list of ints from the collate): not judged here
         "import torch\nfor step, batch in enumerate(train_dataloader):\n    cache = [None] * 10\n    sample_indices = batch['indices']\n    emb = torch.cat([cache[idx] for idx in sample_indices], dim=0)\n    loss = model(emb).sum()\n    loss.backward()\n",
@@ -102,6 +105,8 @@ class HostRead(Rule):
     ]
     INVALID = [
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
+        # numpy(force=True) copies a device tensor to the host
+        "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n    preds = out.argmax(-1).numpy(force=True)\n    torch_xla.sync()\n",
         # a policy's method (not forward) samples a torch.distributions object over device logits: the action
         # copied to the host for a CPU environment every rollout step (PPO's select_action)
         "import torch\nimport torch.nn as nn\nfrom torch.distributions import Categorical\nimport torch_xla\ndevice = torch_xla.device()\nclass ActorCritic(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.actor = nn.Linear(4, 2)\n    def act(self, state):\n        dist = Categorical(logits=self.actor(state))\n        action = dist.sample()\n        return action.detach(), dist.log_prob(action).detach()\nclass PPO:\n    def __init__(self):\n        self.policy_old = ActorCritic().to(device)\n    def select_action(self, state):\n        with torch.no_grad():\n            action, logp = self.policy_old.act(torch.FloatTensor(state).to(device))\n        return action.detach().cpu().numpy()\ndef train(env):\n    agent = PPO()\n    state = env.reset()\n    for t in range(1000):\n        state, reward, done, _ = env.step(agent.select_action(state))\n",
@@ -192,6 +197,10 @@ class HostRead(Rule):
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist
+                if meth == "numpy" and not any(a.keyword is not None and a.keyword.value == "force" for a in node.args):
+                    # `t.numpy()` raises on an XLA (or CUDA) tensor ("can't convert xla:0 device type tensor to
+                    # numpy", measured): in code that runs, its receiver is on the CPU; `numpy(force=True)` copies
+                    return
                 k = m.read_kind(func.value)
                 if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)
                                              and not m.type_tested(func.value)):
