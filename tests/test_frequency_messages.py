@@ -99,6 +99,28 @@ def test_a_branch_taken_only_while_evaluating_says_every_evaluation_batch(tmp_pa
     assert "every step" in msgs[10]
 
 
+def test_a_forward_flag_that_names_the_mode_splits_training_from_evaluation(tmp_path):
+    """BLIP's VQA `forward(..., train=True)`: its `else:` (and a callee there) runs only in evaluation."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "class VQA(torch.nn.Module):\n"
+        "    def forward(self, h, answers, train=True, is_eval=False):\n"
+        "        if train:\n"
+        "            print(h.sum().item())\n"
+        "        else:\n"
+        "            return self.rank(h.sum(-1)).tolist()\n"
+        "        if is_eval:\n"
+        "            print(h.max().item())\n"
+        "        return (h * answers).sum()\n"
+        "    def rank(self, scores):\n"
+        "        return scores.topk(4).indices\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every step" in msgs[6]
+    assert "every evaluation batch" in msgs[8] and "every evaluation batch" in msgs[10]
+
+
 def test_the_operand_after_a_short_circuit_on_xla_is_never_tested(tmp_path):
     (tmp_path / "t.py").write_text(
         "import torch\n"

@@ -156,6 +156,9 @@ def mode_test(test) -> Optional[str]:
     result = None
     if type(test) is cst.Attribute and test.attr.value == "training":
         result = "train"
+    elif type(test) in (cst.Name, cst.Attribute) and (last := (dotted_name(test) or "").rpartition(".")[2]) and (
+            last in _TRAIN_FLAGS or last in _EVAL_FLAGS):
+        result = "train" if last in _TRAIN_FLAGS else "eval"  # `if train:` (a forward's flag), `if self.is_eval:`
     elif type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         result = mode_test(test.left) or mode_test(test.right)
     elif type(test) is cst.Comparison and len(test.comparisons) == 1:
@@ -175,6 +178,9 @@ def mode_test(test) -> Optional[str]:
 
 
 _TRAIN_WORDS = frozenset({"train", "training"})
+# flags that say the mode by their name: `def forward(self, image, question, train=True)`, `if is_training:`
+_TRAIN_FLAGS = frozenset({"train", "training", "is_train", "is_training"})
+_EVAL_FLAGS = frozenset({"is_eval", "eval_mode", "evaluating", "is_test", "test_mode", "is_inference"})
 _EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev"})
 
 
