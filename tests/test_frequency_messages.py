@@ -119,6 +119,22 @@ def test_a_forward_flag_that_names_the_mode_splits_training_from_evaluation(tmp_
     msgs = _messages(_lint(tmp_path), "t.py")
     assert "every step" in msgs[6]
     assert "every evaluation batch" in msgs[8] and "every evaluation batch" in msgs[10]
+    # OpenMMLab's convention: forward(img, img_metas, return_loss=True), the test-time path under `else:`
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "class Depther(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.head = torch.nn.Linear(8, 1)\n"
+        "    def forward(self, img, img_metas, return_loss=True):\n"
+        "        if return_loss:\n"
+        "            return self.head(img).mean()\n"
+        "        else:\n"
+        "            return self.head(img).cpu().numpy()\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every evaluation batch" in msgs[11]
 
 
 def test_the_operand_after_a_short_circuit_on_xla_is_never_tested(tmp_path):

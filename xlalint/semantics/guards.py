@@ -179,7 +179,8 @@ def mode_test(test) -> Optional[str]:
 
 _TRAIN_WORDS = frozenset({"train", "training"})
 # flags that say the mode by their name: `def forward(self, image, question, train=True)`, `if is_training:`
-_TRAIN_FLAGS = frozenset({"train", "training", "is_train", "is_training"})
+# (OpenMMLab's models: `forward(img, img_metas, return_loss=True)`, its test-time path under `else:`)
+_TRAIN_FLAGS = frozenset({"train", "training", "is_train", "is_training", "return_loss"})
 _EVAL_FLAGS = frozenset({"is_eval", "eval_mode", "evaluating", "is_test", "test_mode", "is_inference"})
 _EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev"})
 
