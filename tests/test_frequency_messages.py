@@ -791,3 +791,27 @@ def test_every_rule_together_keeps_the_kinds_of_a_comprehension_rebinding_its_so
     )
     every = {(f.line, f.code) for f in _lint(tmp_path)}
     assert (12, "XLA002") in every
+
+
+def test_a_test_folders_helpers_beside_its_tests_are_test_code_and_a_lone_program_there_is_not(tmp_path):
+    """A reference model or runner in a test folder beside the test modules that use it is test code (its
+    CPU goldens and comparison loops are not training); a training program alone in a test folder (an
+    integration test's script, a linter's fixtures) is still linted as code."""
+    (tmp_path / "pyproject.toml").write_text("")
+    moe = tmp_path / "test" / "moe"
+    moe.mkdir(parents=True)
+    for d in (tmp_path / "test", moe):
+        (d / "__init__.py").write_text("")
+    helper = ("import torch\nimport torch_xla\n\ndef compare(model, batches):\n"
+              "    device = torch_xla.device()\n    for x in batches:\n        out = model(x.to(device))\n"
+              "        print(out.sum().item())\n        torch_xla.sync()\n")
+    (moe / "environment_setup.py").write_text(helper)
+    (moe / "test_routing.py").write_text("from test.moe.environment_setup import compare\n\n"
+                                         "def test_routing():\n    compare(None, [])\n")
+    fixtures = tmp_path / "tests" / "fixtures"
+    fixtures.mkdir(parents=True)
+    (fixtures / "slow_train.py").write_text(helper)
+    found = {(p.rpartition("/")[2], line) for p, line, _ in
+             ((f.path, f.line, f.code) for f in _lint(tmp_path))}
+    assert ("environment_setup.py", 8) not in found
+    assert ("slow_train.py", 8) in found

@@ -174,6 +174,21 @@ def is_test_module(module: str) -> bool:
     return last.startswith("test_") or last.endswith("_test") or last == "conftest"
 
 
+# the names of the folders that hold a project's tests
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+
+
+def test_helpers(modules, test_modules) -> set:
+    """Modules in a test folder (a package named ``test``/``tests``/``testing`` on their path) that sit
+    beside test modules (``is_test_module``) of the same package: ``tests/moe/environment_setup.py`` and
+    ``tests/moe/device_correctness_test_runner.py`` beside ``tests/moe/test_routing.py``, a reference model
+    ``tests/unit/mixtral_model.py`` beside ``tests/unit/test_mixtral.py``. A training program alone in a test
+    folder (an integration test's script, a linter's fixtures) is not one: no test module beside it."""
+    beside = {t.rpartition(".")[0] for t in test_modules}
+    return {m for m in modules if m not in test_modules and m.rpartition(".")[0] in beside
+            and _TEST_FOLDERS & set(m.split(".")[:-1])}
+
+
 class Steps:
     """Which loops are step loops, and how often each context runs, over a call graph: one module's
     (the walker's, for the rules that decide in the file) or the whole project's.

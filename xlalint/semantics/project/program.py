@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics.project.facts import Facts
-from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps, is_test_module
+from xlalint.semantics.steps import Ctx, FuncInfo, LoopInfo, Steps, is_test_module, test_helpers
 
 
 class Program:
@@ -27,8 +27,17 @@ class Program:
         for mod, s in facts.summaries.items():
             self._load(mod, s, paths.get(mod, s.get("path", mod)))
         self.excluded_by_importers = self._runs_only_off_xla()
+        self._exclude_test_helpers()
         self._mark_hooks()
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _exclude_test_helpers(self) -> None:
+        """A module in a test folder beside the tests that use it (``test_helpers``): a reference model, a
+        golden, a runner of the tests. Its loops compare runs and its tensors are goldens, not training."""
+        mods = self.facts.summaries
+        for mod in test_helpers(mods, {m for m in mods if is_test_module(m)}):
+            for f in self._funcs_of.get(mod, ()):
+                f.excluded = True
 
     def _runs_only_off_xla(self) -> set:
         """Modules that run only where code hard-wired to CUDA runs: a module that never names XLA, whose every
