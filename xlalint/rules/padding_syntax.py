@@ -8,7 +8,9 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import child_nodes, keyword_arg, last_name, name_words, positional_args
+from xlalint.semantics.syntax import (
+    NODE_TYPES, child_nodes, keyword_arg, last_name, name_words, positional_args, string_value, target_names,
+)
 
 
 def is_batch_max(m, call: cst.Call) -> bool:
@@ -125,3 +127,40 @@ def contains(tree, node) -> bool:
             return True
         stack.extend(child_nodes(t))
     return False
+
+
+def literal_texts(a) -> bool:
+    """A string, an f-string, or a non-empty list or tuple of strings: text written in the source."""
+    if type(a) in (cst.List, cst.Tuple):
+        return bool(a.elements) and all(string_value(e.value) is not None for e in a.elements)
+    return string_value(a) is not None or type(a) is cst.FormattedString
+
+
+def bindings_of(scope, name: str) -> list:
+    """The values every plain assignment in ``scope`` (a function, not its nested ones) binds to ``name``;
+    None among them when something else binds it (a parameter, a loop target, an augmented assignment)."""
+    if type(scope) is not cst.FunctionDef:
+        return []
+    ps = scope.params
+    if any(p.name.value == name for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)):
+        return [None]
+    out, stack = [], list(child_nodes(scope.body))
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if t is cst.Assign:
+            hit = any(x.value == name for tg in n.targets for x in target_names(tg.target))
+            if hit:
+                one = len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
+                out.append(n.value if one else None)
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.With, cst.NamedExpr):
+            target = getattr(n, "target", None)
+            if t is cst.With:
+                target = None
+            if target is not None and any(x.value == name for x in target_names(target)):
+                out.append(getattr(n, "value", None) if t is cst.AnnAssign else None)
+        if t in NODE_TYPES:
+            stack.extend(child_nodes(n))
+    return out

@@ -8,7 +8,7 @@ import libcst as cst
 
 from xlalint.rules import Rule, set_parts
 from xlalint.rules.padding_syntax import (
-    contains, dataset_length, is_batch_max, is_len_call, is_longest_item, tokenizes_one_text,
+    bindings_of, contains, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts, tokenizes_one_text,
 )
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
@@ -79,6 +79,9 @@ class UnbucketedVariableLength(Rule):
         "import torch\nids = tokenizer(prompt, padding='max_length', max_length=77, truncation=True, return_tensors='pt').input_ids\nuntruncated = tokenizer(prompt, padding='longest', return_tensors='pt').input_ids\nif untruncated.shape[-1] > ids.shape[-1] and not torch.equal(ids, untruncated):\n    print(tokenizer.batch_decode(untruncated[:, 76:-1]))\nout = text_encoder(ids.to(device))\n",
         # one literal batch, tokenized once outside any loop: one shape
         "import torch\nenc = tokenizer(['a photo of a dog'], padding=True, return_tensors='pt')\nout = model(**enc)\n",
+        # one call outside any loop: on prompts a function binds only to literals; at a script's (a cell's) top level
+        "import torch\ndef demo(model, tokenizer):\n    prompts = ['I believe the meaning of life is', 'The sky is']\n    enc = tokenizer(prompts, padding=True, return_tensors='pt')\n    return model.generate(**enc)\n",
+        "import torch\nqueries = load_queries()\nenc = tokenizer(queries, padding=True, return_tensors='pt')\nout = model(**enc)\n",
         "import torch\nenc = tokenizer(texts, padding='max_length', max_length=128, truncation=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)\n",
         # bucketing: the batch max is rounded up to a fixed length
@@ -101,8 +104,8 @@ class UnbucketedVariableLength(Rule):
         # the longest item of the batch (deepspeech.pytorch's collate, copied by many speech recipes)
         "import torch\ndef _collate_fn(batch):\n    def func(p):\n        return p[0].size(1)\n    longest_sample = max(batch, key=func)[0]\n    inputs = torch.zeros(len(batch), 1, longest_sample.size(0), longest_sample.size(1))\n    return inputs\n",
         "import torch\ndef collate(batch):\n    longest = max(batch, key=lambda s: s.shape[0])\n    return torch.zeros(len(batch), longest.shape[0])\n",
-        "import torch\nenc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\nout = model(**enc)\n",
-        "import torch\nenc = self.tokenizer(texts, padding=True, return_tensors='pt')\nreturn_value = enc.to(device)\n",
+        "import torch\ndef score(model, tokenizer, texts):\n    enc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n    return model(**enc)\n",
+        "import torch\nclass Encoder:\n    def encode(self, texts, device):\n        enc = self.tokenizer(texts, padding=True, return_tensors='pt')\n        return enc.to(device)\n",
         "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
         "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
         # padding=True through functools.partial into the collate function's parameter
@@ -625,11 +628,17 @@ def _max_length_padding(call: cst.Call):
 
 
 def _one_off_literal(cand) -> bool:
-    """A tokenizer call on a literal (a string, a list of strings) outside any loop: one batch, one shape."""
+    """A tokenizer call outside any loop on a literal (a string, a list of strings, or a name its function
+    binds only to such literals: ``prompts = ["...", "..."]``), or any tokenizer call of a script's top level
+    outside loops (it runs once; padding a whole dataset at once gives every batch one length): one shape."""
     args = positional_args(cand.node)
     if not args or cand.ctx.loops:
         return False
+    if cand.ctx.func.key == "<module>":
+        return True
     a = args[0]
-    if type(a) in (cst.List, cst.Tuple):
-        return bool(a.elements) and all(string_value(e.value) is not None for e in a.elements)
-    return string_value(a) is not None or type(a) is cst.FormattedString
+    if type(a) is cst.Name:
+        values = bindings_of(cand.ctx.func.node, a.value)
+        return bool(values) and all(literal_texts(v) for v in values)
+    return literal_texts(a)
+
