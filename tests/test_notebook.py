@@ -84,6 +84,15 @@ def test_magics_are_skipped_and_lines_keep_their_numbers():
     assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(3, 6, 9, "XLA001")]
 
 
+def test_a_shell_escape_continued_on_indented_lines_is_one_command():
+    """`!torchrun train.py \\` then ` --lr 5e-5 \\` on lines of their own (optimum-neuron's notebooks): the
+    continuation lines belong to the command, whatever their indent, not a syntax error."""
+    cells = ["!torchrun --nproc_per_node=2 train.py \\\n --model_id bert \\\n    --epochs 3",
+             "for x in loader:\n    !nvidia-smi \\\n  -q\n    v = model(x.to(device)).sum().item()"]
+    findings = lint_source(make(cells), "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]
+
+
 def test_python_cell_magic_body_is_linted():
     findings = lint_source(make(["import torch", "%%time\n" + LOOP]), "n.ipynb")
     assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]

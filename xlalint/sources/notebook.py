@@ -273,10 +273,12 @@ def _cell_lines(src: str) -> tuple:
         out.append(f"pass  {MAGIC_COMMENT}")
         start = 1
     continued = False
+    indent = ""
     for ln in lines[start:]:
         stripped = ln.lstrip()
         if continued or is_magic(stripped):
-            indent = ln[: len(ln) - len(stripped)]
+            if not continued:  # a continuation line (`!torchrun train.py \` then ` --lr 5e-5`) keeps the
+                indent = ln[: len(ln) - len(stripped)]  # indent of the line it continues, whatever its own
             magics.append(ln)
             out.append(f"{indent}pass  {MAGIC_COMMENT}")
             continued = ln.rstrip().endswith("\\")
