@@ -365,3 +365,23 @@ def test_a_megengine_demo_is_not_torch_code(tmp_path):
             "        print(F.argmax(detections, 1).numpy())\n")
     _write(tmp_path, {"pyproject.toml": "", "demo.py": demo})
     assert _where(_lint(tmp_path)) == set()
+
+
+def test_an_attribute_a_function_tests_with_hasattr_is_a_python_attribute_not_a_tensor(tmp_path):
+    """neuronx-distributed's `param_is_not_shared(param)`: `not hasattr(param, "shared") or not param.shared`
+    reads a flag somebody set on the parameter, not a tensor."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport torch_xla\n\n\ndef clip(model, loader, opt):\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x.to(torch_xla.device())).sum()\n"
+        "        loss.backward()\n"
+        "        for p in model.parameters():\n"
+        "            if not hasattr(p.grad, 'shared') or not p.grad.shared:\n"
+        "                p.grad.mul_(0.5)\n"
+        "            if p.grad.sum() > 0:\n"
+        "                p.grad.zero_()\n"
+        "        opt.step()\n"
+        "        torch_xla.sync()\n")
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (10, "XLA002") not in found and (12, "XLA002") in found

@@ -58,6 +58,8 @@ class TensorCondition(Rule):
     """
     verify = "Transfer samples (`TransferFromDeviceTime`, `aten::_local_scalar_dense`) at the condition's line on most steps."
     VALID = [
+        # a Python attribute somebody set on a parameter (tested with hasattr), and dtypes compared
+        "import torch\nimport torch_xla\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    for p in model.parameters():\n        if hasattr(p, 'shared') and p.shared:\n            continue\n        if x.dtype == torch.get_autocast_gpu_dtype():\n            p.grad.mul_(2)\n    opt.step()\n    torch_xla.sync()\n",
         # a backend flag and a method that returns an int are Python values (torch's own functional code)
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, input, mask):\n        if input.is_xpu or mask.dense_dim() > 0:\n            return input\n        return input * 2\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x, mask=None):\n        if self.training and mask is not None:\n            x = x * mask\n        if x.dim() == 3:\n            x = x.sum(0)\n        return x\n",

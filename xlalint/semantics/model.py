@@ -121,6 +121,7 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
             for attr in _handlers(type(rule)):
                 self._dispatch.setdefault(attr[3:], []).append(getattr(rule, attr))
         self._kind_cache: dict[int, object] = {}
+        self._probed_attrs: dict = {}  # id of a function record -> {(name, attr)} its `hasattr(name, "attr")` tests
         # while the rules hear of a call: [its func node, what it runs (callee_key) or calls.UNRESOLVED], asked by
         # the model and by several rules of the same node, in the same state of the walk
         self._callee_memo: Optional[list] = None

@@ -14,7 +14,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import child_nodes, dotted_name, last_name, string_value
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, last_name, string_value
 
 
 class TensorInference:
@@ -41,6 +41,24 @@ class TensorInference:
             n = stack.pop()
             cache.pop(id(n), None)
             stack.extend(child_nodes(n))
+
+    def _probed_attributes(self) -> set:
+        """(dotted name, attribute) pairs the current function tests with ``hasattr(p.grad, "attribute")``: an attribute
+        whose existence is in doubt is one somebody set on the object, not part of the tensor's API."""
+        f = self.func
+        found = self._probed_attrs.get(id(f))
+        if found is None:
+            found = set()
+            stack = [f.node] if f.node is not None else []
+            while stack:
+                n = stack.pop()
+                if (type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == "hasattr" and len(n.args) == 2
+                        and dotted_name(n.args[0].value) and string_value(n.args[1].value) is not None):
+                    found.add((dotted_name(n.args[0].value), string_value(n.args[1].value)))
+                elif type(n) in NODE_TYPES:
+                    stack.extend(child_nodes(n))
+            self._probed_attrs[id(f)] = found
+        return found
 
     def is_tensor(self, expr) -> bool:
         """True when ``expr`` is known to be a tensor on the device."""
@@ -250,6 +268,8 @@ class TensorInference:
                 return K.UNKNOWN  # `kv_cache.n_layers` of a `forward(x, kv_cache=None)`: an object, not a tensor
             if attr.startswith("_") and attr not in T.TENSOR_ATTRIBUTES:
                 return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
+            if (dotted_name(base), attr) in self._probed_attributes():
+                return K.UNKNOWN  # `hasattr(p, "shared") and p.shared`: a Python attribute set on the tensor
             if attr.startswith("is_"):
                 return K.NOT_TENSOR  # `t.is_xpu`, `t.is_mkldnn`: a backend's flag, a bool
             if attr in T.TENSOR_ATTRIBUTES:
