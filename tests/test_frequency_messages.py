@@ -815,3 +815,22 @@ def test_a_test_folders_helpers_beside_its_tests_are_test_code_and_a_lone_progra
              ((f.path, f.line, f.code) for f in _lint(tmp_path))}
     assert ("environment_setup.py", 8) not in found
     assert ("slow_train.py", 8) in found
+
+
+def test_a_lazy_init_of_the_objects_state_runs_once_not_every_call(tmp_path):
+    """`if self.inv_freq is None: ... self.inv_freq = ...` in a forward builds the state on the first call
+    and keeps it (a rotary embedding's frequencies): not a per-step cost. A local default is per call."""
+    (tmp_path / "t.py").write_text(
+        "import math\nimport torch\nimport torch_xla\n"
+        "class Rotary(torch.nn.Module):\n"
+        "    def forward(self, x, scale=None):\n"
+        "        if self.inv_freq is None:\n"
+        "            freqs = 1.0 / (10000 ** (torch.arange(0, 8, 2).float().to(x.device) / 8))\n"
+        "            kept = [f.item() for f in freqs if 2 * math.pi / f < 100]\n"
+        "            self.inv_freq = torch.tensor(kept, device=x.device)\n"
+        "        if scale is None:\n"
+        "            scale = x.abs().max().item()\n"
+        "        return x * self.inv_freq.sum() / scale\n"
+    )
+    found = {f.line for f in _lint(tmp_path)}
+    assert 8 not in found and 11 in found

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.hot_loops import EPOCHS
-from xlalint.semantics.syntax import code_of, dotted_name, last_name, name_words, string_value
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_name, last_name, name_words, string_value
 
 
 # Names that count steps: ``if step == 0:`` runs once, not every step.
@@ -32,6 +32,8 @@ def runs_once(test, body, counters) -> bool:
         sides = (test.left, test.comparisons[0].comparator)
         if any(_has_modulo(x) for x in sides):
             return False
+        if type(op) is cst.Is and _lazy_init(sides, body):
+            return True  # `if self.inv_freq is None: self.inv_freq = ...`: the object's first call only
         if type(op) is cst.Equal and any(_is_last_index(x) for x in sides) and any(type(x) is cst.Name for x in sides):
             return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
         if type(op) in (cst.LessThan, cst.LessThanEqual) and type(sides[0]) is cst.Name and _small_int(sides[1]):
@@ -49,6 +51,31 @@ def runs_once(test, body, counters) -> bool:
         return type(op) in (cst.GreaterThanEqual, cst.GreaterThan) and _leaves(body)
     if type(test) in (cst.Name, cst.Attribute):
         return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    return False
+
+
+def _lazy_init(sides, body) -> bool:
+    """``self.X is None`` (either side) tested by a block that sets ``self.X``: the object's state, built on
+    its first call and kept, so the block runs once per object, not on every call."""
+    none = [x for x in sides if type(x) is cst.Name and x.value == "None"]
+    attr = [x for x in sides if type(x) is cst.Attribute]
+    if len(none) != 1 or len(attr) != 1:
+        return False
+    name = dotted_name(attr[0]) or ""
+    if not name.startswith("self."):
+        return False
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(n) is cst.Assign and any(
+                dotted_name(x) == name for tg in n.targets
+                for x in ((tg.target.elements and [e.value for e in tg.target.elements])
+                          if type(tg.target) in (cst.Tuple, cst.List) else [tg.target])):
+            return True
+        if type(n) in NODE_TYPES:
+            stack.extend(child_nodes(n))
     return False
 
 
