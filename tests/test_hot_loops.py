@@ -57,7 +57,7 @@ def test_greedy_decode_loop_in_generate():
     assert "every decoding step" in at(found, 12, "XLA003")
     m = at(found, 14, "XLA002")
     assert "every decoding step" in m
-    assert "stop test on the device" in m and "every K tokens" in m and "fixed-size output buffer" in m
+    assert "stop test stays on the device" in m and "every K tokens" in m and "fixed-size buffers" in m
     # the ids grown by `torch.cat` every token, tested by the stop test: one graph per length (XLA009)
     assert {(ln, c) for ln, c, _ in found} == {(12, "XLA003"), (14, "XLA002"), (16, "XLA009")}
 

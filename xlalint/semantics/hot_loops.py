@@ -62,9 +62,9 @@ def root_hot(name: str, no_grad: bool) -> Optional[str]:
 # is about the training step: accumulate, step closure). Other rules keep their own fix.
 READ_RULES = frozenset({"XLA001", "XLA002", "XLA006"})
 FIXES = {
-    DECODE: ("keep the stop test on the device (`done |= next_token == eos_id`), test it on the host only "
-             "every K tokens (`if t % K == 0 and done.all():`), and write tokens into a fixed-size output "
-             "buffer (`out[:, t] = next_token`) read once after the loop"),
+    DECODE: ("keep what the loop produces on the device: write tokens and scores into fixed-size buffers "
+             "(`out[:, t] = next_token`) read once after the loop; a stop test stays on the device (`done |= "
+             "next_token == eos_id`), read on the host only every K tokens (`if t % K == 0 and done.all():`)"),
     EVAL: "accumulate on the device (`total += loss.detach()`, `correct += (pred == y).sum()`) and read once after the loop",
     ROLLOUT: ("keep the rollout's values on the device (append tensors, `torch.stack` them) and read them once "
               "per rollout; step the environment with device-side actions where it allows"),
