@@ -834,3 +834,21 @@ def test_a_lazy_init_of_the_objects_state_runs_once_not_every_call(tmp_path):
     )
     found = {f.line for f in _lint(tmp_path)}
     assert 8 not in found and 11 in found
+
+
+def test_a_post_processors_forward_runs_every_evaluation_batch(tmp_path):
+    """DETR's `PostProcessPanoptic.forward` turns the model's outputs into predictions for the evaluation:
+    not a training step. Any other module's forward is still every step."""
+    (tmp_path / "t.py").write_text(
+        "import torch\nimport torch_xla\n"
+        "class PostProcessPanoptic(torch.nn.Module):\n"
+        "    def forward(self, outputs, sizes):\n"
+        "        keep = outputs['scores'] > 0.85\n"
+        "        return outputs['masks'][keep].cpu()\n"
+        "class Criterion(torch.nn.Module):\n"
+        "    def forward(self, outputs, target):\n"
+        "        return outputs['masks'][target > 0].sum()\n"
+    )
+    found = {(f.line, f.code): f.message for f in _lint(tmp_path)}
+    assert "every evaluation batch" in found[(6, "XLA003")] and "every evaluation batch" in found[(6, "XLA001")]
+    assert "every step" in found[(9, "XLA003")]

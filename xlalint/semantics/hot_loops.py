@@ -50,10 +50,14 @@ EVAL_STEP_METHODS = frozenset({
 })
 
 
-def root_hot(name: str, no_grad: bool) -> Optional[str]:
+def root_hot(name: str, no_grad: bool, class_key: Optional[str] = None) -> Optional[str]:
     """How often a function that runs per batch by itself (a root: a ``forward``, a framework's step method
-    or hook) runs, as a hot-loop kind: None for every training step."""
+    or hook) runs, as a hot-loop kind: None for every training step. The ``forward`` of a post-processor
+    (``PostProcessPanoptic``, ``BBoxPostprocessor``: it turns a model's outputs into predictions, for an
+    evaluation or a demo) runs every evaluation batch."""
     if name in EVAL_STEP_METHODS:
+        return EVAL
+    if name == "forward" and "postprocess" in (class_key or "").rpartition(".")[2].replace("_", "").lower():
         return EVAL
     return INFERENCE if no_grad and name == "forward" else None
 

@@ -156,7 +156,7 @@ class Frequency:
         if any(lp is self.loop for lp in last.loops):
             where = "in the step loop" if self.hot is None else "in the loop"
         elif last.func.root:
-            hot = H.root_hot(last.func.name, last.func.no_grad)
+            hot = H.root_hot(last.func.name, last.func.no_grad, last.func.class_key)
             where = f"in `{last.func.name}()`, which runs {H.when_text(hot, None) if hot else 'every step'}"
         else:
             where = f"in `{last.func.name}()`"
@@ -444,7 +444,7 @@ class Steps:
             # a module's `forward` under `@torch.no_grad()` never trains: it runs per evaluation or
             # inference batch (a post-processor, a frozen teacher), not necessarily every training step;
             # `validation_step` runs every evaluation batch
-            cache[key] = Frequency(EVERY, hot=H.root_hot(f.name, f.no_grad))
+            cache[key] = Frequency(EVERY, hot=H.root_hot(f.name, f.no_grad, f.class_key))
             return cache[key]
         cache[key] = NOT_PER_STEP  # cycle guard
         best, best_ctx = NOT_PER_STEP, None
