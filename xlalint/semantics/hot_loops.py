@@ -57,9 +57,11 @@ def root_hot(name: str, no_grad: bool, class_key: Optional[str] = None) -> Optio
     evaluation or a demo) runs every evaluation batch."""
     if name in EVAL_STEP_METHODS:
         return EVAL
-    if name == "forward" and "postprocess" in (class_key or "").rpartition(".")[2].replace("_", "").lower():
-        return EVAL
-    return INFERENCE if no_grad and name == "forward" else None
+    if name != "forward":
+        return None
+    if no_grad:
+        return INFERENCE
+    return EVAL if "postprocess" in (class_key or "").rpartition(".")[2].replace("_", "").lower() else None
 
 
 # The fix of a finding that reads, tests or formats a device value in a hot loop (rules whose own fix
