@@ -385,3 +385,21 @@ def test_an_attribute_a_function_tests_with_hasattr_is_a_python_attribute_not_a_
         "        torch_xla.sync()\n")
     found = {(f.line, f.code) for f in _lint(tmp_path)}
     assert (10, "XLA002") not in found and (12, "XLA002") in found
+
+
+def test_a_loop_that_moves_items_of_its_batch_through_names_iterates_host_batches(tmp_path):
+    """neuronx-distributed's evaluation: `input_ids = batch["input_ids"]; input_ids = input_ids.to("xla")`: the
+    loop moves what it needs itself, so the loader yields host tensors: `labels`, never moved, stays there."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "evaluate.py").write_text(
+        "import torch\nimport torch_xla\n\n\ndef evaluate(model, tokenizer, test_loader):\n"
+        "    with torch.no_grad():\n"
+        "        for step, batch in enumerate(test_loader):\n"
+        "            input_ids = batch['input_ids']\n"
+        "            input_ids = input_ids.to('xla')\n"
+        "            labels = batch['labels']\n"
+        "            out = model.generate(input_ids=input_ids, max_new_tokens=8)\n"
+        "            a = tokenizer.decode(out[0].cpu())\n"
+        "            b = tokenizer.decode(labels[0].cpu())\n")
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (12, "XLA001") in found and (13, "XLA001") not in found

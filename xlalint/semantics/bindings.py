@@ -469,7 +469,9 @@ def _is_number_literal(value) -> bool:
 
 
 def _moves_to_device(body, names: set) -> bool:
-    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs)."""
+    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs), or on
+    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``)."""
+    names = set(names) | _items_bound(body, names)
     stack = [body]
     while stack:
         n = stack.pop()
@@ -483,6 +485,26 @@ def _moves_to_device(body, names: set) -> bool:
                 return True
         stack.extend(child_nodes(n))
     return False
+
+
+def _items_bound(body, names: set) -> set:
+    """Names the block binds to an item or a field of one of ``names`` (``labels = batch["labels"]``, ``x, y =
+    batch``)."""
+    out, stack = set(), [body]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(n) is cst.Assign and (type(n.value) in (cst.Subscript, cst.Attribute) or (
+                type(n.value) is cst.Name and any(type(tg.target) in (cst.Tuple, cst.List) for tg in n.targets))):
+            root = n.value
+            while type(root) in (cst.Subscript, cst.Attribute):
+                root = root.value
+            if type(root) is cst.Name and root.value in names:
+                out.update(x.value for tg in n.targets for x in target_names(tg.target))
+            continue
+        stack.extend(child_nodes(n))
+    return out
 
 
 # Methods a torch.Tensor does not have, that caches, dicts and lists do: a parameter whose body calls one
