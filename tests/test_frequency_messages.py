@@ -852,3 +852,32 @@ def test_a_post_processors_forward_runs_every_evaluation_batch(tmp_path):
     found = {(f.line, f.code): f.message for f in _lint(tmp_path)}
     assert "every evaluation batch" in found[(6, "XLA003")] and "every evaluation batch" in found[(6, "XLA001")]
     assert "every step" in found[(9, "XLA003")]
+
+
+def test_an_attribute_the_step_computes_before_its_barrier_is_read_as_data_in_a_later_hook(tmp_path):
+    """neuronx-distributed's Lightning modules: `xm.mark_step()` then `self.loss = loss.detach()` in
+    `training_step`, read in `on_train_batch_end`: the step's graph computed it, the read copies data and
+    cuts nothing. A value made after the barrier with new operations, or with no barrier at all, is read
+    from a graph the read itself must run."""
+    (tmp_path / "m.py").write_text(
+        "import torch\nimport torch_xla.core.xla_model as xm\nimport lightning.pytorch as pl\n\n\n"
+        "class Module(pl.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        loss = self.model(batch['input_ids']).mean()\n"
+        "        self.last = loss.detach()\n"
+        "        xm.mark_step()\n"
+        "        self.scaled = loss.detach() * 2\n"
+        "        self.loss = loss.detach()\n"
+        "        return loss\n\n"
+        "    def on_train_batch_end(self, *args, **kwargs):\n"
+        "        print(self.loss.item())\n"
+        "        print(self.last.item())\n"
+        "        print(self.scaled.item())\n\n\n"
+        "class Plain(pl.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        self.last = self.model(batch['input_ids']).mean().detach()\n"
+        "        return self.last\n\n"
+        "    def on_train_batch_end(self, *args, **kwargs):\n"
+        "        print(self.last.item())\n"
+    )
+    assert {f.line for f in _lint(tmp_path) if f.code == "XLA001"} == {18, 27}

@@ -7,6 +7,7 @@ import libcst as cst
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
+from xlalint.semantics.steps import NOT_PER_STEP
 from xlalint.semantics.syntax import (
     dotted_name, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
 )
@@ -128,6 +129,7 @@ class HostRead(Rule):
         self._accumulated: dict = {}  # id(call) -> the `total += call` statement
         self._lists: set = set()  # (id of the function record, name) bound to a Python list display
         self._iterated: set = set()  # (id of the function record, name) bound by a for / comprehension
+        self._self_reads: list = []  # (candidate, class key, attribute): a read of `self.loss` or of a chain on it
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign and type(node.value) is cst.Call:
@@ -209,6 +211,7 @@ class HostRead(Rule):
                     if meth == "item" and id(node) in self._accumulated:
                         edit = self._accumulate_edit(node, self._accumulated[id(node)].target)
                     self._flag(node, f"`{t}` {what} {{when}}", edit=edit)
+                    self._note_self_read(func.value)
                 return
             if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
                 self._flag(node, f"`{t}` copies the tensor to the host {{when}}")
@@ -243,6 +246,29 @@ class HostRead(Rule):
                         f"`{t}` of device tensors reads each element to the host {{when}}",
                         fix="build it on the device: `torch.stack([...])`",
                     )
+
+    def _note_self_read(self, receiver) -> None:
+        """The read just flagged is of ``self.X`` (``self.loss.detach().cpu().item()``): kept for ``finalize``."""
+        while type(receiver) in (cst.Call, cst.Attribute, cst.Subscript):
+            if (type(receiver) is cst.Attribute and type(receiver.value) is cst.Name and receiver.value.value == "self"):
+                cls = self.model.current_class()
+                if cls is not None:
+                    self._self_reads.append((self.model.candidates[-1], cls, receiver.attr.value))
+                return
+            receiver = receiver.func if type(receiver) is cst.Call else receiver.value
+
+    def finalize(self) -> None:
+        """A read of ``self.X`` in another method of its class, where the step's graph has computed every value
+        any per-step method assigns to ``self.X``: the method assigns it before a barrier of its own body, or
+        after one with a value that adds no operation (``xm.mark_step()`` then ``self.loss = loss.detach()`` in
+        ``training_step``, read by ``on_train_batch_end``). Reading it copies data and cuts nothing, like a read
+        after the sync in the step itself (not reported)."""
+        m = self.model
+        for cand, cls, attr in self._self_reads:
+            writes = [(w, alias) for w, alias in m.classes.get(cls, {}).get("writes", {}).get(attr, ())
+                      if m.frequency(w).per_step]
+            if writes and all(w.func is not cand.ctx.func and _computed_by_a_barrier(m, w, alias) for w, alias in writes):
+                cand.when, cand.frequency = "custom", NOT_PER_STEP
 
     def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
         self.report(node, message, fix=fix, cost=COST, edit=edit)
@@ -298,6 +324,16 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
+
+
+def _computed_by_a_barrier(m, ctx, alias: bool) -> bool:
+    """The value assigned at ``ctx`` is computed by the time its function returns: a barrier of the function's
+    own body (not in a loop) follows the assignment, or one precedes it and the value adds no operation."""
+    if ctx.loops:
+        return False
+    if any(seq > ctx.seq and callee is None for seq, callee, _until in ctx.func.sync_points):
+        return True
+    return alias and m.frequency(ctx).after_sync
 
 
 def _list_display(value) -> bool:

@@ -193,6 +193,9 @@ class Bindings:
                     order = self._func_order.setdefault(self.func.key, len(self._func_order))
                     entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
                     attrs[name] = attribute_kind(entries)
+                    # where each assignment runs: one made after the step's barrier holds computed data
+                    self.classes[cls].setdefault("writes", {}).setdefault(name, []).append(
+                        (self.step_context(), _no_new_ops(value)))
         elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None, K.UNKNOWN)
         elif type(target) is cst.Subscript:
@@ -485,6 +488,18 @@ def _moves_to_device(body, names: set) -> bool:
                 return True
         stack.extend(child_nodes(n))
     return False
+
+
+def _no_new_ops(value) -> bool:
+    """``loss``, ``loss.detach()``, ``batch["input_ids"]``: a value that adds no operation to the graph."""
+    while True:
+        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "detach" \
+                and not value.args:
+            value = value.func.value
+        elif type(value) in (cst.Attribute, cst.Subscript):
+            value = value.value
+        else:
+            return type(value) is cst.Name
 
 
 def _items_bound(body, names: set) -> set:
