@@ -178,3 +178,23 @@ def test_a_kv_cache_bound_by_a_first_iteration_branch_is_carried_on_the_others(t
     # bound in both branches before the call: fresh on every iteration
     both = src.replace("        else:\n", "        else:\n            past_key_values = None\n")
     assert not any(code == "XLA009" for _, _, code in _codes(tmp_path, both))
+
+
+def test_a_function_of_the_module_that_returns_its_argument_grown_grows_what_the_loop_gives_it_back(tmp_path):
+    """`ids = append_token(ids, nxt)` with `def append_token(ids, nxt): return torch.cat([ids, nxt], dim=1)`,
+    and `ids, nxt = step(model, ids)` returning a grown name in a tuple: the same growth as the `cat` written
+    in the loop. Not a sliding window (`append_token(ids[:, 1:], nxt)`), nor a helper that returns it as is."""
+    src = ('import torch\nimport torch_xla\n\n\n'
+           'def append_token(ids, nxt):\n    return torch.cat([ids, nxt], dim=1)\n\n\n'
+           'def step(model, ids):\n    nxt = model(ids)[:, -1:].argmax(-1)\n    ids = torch.cat([ids, nxt], dim=-1)\n'
+           '    return ids, nxt\n\n\n'
+           'def keep(ids, nxt):\n    return ids\n\n\n'
+           '@torch.no_grad()\ndef generate(model, ids, n, eos):\n    for _ in range(n):\n'
+           '        nxt = model(ids)[:, -1:].argmax(-1)\n        ids = {call}\n'
+           '        if nxt.item() == eos:\n            break\n    return ids\n\n\n'
+           '@torch.no_grad()\ndef generate_pairs(model, ids, n, eos):\n    for _ in range(n):\n'
+           '        ids, nxt = step(model, ids)\n        if nxt.item() == eos:\n            break\n    return ids\n')
+    found = _codes(tmp_path, src.format(call="append_token(ids, nxt)"))
+    assert ("train.py", 23, "XLA009") in found and ("train.py", 32, "XLA009") in found
+    for call in ("append_token(ids[:, 1:], nxt)", "keep(ids, nxt)"):
+        assert ("train.py", 23, "XLA009") not in _codes(tmp_path, src.format(call=call))

@@ -9,7 +9,8 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
 from xlalint.semantics.syntax import keyword_arg, positional_args
-from xlalint.semantics.step_values import StepValues, feeds_a_graph
+from xlalint.semantics.growth import feeds_a_graph
+from xlalint.semantics.step_values import StepValues
 
 # A device value read to the host by a call (the loop's graph ends there)
 _HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -84,6 +85,9 @@ class StepVaryingPythonInt(Rule):
         input's length on every call (transformers' convention; measured on its GPT-2, 12 tokens, 12 graphs).
         Not a cache passed and never taken back (written in place), one rebuilt in the iteration, or a
         function that chooses a static cache (`StaticCache`, `cache_implementation=`).
+        A function of the module that returns its argument grown grows what the loop gives it back (`ids =
+        append_token(ids, nxt)` with `return torch.cat([ids, nxt], dim=1)`, or a grown name in a returned
+        tuple): flagged at the call.
     """
     why_slow = """
         torch_xla traces Python ints into the graph as constants: `x[:, :n]` with `n = 37` is a
@@ -241,9 +245,10 @@ class StepVaryingPythonInt(Rule):
         self._note_call(node)
         self._note_host_read(node)
         if node.args:
-            v = self._values().growing_cache(node)
-            if v is not None:
-                self._flag(node, v, GROWS_CACHE, FIX_CACHE)
+            grown = self._values().growing_call(node)
+            if grown is not None:
+                v, cache = grown
+                self._flag(node, v, GROWS_CACHE if cache else GROWS, FIX_CACHE if cache else FIX_DECODE)
         q = m.qualname(func)
         if q is not None:
             if q in RT.SHAPE_FACTORIES:

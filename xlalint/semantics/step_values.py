@@ -33,7 +33,8 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import NODE_TYPES, assigned_names, child_nodes, dotted_name, names_in, target_names
+from xlalint.semantics.growth import Scan, grown_dim, grown_in, int_literal, returns_grown
+from xlalint.semantics.syntax import assigned_names, names_in, target_names
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class StepValues:
             if fn == "range" and type(target) is cst.Name and _is_builtin(self.model, fn):
                 self._names[(key, target.value)] = Varying(node, target.value, "the loop counter")
                 self._carried(node, key, target.value)
-                if len(it.args) == 3 and _int(it.args[2].value) not in (1, -1):
+                if len(it.args) == 3 and int_literal(it.args[2].value) not in (1, -1):
                     self._chunk_loops.add(id(node))
             elif fn == "enumerate" and _is_builtin(self.model, fn) and type(target) in (cst.Tuple, cst.List):
                 first = target.elements[0].value if target.elements else None
@@ -109,39 +110,65 @@ class StepValues:
         keywords = T.CACHE_KEYWORDS
         if any(str(q).partition(".")[0] == "transformers" for q in self.model.imports.values()):
             keywords = keywords | T.TRANSFORMERS_CACHE_KEYWORDS
-        for name, (dim, call) in _grown_in(node.body, own, keywords):
+        for name, (dim, call) in grown_in(node.body, own, Scan(keywords, self._helper_growth)):
             self._growing[(key, name)] = (node, dim, call)
+
+    def _helper_growth(self, call: cst.Call) -> dict:
+        """What a call of a function of this module returns grown (``def append(ids, t): return torch.cat([ids,
+        t], dim=1)``): argument position or keyword -> (dim, the position in a returned tuple or None)."""
+        # by the syntax only: asked before the loop's body is walked, a question about kinds would be answered
+        # before its names are bound, and remembered (a function of the module, a method of this class)
+        func, key = call.func, None
+        if type(func) is cst.Name:
+            key = func.value
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            cls = self.model.current_class()
+            key = f"{cls}.{func.attr.value}" if cls is not None else None
+        f = self.model.funcs.get(key) if key is not None else None
+        if f is None or type(f.node) is not cst.FunctionDef:
+            return {}
+        ps = [p.name.value for p in (*f.node.params.posonly_params, *f.node.params.params)]
+        offset = 1 if ps and ps[0] in ("self", "cls") and type(call.func) is cst.Attribute else 0
+        grown = returns_grown(f.node)
+        out = {}
+        for i, a in enumerate(call.args):
+            name = a.keyword.value if a.keyword is not None else (ps[i + offset] if i + offset < len(ps) else None)
+            if name in grown and not a.star:
+                out[a.keyword.value if a.keyword is not None else i] = grown[name]
+        return out
 
     def growing_cat(self, target, value) -> Optional[Varying]:
         """``ids = torch.cat([ids, nxt], dim=-1)`` in a loop that grows ``ids``: the size it grows along."""
-        if type(target) is not cst.Name or _grown_dim(target.value, value, self.model) is None:
+        if type(target) is not cst.Name or grown_dim(target.value, value, self.model) is None:
             return None
         found = self._growing.get((self._key(), target.value))
         if found is None or found[2] is not None:
             return None
         return Varying(found[0], target.value, "it grows by a `torch.cat` every iteration")
 
-    def growing_cache(self, call: cst.Call) -> Optional[Varying]:
-        """``model(ids, past_key_values=past)`` in a loop that takes ``past`` back from what this call returns
+    def growing_call(self, call: cst.Call) -> Optional[tuple]:
+        """(the Varying, whether it is a KV cache) of a call in a loop that grows what it is given back:
+        ``model(ids, past_key_values=past)`` where the loop takes ``past`` back from what this call returns
         (``past = out.past_key_values``, ``logits, past = model(...)``): the model extends the cache by the
-        input's length on every call (transformers' convention, ``tables.CACHE_KEYWORDS``), so its length
-        changes every iteration, unless the function chooses a static cache (``tables.STATIC_CACHE_NAMES``)."""
+        input's length on every call (transformers' convention, ``tables.CACHE_KEYWORDS``), unless the function
+        chooses a static cache (``tables.STATIC_CACHE_NAMES``); ``ids = append_token(ids, nxt)`` of a function
+        that returns ``torch.cat([ids, nxt], 1)``."""
         if not self._growing:
             return None
-        for a in call.args:
-            if a.keyword is None or type(a.value) is not cst.Name:
+        for (key, name), (loop, dim, grower) in self._growing.items():
+            if grower is not call or key != self._key():
                 continue
-            found = self._growing.get((self._key(), a.value.value))
-            if found is not None and found[2] is call:
-                if names_in(self.model.func.node) & T.STATIC_CACHE_NAMES:
-                    return None
-                return Varying(found[0], a.value.value, "the KV cache the call returns, given back every iteration")
+            if dim is not None:
+                return Varying(loop, name, "it grows by a `torch.cat` every iteration"), False
+            if names_in(self.model.func.node) & T.STATIC_CACHE_NAMES:
+                return None
+            return Varying(loop, name, "the KV cache the call returns, given back every iteration"), True
         return None
 
     def _grown_size(self, e) -> Optional[Varying]:
         """``ids.shape[1]``, ``ids.size(-1)``, ``ids.size()[1]`` of a tensor grown along that dimension."""
         if type(e) is cst.Subscript and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index:
-            base, dim = e.value, _int(e.slice[0].slice.value)
+            base, dim = e.value, int_literal(e.slice[0].slice.value)
             if type(base) is cst.Attribute and base.attr.value == "shape":
                 base = base.value
             elif type(base) is cst.Call and type(base.func) is cst.Attribute and base.func.attr.value == "size" \
@@ -151,13 +178,13 @@ class StepValues:
                 return None
         elif type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size" \
                 and len(e.args) == 1:
-            base, dim = e.func.value, _int(e.args[0].value)
+            base, dim = e.func.value, int_literal(e.args[0].value)
         else:
             return None
         if type(base) is not cst.Name or dim is None:
             return None
         found = self._growing.get((self._key(), base.value))
-        if found is None or found[2] is not None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
+        if found is None or found[1] is None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
             return None
         return Varying(found[0], expr_code(e), f"the length of `{base.value}`, which grows by a `torch.cat` every iteration")
 
@@ -275,7 +302,7 @@ class StepValues:
         if type(e) is cst.BinaryOperation:
             left, right = self.varying(e.left), self.varying(e.right)
             if type(e.operator) is cst.Modulo and type(e.right) is cst.Integer and left is not None:
-                k = _int(e.right)
+                k = int_literal(e.right)
                 if k is not None and k <= BUCKET_LIMIT:
                     return None  # step % K: K values, K graphs, then the cache
                 return Varying(left.loop, left.name, f"`{expr_code(e)}` takes {k} values: {k} graphs")
@@ -391,151 +418,6 @@ class StepValues:
                 self._forget(el.value, key)
 
 
-_CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
-
-
-def _grown_dim(name: str, value, model=None) -> Optional[int]:
-    """``torch.cat([name, x], dim=d)`` / ``torch.cat((name, x), d)``: the dimension ``name`` grows along (a
-    literal; 0 by default), else None."""
-    if type(value) is not cst.Call or not value.args:
-        return None
-    q = (model.qualname(value.func) if model is not None else None) or dotted_name(value.func) or ""
-    if q not in _CONCATENATIONS:
-        return None
-    first = value.args[0].value
-    if type(first) not in (cst.List, cst.Tuple) or not any(
-            type(el.value) is cst.Name and el.value.value == name for el in first.elements):
-        return None
-    dim = next((a.value for a in value.args[1:] if a.keyword is None or a.keyword.value in ("dim", "axis")), None)
-    return 0 if dim is None else _int(dim)
-
-
-def _grown_in(block, bound: set, keywords=T.CACHE_KEYWORDS) -> list:
-    """(name, (dim, call)) of the tensors a loop body grows: rebinds to themselves concatenated with more
-    (call None), or takes back from a model call it passed them to as its KV cache (``out = model(x,
-    past_key_values=past)`` then ``past = out.past_key_values``; ``logits, past = model(x, past_key_values=past)``:
-    dim None, that call), before binding them any other way in the iteration, so that each iteration starts
-    from the last one's value (on any of its branches and inner loops, not in functions defined in it).
-    ``x = torch.cat([x, y])`` after ``x = noise(...)`` in the same iteration, or a loop target, is built
-    afresh every step: it does not grow; ``x = x[:, : n + 1]`` before it is still the last iteration's value,
-    trimmed. ``bound``: the loop's own targets; ``keywords``: the arguments that pass a model its cache."""
-    grown: dict = {}
-    _visit_grown(block, grown, set(bound), {}, keywords)
-    return list(grown.items())
-
-
-def _visit_grown(n, grown: dict, bound: set, outputs: dict, keywords) -> None:
-    """``_grown_in``'s walk, in source order (a module function: a closure calling itself would keep the
-    tree alive in a reference cycle). ``outputs``: name -> (cache name, call) of a model call's result that
-    was given a carried cache (``out = model(x, past_key_values=past)``)."""
-    t = type(n)
-    if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-        return
-    if t is cst.Assign:
-        if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
-            name = n.targets[0].target.value
-            dim = _grown_dim(name, n.value)
-            if dim is not None and name not in bound:
-                grown.setdefault(name, (dim, None))
-        before = {k for k, v in grown.items() if v[0] is None}
-        _note_cache(n, grown, bound, outputs, keywords)
-        for tg in n.targets:  # a cache taken back, then changed again (`past = evict(past)`): its length
-            for x in target_names(tg.target):  # is what that change makes it, maybe a bounded window
-                if x.value in before:
-                    grown.pop(x.value, None)
-        reads = names_in(n.value)
-        for tg in n.targets:
-            bound.update(x.value for x in target_names(tg.target) if x.value not in reads)
-        return
-    if t in (cst.AnnAssign, cst.AugAssign):
-        bound.update(x.value for x in target_names(n.target))
-        return
-    if t is cst.If:  # bound before the growth only when both branches bind it: `if i == 0: past = prefill(...)
-        then = set(bound)  # else: out = model(..., past_key_values=past)` carries `past` on every other iteration
-        _visit_grown(n.body, grown, then, outputs, keywords)
-        other = set(bound)
-        if n.orelse is not None:
-            _visit_grown(n.orelse, grown, other, outputs, keywords)
-        bound |= then & other
-        return
-    if t in (cst.For, cst.While):  # an inner loop's body may not run: what it binds is not bound after it
-        inner = set(bound)
-        if t is cst.For:
-            inner.update(x.value for x in target_names(n.target))
-        _visit_grown(n.body, grown, inner, outputs, keywords)
-        return
-    if t in (cst.SimpleStatementLine, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.With,
-             cst.Try, cst.ExceptHandler, cst.Finally):
-        for c in child_nodes(n):
-            _visit_grown(c, grown, bound, outputs, keywords)
-
-
-# Reads of a tensor's metadata: no graph takes the tensor as an input
-_METADATA = frozenset({"shape", "size", "ndim", "dim", "dtype", "device", "numel"})
-
-
-def feeds_a_graph(loop, name: str) -> bool:
-    """A tensor the loop grows with ``torch.cat`` is read by something else in the loop (its test or body)
-    than the ``cat`` that grows it: a model call, a slice, a host read. A loop cut only by host reads of
-    other values (no barrier) leaves a tensor read nowhere else pending: no graph of an iteration takes it
-    as an input, and its growth compiles nothing per iteration (measured: a 10-token decode that grows its
-    ids and reads only the next token compiled 11 graphs, 10 without the ``cat``; grown ids read by the
-    model each iteration: 21). Metadata reads (``ids.shape[1]``, ``len(ids)``) are not graph inputs."""
-    stack = [loop.test] if type(loop) is cst.While else []
-    stack.append(loop.body)
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is cst.Name:
-            if n.value == name:
-                return True
-            continue
-        if t in (cst.FunctionDef, cst.ClassDef):
-            continue
-        if t is cst.Assign:
-            if _grown_dim(name, n.value) is None:
-                stack.append(n.value)  # its targets are written, not read
-            continue
-        if t is cst.Attribute:
-            if n.attr.value in _METADATA and type(n.value) is cst.Name:
-                continue
-            stack.append(n.value)
-            continue
-        if t is cst.Call and type(n.func) is cst.Name and n.func.value == "len":
-            continue
-        if t in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return False
-
-
-def _note_cache(n: cst.Assign, grown: dict, bound: set, outputs: dict, keywords) -> None:
-    """A carried KV cache taken back from the model call it was given to (``_grown_in``): ``past =
-    out.past_key_values`` / ``out[1]`` where ``out`` is that call's result, ``past = model(...,
-    past_key_values=past).past_key_values``, ``logits, past = model(x, past_key_values=past)``."""
-    names = [x.value for tg in n.targets for x in target_names(tg.target)]
-    single = names[0] if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name else None
-    root = n.value
-    if single is not None and type(root) is cst.Attribute and root.attr.value not in keywords:
-        return
-    while type(root) in (cst.Attribute, cst.Subscript):
-        root = root.value
-    if type(root) is cst.Name and single is not None and root is not n.value:
-        given = outputs.get(root.value)  # past = out.past_key_values
-        if given is not None and given[0] == single and single not in bound:
-            grown.setdefault(single, (None, given[1]))
-        return
-    if type(root) is not cst.Call:
-        return
-    cache = next((a.value.value for a in root.args if a.keyword is not None and a.keyword.value in keywords
-                  and type(a.value) is cst.Name), None)
-    if cache is None or cache in bound:
-        return
-    if cache in names:
-        grown.setdefault(cache, (None, root))  # logits, past = model(x, past_key_values=past)
-    elif single is not None and root is n.value:
-        outputs[single] = (cache, root)  # out = model(x, past_key_values=past)
-
-
 def _is_builtin(model, name: str) -> bool:
     return name not in model.imports and name not in getattr(model, "toplevel_defs", ())
 
@@ -555,18 +437,6 @@ def _counter_arithmetic(value, counter: str) -> bool:
         return (any(_counter_arithmetic(x, counter) for x in sides)
                 and all(type(x) is cst.Integer or _counter_arithmetic(x, counter) for x in sides))
     return False
-
-
-def _int(node) -> Optional[int]:
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
-        v = _int(node.expression)
-        return -v if v is not None else None
-    if type(node) is not cst.Integer:
-        return None
-    try:
-        return int(node.value, 0)
-    except ValueError:
-        return None
 
 
 def _literal_int_list(value) -> Optional[int]:
