@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.syntax import (
-    NODE_TYPES, child_nodes, keyword_arg, last_name, name_words, positional_args, string_value, target_names,
+    bindings, child_nodes, keyword_arg, last_name, name_words, positional_args, string_value, target_names,
 )
 
 
@@ -144,23 +144,4 @@ def bindings_of(scope, name: str) -> list:
     ps = scope.params
     if any(p.name.value == name for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)):
         return [None]
-    out, stack = [], list(child_nodes(scope.body))
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if t is cst.Assign:
-            hit = any(x.value == name for tg in n.targets for x in target_names(tg.target))
-            if hit:
-                one = len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
-                out.append(n.value if one else None)
-        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.With, cst.NamedExpr):
-            target = getattr(n, "target", None)
-            if t is cst.With:
-                target = None
-            if target is not None and any(x.value == name for x in target_names(target)):
-                out.append(getattr(n, "value", None) if t is cst.AnnAssign else None)
-        if t in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return out
+    return [value for target, value in bindings(scope.body) if any(x.value == name for x in target_names(target))]

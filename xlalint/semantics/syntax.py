@@ -78,23 +78,33 @@ def target_names(target) -> list:
     return []
 
 
-def assigned_names(block) -> set:
-    """The names assigned anywhere in ``block`` (assignments, ``for`` and ``with`` targets, ``:=``), nested
-    functions, classes and lambdas left out."""
-    out, stack = set(), [block]
+def bindings(block) -> list:
+    """(target, value) of every binding in ``block``, nested functions, classes and lambdas left out: the
+    value bound when it is a plain assignment to one target (``x = v``, ``x: T = v``), else None (a ``for``
+    or ``with`` target, ``+=``, ``:=``, one of several targets or unpacked)."""
+    out, stack = [], [block]
     while stack:
         n = stack.pop()
         t = type(n)
         if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
         if t is cst.Assign:
-            out.update(x.value for tg in n.targets for x in target_names(tg.target))
-        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
-            out.update(x.value for x in target_names(n.target))
+            one = len(n.targets) == 1 and type(n.targets[0].target) is cst.Name
+            out.extend((tg.target, n.value if one else None) for tg in n.targets)
+        elif t is cst.AnnAssign:
+            out.append((n.target, n.value))
+        elif t in (cst.AugAssign, cst.For, cst.NamedExpr):
+            out.append((n.target, None))
         elif t is cst.WithItem and n.asname is not None:
-            out.update(x.value for x in target_names(n.asname.name))
+            out.append((n.asname.name, None))
         stack.extend(child_nodes(n))
     return out
+
+
+def assigned_names(block) -> set:
+    """The names assigned anywhere in ``block`` (assignments, ``for`` and ``with`` targets, ``:=``), nested
+    functions, classes and lambdas left out."""
+    return {x.value for target, _ in bindings(block) for x in target_names(target)}
 
 
 def dotted_name(node) -> Optional[str]:
