@@ -198,3 +198,21 @@ def test_a_function_of_the_module_that_returns_its_argument_grown_grows_what_the
     assert ("train.py", 23, "XLA009") in found and ("train.py", 32, "XLA009") in found
     for call in ("append_token(ids[:, 1:], nxt)", "keep(ids, nxt)"):
         assert ("train.py", 23, "XLA009") not in _codes(tmp_path, src.format(call=call))
+
+
+def test_a_position_kept_on_the_device_and_incremented_in_place_is_not_a_python_int(tmp_path):
+    """optimum-tpu's static-cache decode: `cache_position = torch.tensor([n], device=device)`, then
+    `cache_position += 1` and `generated[:, cache_position] = next_token` every token: the position is data
+    (one graph), the TPU way. The same loop with `cache_position = n` (a Python int) compiles per token."""
+    src = ('import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n\n'
+           '@torch.no_grad()\ndef generate(model, next_token, n, steps, device):\n'
+           '    generated = torch.zeros((1, 64), dtype=torch.long, device=device)\n'
+           '    cache_position = {start}\n'
+           '    for i in range(steps):\n'
+           '        next_token = model(next_token, cache_position=cache_position).argmax(-1)\n'
+           '        cache_position += 1\n'
+           '        generated[:, cache_position] = next_token\n'
+           '        xm.mark_step()\n'
+           '    return generated\n')
+    assert not any(c == "XLA009" for _, _, c in _codes(tmp_path, src.format(start="torch.tensor([n], device=device)")))
+    assert ("train.py", 13, "XLA009") in _codes(tmp_path, src.format(start="n"))

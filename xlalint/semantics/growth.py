@@ -211,10 +211,11 @@ def returns_grown(fn: cst.FunctionDef) -> dict:
         if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
         if type(n) is cst.Assign and len(n.targets) == 1 and type(n.targets[0].target) is cst.Name:
-            for p in ps:
+            target = n.targets[0].target.value
+            for p in sorted(ps):  # the one it rebinds first (`ids = torch.cat([ids, nxt], 1)`), else the first
                 dim = grown_dim(p, n.value)
-                if dim is not None:
-                    cats[n.targets[0].target.value] = (p, dim)
+                if dim is not None and (target not in cats or p == target):
+                    cats[target] = (p, dim)
         elif type(n) is cst.Return:
             returns.append(n.value)
             continue
@@ -225,13 +226,14 @@ def returns_grown(fn: cst.FunctionDef) -> dict:
         items = [(None, value)] if type(value) is not cst.Tuple else [(k, e.value) for k, e in enumerate(value.elements)]
         mine: dict = {}
         for position, e in items:
-            hit = None
             if type(e) is cst.Name and e.value in cats:
-                hit = cats[e.value]
-            else:
-                hit = next(((p, d) for p in ps if (d := grown_dim(p, e)) is not None), None)
-            if hit is not None:
-                mine[hit[0]] = (hit[1], position)
+                p, d = cats[e.value]
+                mine[p] = (d, position)
+                continue
+            for p in sorted(ps):  # every parameter joined in the returned `cat`
+                d = grown_dim(p, e)
+                if d is not None:
+                    mine[p] = (d, position)
         found = mine if i == 0 else {p: v for p, v in found.items() if mine.get(p) == v}
     return found
 

@@ -283,7 +283,11 @@ class StepValues:
             return
         key = self._key()
         loops = self.model.step_context().loops
-        if type(node.operator) in (cst.AddAssign, cst.SubtractAssign) and type(node.value) is cst.Integer and loops:
+        if self.model.kind(t) in K.ANY_TENSOR:
+            # `cache_position += 1` of `torch.tensor([n], device=device)`: a position kept on the device, data
+            # that no graph bakes in (the static cache's way), not a Python int
+            self._names.pop((key, t.value), None)
+        elif type(node.operator) in (cst.AddAssign, cst.SubtractAssign) and type(node.value) is cst.Integer and loops:
             self._names[(key, t.value)] = Varying(loops[-1].node, t.value, "a counter incremented every iteration")
         elif self.varying(node.value) is None:
             self._names.pop((key, t.value), None)
