@@ -229,6 +229,15 @@ def _json_on_a_big_stack(text: str):
     return value
 
 
+def _cell_language(cell) -> str:
+    """The language an editor records for one cell when it is not Python (VS Code's ``"vscode": {"languageId":
+    "shellscript"}``: a cell of shell commands in a Python notebook), else ""."""
+    meta = cell.get("metadata")
+    vscode = meta.get("vscode") if isinstance(meta, dict) else None
+    lang = vscode.get("languageId") if isinstance(vscode, dict) else None
+    return lang if isinstance(lang, str) and lang.lower() not in ("python", "python3", "") else ""
+
+
 def _language(nb) -> str:
     meta = nb.get("metadata") or {}
     for where in (meta.get("kernelspec") or {}, meta.get("language_info") or {}):
@@ -296,7 +305,8 @@ def build_program(nb) -> NotebookProgram:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = _source(cell)
-        lines, magics, skipped = _cell_lines(src)
+        other = _cell_language(cell)
+        lines, magics, skipped = ([], [], other) if other else _cell_lines(src)
         if skipped:
             parts.append(f"# %% [cell {number}: {skipped}, not Python: skipped]")
             cells.append(Cell(number, src, line + 1, 0, [], skipped))
