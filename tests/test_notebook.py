@@ -98,10 +98,10 @@ def test_a_cell_its_editor_marks_as_another_language_is_skipped():
     without `!`: not Python, not a syntax error; the Python cells around them are linted."""
     shell = new_code_cell("gcloud compute tpus tpu-vm ssh $TPU_NAME \\\n        --zone=$ZONE")
     shell.metadata["vscode"] = {"languageId": "shellscript"}
-    py = new_code_cell("for x in loader:\n    v = model(x.to(device)).sum().item()")
+    py = new_code_cell(LOOP)
     py.metadata["vscode"] = {"languageId": "python"}
-    findings = lint_source(make([shell, py]), "n.ipynb")
-    assert [(f.cell, f.line, f.code) for f in findings] == [(2, 2, "XLA001")]
+    findings = lint_source(make(["import torch", shell, py]), "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(3, 3, "XLA001")]
 
 
 def test_python_cell_magic_body_is_linted():
