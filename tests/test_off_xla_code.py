@@ -403,3 +403,27 @@ def test_a_loop_that_moves_items_of_its_batch_through_names_iterates_host_batche
         "            b = tokenizer.decode(labels[0].cpu())\n")
     found = {(f.line, f.code) for f in _lint(tmp_path)}
     assert (12, "XLA001") in found and (13, "XLA001") not in found
+
+
+def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
+    """transformers-style models copied into a project (optimum-tpu, parler-tts): `LlamaFlashAttention2`'s
+    methods and a helper only they call, and `if self.config._attn_implementation == "flash_attention_2":`,
+    run flash-attn's CUDA kernels. The eager attention beside them is XLA code."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "modeling.py").write_text(
+        "import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n"
+        "def _get_unpad_data(attention_mask):\n"
+        "    indices = torch.nonzero(attention_mask.flatten(), as_tuple=False).flatten()\n"
+        "    return indices, attention_mask.sum(-1).max().item()\n\n\n"
+        "class LlamaAttention(nn.Module):\n"
+        "    def forward(self, h, mask):\n"
+        "        if self.config._attn_implementation == 'flash_attention_2':\n"
+        "            return h[mask.bool()]\n"
+        "        return h.masked_fill(mask == 0, 0)[mask.bool()]\n\n\n"
+        "class LlamaFlashAttention2(LlamaAttention):\n"
+        "    def forward(self, h, mask):\n"
+        "        indices, n = _get_unpad_data(mask)\n"
+        "        return h.flatten(0, 1)[indices]\n")
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (15, "XLA003") in found
+    assert not {(7, "XLA003"), (8, "XLA001"), (14, "XLA003")} & found

@@ -253,11 +253,16 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
                 result = "xla"
             elif type(c.operator) is cst.NotEqual:
                 result = "non-xla"
+    if result is None and type(test) is cst.Comparison and len(test.comparisons) == 1:
+        c = test.comparisons[0]  # `self.config._attn_implementation == "flash_attention_2"`: CUDA kernels
+        text = next((x for x in (string_value(test.left), string_value(c.comparator)) if x is not None), "")
+        if text.lower() in FLASH_ATTENTION_IMPLEMENTATIONS and type(c.operator) in (cst.Equal, cst.In):
+            result = "non-xla"
     if type(test) is cst.Call:
         n = (last_name(test.func) or "").lower()
         if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
             result = "xla"
-        elif n == "is_available" and "cuda" in (dotted_name(test.func) or ""):
+        elif (n == "is_available" and "cuda" in (dotted_name(test.func) or "")) or n.startswith("is_flash_attn"):
             result = "non-xla"
     elif type(test) in (cst.Name, cst.Attribute):
         n = (last_name(test) or "").lower()
@@ -268,6 +273,17 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
     if result is not None and negate:
         result = "xla" if result == "non-xla" else "non-xla"
     return result
+
+
+# transformers' attention implementations that run flash-attn's CUDA kernels (`attn_implementation=`), and
+# the classes that implement them (`LlamaFlashAttention2`): never XLA code
+FLASH_ATTENTION_IMPLEMENTATIONS = frozenset({"flash_attention_2", "flash_attention_3"})
+
+
+def flash_attention_class(class_key) -> bool:
+    """A class named for flash-attn (``MistralFlashAttention2``, ``FlashSelfAttention``): its methods call
+    flash-attn's CUDA kernels."""
+    return "flashattention" in (class_key or "").rpartition(".")[2].replace("_", "").lower()
 
 
 def first_pass_of(test, loop_stack) -> Optional[int]:

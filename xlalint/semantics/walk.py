@@ -21,7 +21,8 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
 from xlalint.semantics.guards import (
-    ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of, runs_once, xla_polarity,
+    ends_block, ends_with_return, first_pass_of, flash_attention_class, mode_test, negated_period, period_of,
+    runs_once, xla_polarity,
 )
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
@@ -185,7 +186,8 @@ class StatementWalk:
         self.func = info
         self.no_grad_depth = 0
         self.loop_stack = []
-        self.guards = []
+        # a method of a flash-attn class runs off XLA, as under `if device.type != "xla":`
+        self.guards = [(None, True, False)] if flash_attention_class(info.class_key) else []
         self.stmt = node
         self.cond_depth = 0
         saved_eval, self.eval_depth = self.eval_depth, 0
