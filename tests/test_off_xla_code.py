@@ -427,3 +427,22 @@ def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
     found = {(f.line, f.code) for f in _lint(tmp_path)}
     assert (15, "XLA003") in found
     assert not {(7, "XLA003"), (8, "XLA001"), (14, "XLA003")} & found
+
+
+def test_a_forward_parameter_compared_with_a_size_is_a_python_int(tmp_path):
+    """demucs: `assert z.shape[-1] == length` in a layer's forward: `length` is a size, not a tensor (a
+    guessed parameter); a comparison with a tensor the code computes is still a device test."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "layers.py").write_text(
+        "import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n"
+        "class Decoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv1d(4, 4, 3, padding=1)\n\n"
+        "    def forward(self, x, length):\n"
+        "        z = self.conv(x)[..., :length]\n"
+        "        assert z.shape[-1] == length, (z.shape[-1], length)\n"
+        "        assert (z.abs() < 1e6).all()\n"
+        "        return z\n")
+    found = {(f.line, f.code) for f in _lint(tmp_path)}
+    assert (13, "XLA002") not in found and (14, "XLA002") in found

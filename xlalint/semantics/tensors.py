@@ -188,7 +188,11 @@ class TensorInference:
             if any(type(x) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
                    for x in [e.left] + [c.comparator for c in e.comparisons]):
                 return K.NOT_TENSOR  # `k != "meta"`: a tensor is never compared with a string; `k` is a key
-            ks = [self.kind(e.left)] + [self.kind(c.comparator) for c in e.comparisons]
+            sides = [e.left] + [c.comparator for c in e.comparisons]
+            if any(_a_size(x) for x in sides) and any(
+                    type(x) is cst.Name and x.value in self.func.guessed for x in sides):
+                return K.NOT_TENSOR  # `z.shape[-1] == length`: a `forward` parameter compared with a size is one
+            ks = [self.kind(x) for x in sides]
             if any(k in K.DEVICE_TENSORS for k in ks):
                 return K.BOOL_TENSOR
             if any(k == K.CPU_TENSOR for k in ks):
@@ -325,3 +329,17 @@ def element_key_of(name: str, idx) -> Optional[str]:
         return f"{name}[{idx.value}]"
     value = string_value(idx)
     return f"{name}[{value!r}]" if value is not None else None
+
+
+def _a_size(e) -> bool:
+    """``x.shape[-1]``, ``x.size(0)``, ``x.size()[1]``, ``x.numel()``, ``len(x)``: a Python int by what it reads."""
+    if type(e) is cst.Subscript:
+        e = e.value
+        if type(e) is cst.Attribute and e.attr.value == "shape":
+            return True
+        return type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size"
+    if type(e) is cst.Call:
+        if type(e.func) is cst.Attribute and e.func.attr.value in ("size", "numel", "dim"):
+            return True
+        return type(e.func) is cst.Name and e.func.value == "len"
+    return False
