@@ -881,22 +881,3 @@ def test_an_attribute_the_step_computes_before_its_barrier_is_read_as_data_in_a_
         "        print(self.last.item())\n"
     )
     assert {f.line for f in _lint(tmp_path) if f.code == "XLA001"} == {18, 27}
-
-
-def test_a_block_under_a_name_the_function_binds_only_to_false_never_runs(tmp_path):
-    """YOLO's NMS: `merge = False  # use merge-NMS` then `if merge and (1 < n < 3E3):`: never taken. A flag
-    that is a parameter, or bound to something else anywhere in the function, may be true."""
-    (tmp_path / "t.py").write_text(
-        "import torch\nimport torch_xla\n"
-        "class Head(torch.nn.Module):\n"
-        "    def forward(self, x, multi_label=False):\n"
-        "        merge = False\n"
-        "        keep = x[:, 4] > 0.25\n"
-        "        if merge and x.shape[0] > 1:\n"
-        "            x = x[keep]\n"
-        "        if multi_label:\n"
-        "            x = x[keep]\n"
-        "        return x\n"
-    )
-    found = {f.line for f in _lint(tmp_path) if f.code == "XLA003"}
-    assert 8 not in found and 10 in found

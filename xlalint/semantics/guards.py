@@ -10,9 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.hot_loops import EPOCHS
-from xlalint.semantics.syntax import (
-    NODE_TYPES, bindings, child_nodes, code_of, dotted_name, last_name, name_words, string_value, target_names,
-)
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_name, last_name, name_words, string_value
 
 
 # Names that count steps: ``if step == 0:`` runs once, not every step.
@@ -275,32 +273,6 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
     if result is not None and negate:
         result = "xla" if result == "non-xla" else "non-xla"
     return result
-
-
-def never_true(test, scope) -> bool:
-    """The test is false whenever it runs: a name the function binds only to ``False``/``None``/``0`` (YOLO's
-    NMS: ``merge = False  # use merge-NMS`` then ``if merge and (1 < n < 3E3):``), alone or in an ``and``."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return never_true(test.left, scope) or never_true(test.right, scope)
-    if type(test) is not cst.Name or type(scope) is not cst.FunctionDef:
-        return False
-    name = test.value
-    ps = scope.params
-    if any(p.name.value == name for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)) or \
-            any(p.name.value == name for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)):
-        return False
-    stack = [scope.body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.Global, cst.Nonlocal) and any(x.name.value == name for x in n.names):
-            return False
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        stack.extend(child_nodes(n))
-    values = [v for target, v in bindings(scope.body) if any(x.value == name for x in target_names(target))]
-    return bool(values) and all(
-        (type(v) is cst.Name and v.value in ("False", "None")) or (type(v) is cst.Integer and v.value == "0")
-        for v in values)
 
 
 # transformers' attention implementations that run flash-attn's CUDA kernels (`attn_implementation=`), and

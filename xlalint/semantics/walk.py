@@ -21,8 +21,8 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
 from xlalint.semantics.guards import (
-    ends_block, ends_with_return, first_pass_of, flash_attention_class, mode_test, negated_period, never_true,
-    period_of, runs_once, xla_polarity,
+    ends_block, ends_with_return, first_pass_of, flash_attention_class, mode_test, negated_period, period_of,
+    runs_once, xla_polarity,
 )
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
@@ -297,8 +297,7 @@ class StatementWalk:
         self.stmt = prev
         period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
-        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or _breaks_the_loop(
-            node.body, self.loop_stack) or never_true(node.test, self.func.node))
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or _breaks_the_loop(node.body, self.loop_stack))
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
         mode = mode_test(node.test)
