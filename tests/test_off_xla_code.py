@@ -34,6 +34,13 @@ def _where(findings) -> set:
     return {(Path(f.path).name, f.line, f.code) for f in findings}
 
 
+def _lines_and_codes(tmp_path, name: str, source: str) -> set:
+    """(line, code) of what a one-file project (`pyproject.toml` and `name`) prints, linted whole."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / name).write_text(source)
+    return {(f.line, f.code) for f in _lint(tmp_path)}
+
+
 def _write(root: Path, files: dict) -> None:
     for rel, text in files.items():
         p = root / rel
@@ -370,8 +377,7 @@ def test_a_megengine_demo_is_not_torch_code(tmp_path):
 def test_an_attribute_a_function_tests_with_hasattr_is_a_python_attribute_not_a_tensor(tmp_path):
     """neuronx-distributed's `param_is_not_shared(param)`: `not hasattr(param, "shared") or not param.shared`
     reads a flag somebody set on the parameter, not a tensor."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "train.py").write_text(
+    found = _lines_and_codes(tmp_path, "train.py", (
         "import torch\nimport torch_xla\n\n\ndef clip(model, loader, opt):\n"
         "    for x, y in loader:\n"
         "        loss = model(x.to(torch_xla.device())).sum()\n"
@@ -382,16 +388,14 @@ def test_an_attribute_a_function_tests_with_hasattr_is_a_python_attribute_not_a_
         "            if p.grad.sum() > 0:\n"
         "                p.grad.zero_()\n"
         "        opt.step()\n"
-        "        torch_xla.sync()\n")
-    found = {(f.line, f.code) for f in _lint(tmp_path)}
+        "        torch_xla.sync()\n"))
     assert (10, "XLA002") not in found and (12, "XLA002") in found
 
 
 def test_a_loop_that_moves_items_of_its_batch_through_names_iterates_host_batches(tmp_path):
     """neuronx-distributed's evaluation: `input_ids = batch["input_ids"]; input_ids = input_ids.to("xla")`: the
     loop moves what it needs itself, so the loader yields host tensors: `labels`, never moved, stays there."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "evaluate.py").write_text(
+    found = _lines_and_codes(tmp_path, "evaluate.py", (
         "import torch\nimport torch_xla\n\n\ndef evaluate(model, tokenizer, test_loader):\n"
         "    with torch.no_grad():\n"
         "        for step, batch in enumerate(test_loader):\n"
@@ -400,8 +404,7 @@ def test_a_loop_that_moves_items_of_its_batch_through_names_iterates_host_batche
         "            labels = batch['labels']\n"
         "            out = model.generate(input_ids=input_ids, max_new_tokens=8)\n"
         "            a = tokenizer.decode(out[0].cpu())\n"
-        "            b = tokenizer.decode(labels[0].cpu())\n")
-    found = {(f.line, f.code) for f in _lint(tmp_path)}
+        "            b = tokenizer.decode(labels[0].cpu())\n"))
     assert (12, "XLA001") in found and (13, "XLA001") not in found
 
 
@@ -409,8 +412,7 @@ def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
     """transformers-style models copied into a project (optimum-tpu, parler-tts): `LlamaFlashAttention2`'s
     methods and a helper only they call, and `if self.config._attn_implementation == "flash_attention_2":`,
     run flash-attn's CUDA kernels. The eager attention beside them is XLA code."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "modeling.py").write_text(
+    found = _lines_and_codes(tmp_path, "modeling.py", (
         "import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n"
         "def _get_unpad_data(attention_mask):\n"
         "    indices = torch.nonzero(attention_mask.flatten(), as_tuple=False).flatten()\n"
@@ -423,8 +425,7 @@ def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
         "class LlamaFlashAttention2(LlamaAttention):\n"
         "    def forward(self, h, mask):\n"
         "        indices, n = _get_unpad_data(mask)\n"
-        "        return h.flatten(0, 1)[indices]\n")
-    found = {(f.line, f.code) for f in _lint(tmp_path)}
+        "        return h.flatten(0, 1)[indices]\n"))
     assert (15, "XLA003") in found
     assert not {(7, "XLA003"), (8, "XLA001"), (14, "XLA003")} & found
 
@@ -432,8 +433,7 @@ def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
 def test_a_forward_parameter_compared_with_a_size_is_a_python_int(tmp_path):
     """demucs: `assert z.shape[-1] == length` in a layer's forward: `length` is a size, not a tensor (a
     guessed parameter); a comparison with a tensor the code computes is still a device test."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "layers.py").write_text(
+    found = _lines_and_codes(tmp_path, "layers.py", (
         "import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n"
         "class Decoder(nn.Module):\n"
         "    def __init__(self):\n"
@@ -443,6 +443,5 @@ def test_a_forward_parameter_compared_with_a_size_is_a_python_int(tmp_path):
         "        z = self.conv(x)[..., :length]\n"
         "        assert z.shape[-1] == length, (z.shape[-1], length)\n"
         "        assert (z.abs() < 1e6).all()\n"
-        "        return z\n")
-    found = {(f.line, f.code) for f in _lint(tmp_path)}
+        "        return z\n"))
     assert (13, "XLA002") not in found and (14, "XLA002") in found

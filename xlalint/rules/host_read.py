@@ -267,7 +267,7 @@ class HostRead(Rule):
         for cand, cls, attr in self._self_reads:
             writes = [(w, alias) for w, alias in m.classes.get(cls, {}).get("writes", {}).get(attr, ())
                       if m.frequency(w).per_step]
-            if writes and all(w.func is not cand.ctx.func and _computed_by_a_barrier(m, w, alias) for w, alias in writes):
+            if writes and all(w.func is not cand.ctx.func and m.computed_by_a_barrier(w, alias) for w, alias in writes):
                 cand.when, cand.frequency = "custom", NOT_PER_STEP
 
     def _flag(self, node, message: str, fix: str = FIX, edit=None) -> None:
@@ -324,16 +324,6 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
-
-
-def _computed_by_a_barrier(m, ctx, alias: bool) -> bool:
-    """The value assigned at ``ctx`` is computed by the time its function returns: a barrier of the function's
-    own body (not in a loop) follows the assignment, or one precedes it and the value adds no operation."""
-    if ctx.loops:
-        return False
-    if any(seq > ctx.seq and callee is None for seq, callee, _until in ctx.func.sync_points):
-        return True
-    return alias and m.frequency(ctx).after_sync
 
 
 def _list_display(value) -> bool:

@@ -16,7 +16,9 @@ import libcst as cst
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import FuncInfo
-from xlalint.semantics.syntax import child_nodes, dotted_name, last_name, name_words, positional_args, target_names
+from xlalint.semantics.syntax import (
+    child_nodes, dotted_name, is_shape, last_name, name_words, positional_args, target_names,
+)
 from xlalint.semantics.tensors import element_key, element_key_of
 
 
@@ -159,7 +161,7 @@ class Bindings:
                         self._bind_target(e.value, None, k)
                     return
             ek = K.element_of(kind) if kind is not K.UNKNOWN else K.UNKNOWN
-            if _is_shape(value) or (kind == K.NOT_TENSOR and type(value) is cst.Call):
+            if is_shape(value) or (kind == K.NOT_TENSOR and type(value) is cst.Call):
                 # `b, n, _ = x.shape`: Python ints; `top1, top5 = accuracy_np(out, y)`: the items of what a
                 # function returns as a Python value (its `return a, b` made of Python values)
                 ek = K.NOT_TENSOR
@@ -570,13 +572,3 @@ _OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tenso
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
 # frameworks that place tensors on devices for the program
 _DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers")
-
-
-def _is_shape(value) -> bool:
-    """``x.shape``, ``x.size()``, or a slice of them (``x.shape[:2]``): a tuple of Python ints."""
-    if type(value) is cst.Subscript:
-        value = value.value
-    if type(value) is cst.Attribute:
-        return value.attr.value == "shape"
-    return (type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute
-            and value.func.attr.value == "size")

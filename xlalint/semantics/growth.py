@@ -107,7 +107,7 @@ def _visit_grown(n, grown: dict, bound: set, outputs: dict, scan) -> None:
 
 
 # Reads of a tensor's metadata: no graph takes the tensor as an input
-_METADATA = frozenset({"shape", "size", "ndim", "dim", "dtype", "device", "numel"})
+_METADATA = T.NON_TENSOR_ATTRIBUTES | frozenset({"size", "dim", "numel", "ndimension", "nelement"})
 
 
 def feeds_a_graph(loop, name: str) -> bool:
@@ -115,8 +115,8 @@ def feeds_a_graph(loop, name: str) -> bool:
     than the ``cat`` that grows it: a model call, a slice, a host read. A loop cut only by host reads of
     other values (no barrier) leaves a tensor read nowhere else pending: no graph of an iteration takes it
     as an input, and its growth compiles nothing per iteration (measured: a 10-token decode that grows its
-    ids and reads only the next token compiled 11 graphs, 10 without the ``cat``; grown ids read by the
-    model each iteration: 21). Metadata reads (``ids.shape[1]``, ``len(ids)``) are not graph inputs."""
+    ids and reads only the next token compiled 11 graphs, 10 without the ``cat``; the grown ids read every
+    iteration, ``ids.sum().item()``: 21). Metadata reads (``ids.shape[1]``, ``len(ids)``) are not graph inputs."""
     stack = [loop.test] if type(loop) is cst.While else []
     stack.append(loop.body)
     while stack:

@@ -219,6 +219,9 @@ class StepMarks:
     def frequency(self, ctx: Ctx) -> Frequency:
         return self.steps.frequency(ctx)
 
+    def computed_by_a_barrier(self, ctx: Ctx, no_new_ops: bool) -> bool:
+        return self.steps.computed_by_a_barrier(ctx, no_new_ops)
+
     def is_step_loop(self, loop: LoopInfo) -> bool:
         return self.steps.is_step_loop(loop)
 

@@ -388,6 +388,16 @@ class Steps:
         within = ctx.period if ctx.period_outside and hot is not None and loop is ctx.loops[-1] else None
         return Frequency(PERIODIC if ctx.period else EVERY, ctx.period, after, loop, hot=hot, within=within)
 
+    def computed_by_a_barrier(self, ctx: Ctx, no_new_ops: bool) -> bool:
+        """A value assigned at ``ctx`` (outside loops) is computed by the time its function returns: a barrier of
+        the function's own body follows the assignment, or one precedes it and the value adds no operation
+        (``xm.mark_step()`` then ``self.loss = loss.detach()``)."""
+        if ctx.loops:
+            return False
+        if any(seq > ctx.seq and callee is None for seq, callee, _until in ctx.func.sync_points):
+            return True
+        return no_new_ops and self.frequency(ctx).after_sync
+
     def _after_sync(self, ctx: Ctx, points) -> bool:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it; in a
         periodic block, a call that runs a whole loop of the model (an evaluation) ends it too."""

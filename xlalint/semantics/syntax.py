@@ -183,3 +183,13 @@ def code_of(node) -> str:
     except Exception:  # noqa: BLE001
         return "N"
 
+
+def is_shape(value) -> bool:
+    """``x.shape``, ``x.size()``, or a slice of them (``x.shape[:2]``): a tuple of Python ints."""
+    if type(value) is cst.Subscript:
+        value = value.value
+    if type(value) is cst.Attribute:
+        return value.attr.value == "shape"
+    return (type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute
+            and value.func.attr.value == "size")
+

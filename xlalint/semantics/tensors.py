@@ -14,7 +14,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, last_name, string_value
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, is_shape, last_name, string_value
 
 
 class TensorInference:
@@ -332,12 +332,9 @@ def element_key_of(name: str, idx) -> Optional[str]:
 
 
 def _a_size(e) -> bool:
-    """``x.shape[-1]``, ``x.size(0)``, ``x.size()[1]``, ``x.numel()``, ``len(x)``: a Python int by what it reads."""
+    """``x.shape[-1]``, ``x.size()[1]``, ``x.size(0)``, ``x.numel()``, ``len(x)``: a Python int by what it reads."""
     if type(e) is cst.Subscript:
-        e = e.value
-        if type(e) is cst.Attribute and e.attr.value == "shape":
-            return True
-        return type(e) is cst.Call and type(e.func) is cst.Attribute and e.func.attr.value == "size"
+        return is_shape(e.value)
     if type(e) is cst.Call:
         if type(e.func) is cst.Attribute and e.func.attr.value in ("size", "numel", "dim"):
             return True
