@@ -188,6 +188,10 @@ class CallSites:
                     if K.callable_keys(k) is not None:
                         return self.callable_callee(k)  # `self.on_step(loss)`: a callback given to __init__
                 return f"{cls}.{func.attr.value}"
+        if type(func) is cst.Attribute and func.attr.value == "apply" and type(func.value) is cst.Name and (
+                func.value.value in getattr(self, "function_classes", ())
+                or self.classes.get(func.value.value, {}).get("autograd")):
+            return f"{func.value.value}.forward"  # `RankSort.apply(logits, t)`: an autograd.Function's forward
         if type(func) is cst.Attribute:  # meter.update(loss) on an object of a class of this file
             mod, _, cls = (K.instance_class(self.kind(func.value)) or "").partition(":")
             if mod == self.module_name and f"{cls}.{func.attr.value}" in self.funcs:
@@ -202,6 +206,11 @@ class CallSites:
             if not self.facts.knows(q):
                 return None
             r = self.facts.resolve(q)
+            if r is None and q.endswith(".apply"):
+                # `RankSort.apply(...)` of an autograd.Function imported from another module: its forward
+                fwd = self.facts.resolve(q[: -len("apply")] + "forward")
+                if fwd is not None and fwd[0] == "func":
+                    return "@" + q[: -len("apply")] + "forward"
             if r is not None and r[0] == "class":  # a constructor of a plain class runs its __init__
                 cls_key = K.instance_class(self._project_call_kind(q))
                 if cls_key is not None:
@@ -246,7 +255,9 @@ class CallSites:
         module's callers pass it."""
         p = node.params
         names = tuple(x.name.value for x in list(p.posonly_params) + list(p.params))
-        offset = 1 if f.class_key is not None and names and names[0] in ("self", "cls") else 0
+        # `Cls.apply(x, t)` of an autograd.Function passes x to forward(ctx, x, t)
+        autograd = f.class_key is not None and self.classes.get(f.class_key, {}).get("autograd")
+        offset = 1 if f.class_key is not None and names and (names[0] in ("self", "cls") or autograd) else 0
         named = names + tuple(x.name.value for x in p.kwonly_params)
         known = self._known_param(f)
         none = ({}, (), False)

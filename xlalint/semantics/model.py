@@ -35,7 +35,7 @@ from xlalint.semantics.narrowing import Narrowing
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
-from xlalint.semantics.syntax import last_name
+from xlalint.semantics.syntax import dotted_name, last_name
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
 from xlalint.semantics.walk import StatementWalk, install_dispatch
@@ -239,6 +239,13 @@ class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, 
         # module-level functions, so that a call to a helper defined further down still resolves
         self.toplevel_defs = {
             s.name.value for s in self.module.body if type(s) is cst.FunctionDef
+        }
+        # classes deriving from `autograd.Function`, by the base's name: `Cls.apply(x)` runs `Cls.forward`
+        # wherever the call is in the file
+        self.function_classes = {
+            s.name.value for s in self.module.body
+            if type(s) is cst.ClassDef and any((dotted_name(b.value) or "").rpartition(".")[2] == "Function"
+                                               for b in s.bases)
         }
         self.find_periodic_predicates()
         for i, stmt in enumerate(self.module.body):

@@ -342,6 +342,8 @@ class StepMarks:
         name = node.name.value
         if info.class_key is not None:
             cls = self.classes.get(info.class_key, {})
+            if name == "forward" and cls.get("autograd"):
+                return False  # an autograd.Function's forward runs where `Cls.apply(...)` is called
             if name == "forward" and (cls.get("module") or self.imports_torch):
                 return True
             if name in ("training_step", "validation_step", "test_step", "predict_step"):
