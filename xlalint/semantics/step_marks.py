@@ -262,7 +262,11 @@ class StepMarks:
         makes the loop a rollout; ``register_forward_hook(fn)`` / ``add_callback("on_batch_end", fn)``
         make ``fn`` a per-step hook."""
         if self._runs_model_call(node, func):
-            if self.loop_stack:
+            whole = type(func) is cst.Attribute and func.attr.value in H.WHOLE_DECODE_FUNCTIONS
+            if self.loop_stack and whole and not self.loop_stack[-1].iterates_loader:
+                pass  # `out = model.generate(ids)` per prompt or sample: each iteration is a whole decode, whose
+                #       result the next line needs (a loop over a loader stays an evaluation loop)
+            elif self.loop_stack:
                 self.loop_stack[-1].runs_model = True
             else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
                 self.func.runs_model = True

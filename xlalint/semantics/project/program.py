@@ -29,7 +29,23 @@ class Program:
         self.excluded_by_importers = self._runs_only_off_xla()
         self._exclude_test_helpers()
         self._mark_hooks()
+        self._mark_applied_functions()
         self.steps = Steps(self.funcs, self.loops, self.tops, self.targets)
+
+    def _mark_applied_functions(self) -> None:
+        """An ``autograd.Function``'s ``forward`` runs where ``Cls.apply(...)`` is called: once the project
+        applies it anywhere it is a root like a module's ``forward`` (every step, however its callers are
+        reached: a loss kept in an attribute, a registry); a Function nobody applies never runs."""
+        applied = set()
+        for f in [*self.funcs.values(), *self.tops]:
+            for callee, _ctx in f.calls:
+                applied.update(t for t in self.targets(callee) if t.endswith(".forward"))
+        for key in applied:
+            f = self.funcs[key]
+            if f.name == "forward" and f.class_key is not None and not f.root:
+                bases = self.facts.summaries[f.module]["classes"].get(f.class_key, (None, None, ()))[2]
+                if any(b.rpartition(".")[2] == "Function" for b in bases):
+                    f.root = True
 
     def _exclude_test_helpers(self) -> None:
         """A module in a test folder beside the tests that use it (``test_helpers``): a reference model, a
