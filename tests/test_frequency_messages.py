@@ -30,7 +30,7 @@ def _messages(findings, name: str, code: str = "XLA001") -> dict:
 
 def test_periodic_predicate_behind_an_early_return_in_the_same_module():
     msgs = _messages(_lint(FIXTURES / "once_per_evaluation_guards.py"), "once_per_evaluation_guards.py")
-    assert "every `self.log_every` steps" in msgs[29]
+    assert "every `self.log_every` steps" in msgs[31]
 
 
 def test_periodic_predicate_of_an_object_built_by_a_factory_in_another_module():

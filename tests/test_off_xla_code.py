@@ -430,6 +430,19 @@ def test_flash_attention_classes_and_branches_are_not_xla_code(tmp_path):
     assert not {(7, "XLA003"), (8, "XLA001"), (14, "XLA003")} & found
 
 
+def test_the_older_flash_attention_flag_is_not_xla_code(tmp_path):
+    """transformers 4.3x models copied into a project (EAGLE's `modeling_mixtral_kv.py`): `if
+    self._use_flash_attention_2:` picks flash-attn's CUDA kernels, as the `_attn_implementation` test does."""
+    found = _lines_and_codes(tmp_path, "modeling.py", (
+        "import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n"
+        "class MixtralModel(nn.Module):\n"
+        "    def forward(self, h, mask):\n"
+        "        if self._use_flash_attention_2:\n"
+        "            return h[mask.bool()]\n"
+        "        return h.masked_fill(mask == 0, 0)[mask.bool()]\n"))
+    assert (9, "XLA003") not in found and (10, "XLA003") in found
+
+
 def test_a_forward_parameter_compared_with_a_size_is_a_python_int(tmp_path):
     """demucs: `assert z.shape[-1] == length` in a layer's forward: `length` is a size, not a tensor (a
     guessed parameter); a comparison with a tensor the code computes is still a device test."""
@@ -445,3 +458,37 @@ def test_a_forward_parameter_compared_with_a_size_is_a_python_int(tmp_path):
         "        assert (z.abs() < 1e6).all()\n"
         "        return z\n"))
     assert (13, "XLA002") not in found and (14, "XLA002") in found
+
+
+RANK_SCRIPT = '''import os
+import torch
+import torch.distributed as dist
+
+
+def train(model, loader, opt):
+    rank = {rank}
+    model.to({device})
+    for x, y in loader:
+        x, y = x.to({device}), y.to({device})
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+'''
+
+
+def test_a_script_that_moves_its_batches_to_its_rank_is_not_xla_code(tmp_path):
+    """`x.to(rank)`: an int device is a CUDA index (torch_xla's devices are `xla:N`, chosen by
+    `torch_xla.device()`): the rank from torch.distributed, DeepSpeed's comm, the LOCAL_RANK variable or the
+    arguments is a GPU layout (DeepSpeed and torchrun scripts, Ray GPU workers), not a device a user points
+    at XLA."""
+    for rank, device in [("dist.get_rank()", "rank"), ('int(os.environ["LOCAL_RANK"])', "rank"),
+                         ("None", "args.local_rank"), ("dist.get_rank()", "torch.device(rank)")]:
+        source = RANK_SCRIPT.format(rank=rank, device=device).replace("(model, loader, opt)", "(model, loader, opt, args=None)")
+        assert _lines_and_codes(tmp_path, "train.py", source) == set(), (rank, device)
+
+
+def test_a_script_whose_device_is_chosen_stays_xla_code_beside_its_rank(tmp_path):
+    source = RANK_SCRIPT.format(rank="dist.get_rank()", device="device").replace("(model, loader, opt)", "(model, loader, opt, device)")
+    assert _lines_and_codes(tmp_path, "train.py", source) == {(15, "XLA001")}

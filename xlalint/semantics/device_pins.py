@@ -242,10 +242,18 @@ def cuda_ordinal(node) -> bool:
     text = _leading_text(node)
     if text is not None:
         return text.lower().startswith("cuda:")
+    if type(node) is cst.Name:
+        return node.value in _RANK_NAMES  # x.to(local_rank)
+    if type(node) is cst.Attribute:
+        return node.attr.value in _RANK_NAMES  # x.to(args.local_rank), torch.device(self.local_rank)
     if type(node) is cst.Call:
         name = dotted_name(node.func) or ""
         if name in ("torch.cuda.current_device", "torch.cuda.device_count"):
             return True
+        if name.rpartition(".")[2] in _RANK_GETTERS:
+            return True  # x.to(dist.get_rank()), deepspeed.comm.get_local_rank()
+        if name == "int" and node.args and _names_rank_variable(node.args[0].value):
+            return True  # int(os.environ["LOCAL_RANK"])
         if name in ("torch.device", "device") and node.args:
             first = node.args[0].value
             return cuda_ordinal(first) or (len(node.args) > 1 and (string_value(first) or "").lower() == "cuda")
@@ -255,15 +263,33 @@ def cuda_ordinal(node) -> bool:
     return False
 
 
+# A process's rank as a device: an int device is a CUDA index (torch_xla's devices are `xla:N`, chosen by
+# `torch_xla.device()`), the layout of DeepSpeed, torchrun and Ray GPU workers
+_RANK_NAMES = frozenset({"local_rank", "rank", "global_rank", "local_process_index", "gpu", "gpu_id", "gpu_rank"})
+_RANK_GETTERS = frozenset({"get_rank", "get_local_rank", "get_global_rank"})
+
+
+def _names_rank_variable(node) -> bool:
+    """``os.environ["LOCAL_RANK"]``, ``os.environ.get("LOCAL_RANK", 0)``, ``os.getenv("RANK")``."""
+    if type(node) is cst.Subscript and node.slice:
+        key = node.slice[0].slice
+        return type(key) is cst.Index and (string_value(key.value) or "").endswith("RANK")
+    if type(node) is cst.Call and node.args and last_name(node.func) in ("get", "getenv"):
+        return (string_value(node.args[0].value) or "").endswith("RANK")
+    return False
+
+
 def names_cuda(node, ordinal_names=frozenset()) -> bool:
     """The expression is a CUDA device by what it says: a literal ``"cuda"``/``"cuda:0"``, a formatted
     ``f"cuda:{rank}"``, ``torch.device("cuda", i)``, ``torch.cuda.current_device()``, or a name that is only
     ever given CUDA device indices (``ordinal_names``). A tensor put there is not on the XLA device."""
     if type(node) is cst.Name:
-        return node.value in ordinal_names
+        return node.value in ordinal_names or node.value in _RANK_NAMES
     text = _leading_text(node)
     if text is not None:
         return text.lower().startswith(_CUDA_WORDS)
+    if type(node) is cst.Attribute and node.attr.value in _RANK_NAMES:
+        return True
     if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
         return names_cuda(node.args[0].value, ordinal_names)
     return cuda_ordinal(node)

@@ -38,6 +38,8 @@ def runs_once(test, body, counters) -> bool:
             return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
         if type(op) in (cst.LessThan, cst.LessThanEqual) and type(sides[0]) is cst.Name and _small_int(sides[1]):
             return True  # `if batch_i < 3:`: the first few batches (plots, samples), not every step
+        if type(op) in (cst.LessThan, cst.LessThanEqual) and _fills_to_a_bound(sides[0], body):
+            return True  # `if len(wandb_images) < log_imgs: wandb_images.append(...)`: until it holds a few
         counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
         if not counts:
             return False
@@ -51,6 +53,26 @@ def runs_once(test, body, counters) -> bool:
         return type(op) in (cst.GreaterThanEqual, cst.GreaterThan) and _leaves(body)
     if type(test) in (cst.Name, cst.Attribute):
         return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    return False
+
+
+def _fills_to_a_bound(side, body) -> bool:
+    """``len(xs)`` tested by a block that appends to ``xs`` (``if len(table["texts"]) < max_samples:
+    table["texts"].append(...)``): the block runs until the list holds the bound's count of items (a sample
+    table, the first images of a log), then never again: a few times in a run, not every step."""
+    if not (type(side) is cst.Call and type(side.func) is cst.Name and side.func.value == "len" and len(side.args) == 1):
+        return False
+    target = code_of(side.args[0].value)
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if (type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
+                and code_of(n.func.value) == target):
+            return True
+        if type(n) in NODE_TYPES:
+            stack.extend(child_nodes(n))
     return False
 
 
@@ -170,7 +192,9 @@ _POLARITY_DEPTH = 8
 
 # flags that select another inference backend or device (`elif self.dnn:` in a multi-backend model's forward)
 _OTHER_BACKEND_FLAGS = frozenset({"onnx", "dnn", "tflite", "edgetpu", "openvino", "coreml", "tensorrt", "ncnn",
-                                  "mps", "use_mps", "on_mps", "is_mps", "use_onnx", "use_tensorrt"})
+                                  "mps", "use_mps", "on_mps", "is_mps", "use_onnx", "use_tensorrt",
+                                  # flash-attn's CUDA kernels: transformers' `self._use_flash_attention_2` (4.3x)
+                                  "use_flash_attention_2", "use_flash_attention_3", "use_flash_attn", "use_flash_attn_2"})
 
 
 def mode_test(test) -> Optional[str]:
@@ -265,7 +289,7 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
         elif (n == "is_available" and "cuda" in (dotted_name(test.func) or "")) or n.startswith("is_flash_attn"):
             result = "non-xla"
     elif type(test) in (cst.Name, cst.Attribute):
-        n = (last_name(test) or "").lower()
+        n = (last_name(test) or "").lower().lstrip("_")
         if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu", "xla", "tpu"):
             result = "xla"
         elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda") or n in _OTHER_BACKEND_FLAGS:
