@@ -678,3 +678,44 @@ def test_framework_trainers_and_callbacks_per_step_methods_and_their_lookalikes(
     got = {(ln, c) for ln, c, _ in found}
     assert got == {(10, "XLA001"), (21, "XLA001"), (30, "XLA002"), (43, "XLA001")}, found
     assert all("every step" in m for _, _, m in found), found
+
+
+# ---- whole generations per iteration ------------------------------------------------------------------
+def test_a_loop_of_whole_generations_is_not_hot_but_its_evaluation_and_training_twins_are():
+    """`out = model.generate(ids)` once per prompt: each iteration is a whole decode and its result is what
+    the next line needs (silent). Over a loader's batches however wrapped (`tqdm(enumerate(loader))`), inside
+    another loop (per sequence of a batch), or beside an inner loop that trains, the loop stays hot."""
+    found = lint("""
+        from tqdm import tqdm
+
+        def chat(model, tok, prompts):
+            for p in prompts:
+                out = model.generate(tok(p, return_tensors="pt").input_ids.to(device), max_new_tokens=8)
+                print(tok.decode(out[0].tolist()))
+
+        def evaluate(model, loader):
+            for step, batch in tqdm(enumerate(loader), total=10):
+                out = model.generate(batch["ids"].to(device))
+                print(out.cpu())
+
+        def per_sequence(model, loader):
+            for batch in loader:
+                for seq in batch:
+                    out = model.generate(seq.to(device)[None])
+                    print(out.cpu())
+
+        def train(model, loader, opt, steps):
+            for i in range(steps):
+                for _ in range(4):
+                    loss = model(next(loader)).mean()
+                    loss.backward()
+                    opt.step()
+                if i % 10 == 0:
+                    print(loss.item())
+                    sample = model.generate(torch.zeros(1, 1, device=device))
+    """)
+    lines = {ln for ln, c, _m in found}
+    assert 7 not in lines, found
+    at(found, 12, "XLA001")
+    at(found, 18, "XLA001")
+    at(found, 27, "XLA001")

@@ -263,9 +263,12 @@ class StepMarks:
         make ``fn`` a per-step hook."""
         if self._runs_model_call(node, func):
             whole = type(func) is cst.Attribute and func.attr.value in H.WHOLE_DECODE_FUNCTIONS
-            if self.loop_stack and whole and not self.loop_stack[-1].iterates_loader:
+            lp = self.loop_stack[-1] if self.loop_stack else None
+            if lp is not None and whole and len(self.loop_stack) == 1 and not _has_inner_loop(lp.node) and not (
+                    lp.iterates_loader or (type(lp.node) is cst.For and self.iterates_batches(lp.node.iter))):
                 pass  # `out = model.generate(ids)` per prompt or sample: each iteration is a whole decode, whose
-                #       result the next line needs (a loop over a loader stays an evaluation loop)
+                #       result the next line needs (a loop over a loader's batches, a loop within another or
+                #       one that trains in an inner loop stays hot)
             elif self.loop_stack:
                 self.loop_stack[-1].runs_model = True
             else:  # one model pass per call: a loop calling it is hot (not one calling a whole evaluation)
@@ -362,6 +365,19 @@ class StepMarks:
                 if H.is_per_step_event(string_value(ev) or dotted_name(ev)):
                     return True
         return False
+
+
+def _has_inner_loop(loop) -> bool:
+    """The loop's body holds another loop (not in a nested function)."""
+    stack = list(child_nodes(loop.body))
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.For, cst.While):
+            return True
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(child_nodes(n))
+    return False
 
 
 def _counts_positions(head) -> bool:

@@ -418,6 +418,15 @@ class CallKinds:
     def _is_loader_value(self, node) -> bool:
         return self.kind(node) in (K.LOADER, K.CPU_LOADER) or self._looks_like_loader(node)
 
+    def iterates_batches(self, it) -> bool:
+        """The ``for`` goes over a loader's batches, however wrapped (``tqdm(enumerate(loader), total=n)``)."""
+        while type(it) is cst.Call:
+            if self._iterates_loader(it):
+                return True
+            args = positional_args(it)
+            it = args[0] if args else None
+        return it is not None and self._iterates_loader(it)
+
     def _iterates_loader(self, it) -> bool:
         if type(it) is cst.Call:
             args = positional_args(it)
