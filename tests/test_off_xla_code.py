@@ -492,3 +492,27 @@ def test_a_script_that_moves_its_batches_to_its_rank_is_not_xla_code(tmp_path):
 def test_a_script_whose_device_is_chosen_stays_xla_code_beside_its_rank(tmp_path):
     source = RANK_SCRIPT.format(rank="dist.get_rank()", device="device").replace("(model, loader, opt)", "(model, loader, opt, device)")
     assert _lines_and_codes(tmp_path, "train.py", source) == {(15, "XLA001")}
+
+
+def test_a_placement_that_follows_a_weight_is_not_a_device_choice(tmp_path):
+    """EAGLE's evaluation scripts: `.to(model.base_model.lm_head.weight.device)` goes wherever the weights
+    are (the script put them on CUDA), neither CUDA by name nor a device chosen at run time; so the script
+    pins CUDA, and the device-free library it alone imports is not XLA code. `.to(self.accelerator.device)`
+    stays a choice."""
+    lib = ("import torch\n\n\n"
+           "def decode(model, ids, steps):\n"
+           "    for _ in range(steps):\n"
+           "        nxt = model(ids)[:, -1].argmax(-1)\n"
+           "        if nxt.item() == 2:\n"
+           "            break\n"
+           "        ids = torch.cat([ids, nxt[:, None]], 1)\n"
+           "    return ids\n")
+    script = ("import torch\nfrom lib import decode\n\n\n"
+              "def main(model, ids, buffers):\n"
+              "    buffers = buffers.to({device})\n"
+              "    return decode(model, torch.as_tensor(ids).cuda(), 8)\n")
+    _write(tmp_path, {"pyproject.toml": "", "lib.py": lib,
+                      "run.py": script.format(device="model.base_model.lm_head.weight.device")})
+    assert _where(_lint(tmp_path)) == set()
+    _write(tmp_path, {"run.py": script.format(device="self.accelerator.device").replace("(model,", "(self, model,")})
+    assert ("lib.py", 7, "XLA001") in _where(_lint(tmp_path))

@@ -35,6 +35,8 @@ _CUDA_WORDS = ("cuda", "gpu", "nccl")
 _HOLDERS_OF_THE_DEVICE = frozenset({
     "self", "args", "cfg", "config", "conf", "opt", "opts", "hparams", "params", "settings", "options",
     "run_opts", "flags", "FLAGS"})
+# `self.accelerator.device`, `self.fabric.device`: the device a launcher chose at run time (XLA under it)
+_RUNTIMES = frozenset({"accelerator", "fabric", "trainer", "engine", "runner", "strategy", "state", "xm"})
 _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "memory_format", "non_blocking")
 
 
@@ -306,9 +308,12 @@ def _is_cuda_value(node, ordinal_names=frozenset()) -> Optional[bool]:
         return _is_cuda_value(node.args[0].value, ordinal_names)
     if type(node) is cst.Integer:
         return None
-    if (type(node) is cst.Attribute and node.attr.value == "device" and type(node.value) is cst.Name
-            and node.value.value not in _HOLDERS_OF_THE_DEVICE):
-        return None  # `device=mask.device`: wherever its input tensor is, neither CUDA nor a choice
+    if (type(node) is cst.Attribute and node.attr.value == "device"
+            and (last_name(node.value) or "") not in _HOLDERS_OF_THE_DEVICE
+            and (type(node.value) is cst.Name or (last_name(node.value) or "") not in _RUNTIMES)):
+        # `device=mask.device`, `.to(model.lm_head.weight.device)`: wherever that tensor or module was put,
+        # neither CUDA nor a choice (`self.device`, `self.args.device` are the settings)
+        return None
     name = dotted_name(node)
     if name is None:
         return False if type(node) in (cst.Subscript, cst.Call, cst.IfExp) else None
