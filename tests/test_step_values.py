@@ -224,3 +224,46 @@ def test_a_chunk_loop_that_repeats_its_offsets_inside_another_loop_is_a_bounded_
     )
     lines = [f.line for f in lint_source(src, "t.py") if f.code == "XLA009"]
     assert bool(lines) == flagged, (lines, src)
+
+
+MICRO_BATCHES = '''import torch
+import torch_xla
+
+
+def record(stats, idx, loss):
+    stats["loss"][idx] = loss.detach()
+
+
+class TrainModule:
+    def __init__(self, model, opt, n):
+        self.model, self.opt, self.n = model, opt, n
+
+    def train_batch(self, micro_batches, stats):
+        for i in range(self.n):
+            loss = self.model(micro_batches[i]).mean()
+            loss.backward()
+            record(stats, i, loss)
+            stats["x"][i] = loss.detach()
+        self.opt.step()
+
+
+def main(model, opt, loader):
+    stats = {"loss": torch.zeros(4, device=torch_xla.device()), "x": torch.zeros(4, device=torch_xla.device())}
+    module = TrainModule(model, opt, 4)
+    for batch in loader:
+        module.train_batch(batch, stats)
+        torch_xla.sync()
+'''
+
+
+def test_a_micro_batch_loop_of_a_per_step_function_repeats_its_counter_every_step():
+    """open-instruct's GRPO step: `for i in range(n)` over the micro-batches of a `train_batch` the step loop
+    calls; the counter takes the same values on every call, so the graphs it makes are compiled on the first
+    step and cached after: not a new graph every step (in the function and in a helper it passes `i` to). The
+    same counter in the program's own step loop still varies."""
+    assert not [f for f in lint_source(MICRO_BATCHES, "t.py") if f.code == "XLA009"]
+    main_loop = MICRO_BATCHES.replace("    for batch in loader:\n        module.train_batch(batch, stats)\n",
+                                      "    buf = torch.zeros(1000, device=torch_xla.device())\n"
+                                      "    for i, batch in enumerate(loader):\n        buf[i] = model(batch).sum()\n"
+                                      "        model(batch).sum().backward()\n        opt.step()\n")
+    assert [f.line for f in lint_source(main_loop, "t.py") if f.code == "XLA009"] == [27]

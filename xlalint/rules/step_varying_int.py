@@ -332,7 +332,8 @@ class StepVaryingPythonInt(Rule):
                     if role == GROWS and not feeds_a_graph(loop.node, v.name):
                         continue  # cut by host reads of other values only: the growing `cat` stays pending
                     hot = True
-                elif self._values().repeats_in(loop.node, loop.outer.node if loop.outer is not None else None):
+                elif (self._values().repeats_in(loop.node, loop.outer.node if loop.outer is not None else None)
+                      or m.repeats_every_step(loop)):
                     continue  # the same offsets on every pass of the loop around it: compiled once, then cached
                 else:
                     hot = not m.loop_trains(loop)  # a decoding or sampling loop ended by a barrier
@@ -419,6 +420,8 @@ class StepVaryingPythonInt(Rule):
                     step_loop = steps.is_step_loop(loop)
                     if not step_loop and not (cut and _decoding(steps, loop)):
                         continue
+                    if step_loop and steps.repeats_every_step(loop):
+                        continue  # a micro-batch loop of a per-step function: the same values every step
                     hot = not step_loop or not steps.loop_trains(loop)
                     for t in targets:
                         p = _param_at(params.get(t), where, callee)

@@ -225,6 +225,9 @@ class StepMarks:
     def is_step_loop(self, loop: LoopInfo) -> bool:
         return self.steps.is_step_loop(loop)
 
+    def repeats_every_step(self, loop: LoopInfo) -> bool:
+        return self.steps.repeats_every_step(loop)
+
     def does_step(self, key: str) -> bool:
         return self.steps.does_step(key)
 

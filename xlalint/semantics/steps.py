@@ -252,6 +252,14 @@ class Steps:
                 not loop.trains and any(self.is_step_loop(lp) for lp in self._inner.get(id(loop), ())))
         return memo[id(loop)]
 
+    def repeats_every_step(self, loop: LoopInfo) -> bool:
+        """A step loop in a function that itself runs every step (a micro-batch loop in a framework's
+        ``train_batch``, a gradient-accumulation loop in a ``training_step``): its counter goes over the same
+        values on every call, so the graphs those values make are compiled on the first step and found in
+        the cache after; they do not change from step to step."""
+        f = loop.func
+        return f.name != "<module>" and self.function_frequency(f).per_step
+
     def runs_model(self, key: str) -> bool:
         """One call of the function runs the model once: it calls a module outside its own loops, or a
         function that does (a function that loops over batches is a whole evaluation, not one pass)."""
