@@ -516,3 +516,33 @@ def test_a_placement_that_follows_a_weight_is_not_a_device_choice(tmp_path):
     assert _where(_lint(tmp_path)) == set()
     _write(tmp_path, {"run.py": script.format(device="self.accelerator.device").replace("(model,", "(self, model,")})
     assert ("lib.py", 7, "XLA001") in _where(_lint(tmp_path))
+
+
+def test_a_host_runtime_of_a_compiled_model_is_not_xla_code(tmp_path):
+    """Neuron's inference wrappers (`NeuronBaseForCausalLM`): a class whose `device` property answers the
+    CPU is the host side of a model compiled ahead of time: it pads and logs host tensors around the compiled
+    graph's call. Its methods, and those of a subclass in another module, are not XLA code; a class whose
+    `device` is anything else is."""
+    base = ("import logging\nimport torch\nimport torch.nn as nn\n\n\n"
+            "class HostForCausalLM(nn.Module):\n"
+            "    @property\n"
+            "    def device(self) -> torch.device:\n"
+            "        \"\"\"We don't want generate() to move anything.\"\"\"\n"
+            "        return torch.device({where!r})\n\n"
+            "    def forward(self, input_ids, attention_mask=None):\n"
+            "        self._log_input(input_ids)\n"
+            "        if attention_mask.sum() > 0:\n"
+            "            return input_ids\n"
+            "        return input_ids * 2\n\n"
+            "    def _log_input(self, input_ids):\n"
+            "        logging.debug('input_ids =%s', input_ids)\n")
+    sub = ("from base import HostForCausalLM\n\n\n"
+           "class HostForImageText(HostForCausalLM):\n"
+           "    def forward(self, input_ids, pixel_mask=None):\n"
+           "        if pixel_mask.any():\n"
+           "            return input_ids\n"
+           "        return input_ids + 1\n")
+    _write(tmp_path, {"pyproject.toml": "", "base.py": base.format(where="cpu"), "sub.py": sub})
+    assert _where(_lint(tmp_path)) == set()
+    _write(tmp_path, {"base.py": base.format(where="meta")})
+    assert {("base.py", 14, "XLA002"), ("base.py", 19, "XLA006"), ("sub.py", 6, "XLA002")} <= _where(_lint(tmp_path))

@@ -418,3 +418,27 @@ def registers(module: cst.Module) -> bool:
 def asserts_cuda(test) -> bool:
     """``assert torch.cuda.is_available(), "requires a GPU"``: the program says it cannot run without CUDA."""
     return type(test) is cst.Call and pin_of(test, asserted=True) == PIN
+
+
+def declares_host_device(classdef: cst.ClassDef) -> bool:
+    """The class answers ``device`` with the CPU (``@property def device(self): return torch.device("cpu")``):
+    the host-side runtime of a model compiled ahead of time (Neuron's traced decoders, an ONNX or TensorRT
+    session) that tells ``generate()`` not to move anything. Its methods prepare host tensors for the compiled
+    graph and read its host outputs: not XLA code."""
+    for stmt in classdef.body.body if type(classdef.body) is cst.IndentedBlock else ():
+        if type(stmt) is not cst.FunctionDef or stmt.name.value != "device":
+            continue
+        if not any((dotted_name(d.decorator) or "").rpartition(".")[2] == "property" for d in stmt.decorators):
+            continue
+        body = stmt.body.body if type(stmt.body) is cst.IndentedBlock else ()
+        returns = [small.value for line in body if type(line) is cst.SimpleStatementLine
+                   for small in line.body if type(small) is cst.Return and small.value is not None]
+        return len(returns) == 1 and _is_cpu_device(returns[0])
+    return False
+
+
+def _is_cpu_device(node) -> bool:
+    if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
+        node = node.args[0].value
+    return (string_value(node) or "").lower() == "cpu"
+

@@ -15,6 +15,7 @@ LOADER = "loader"  # iterating it gives device batches (MpDeviceLoader, an accel
 CPU_LOADER = "cpu-loader"  # a plain DataLoader: iterating it gives host batches
 SCALER = "grad-scaler"  # an enabled GradScaler on an XLA step: its step() reads found_inf on the host
 NOT_TENSOR = "not-tensor"  # a Python value: number, string, bool, shape, None, ...
+HOST_DEVICE = "host-device"  # `torch.device("cpu")` as an object's device: what it holds and makes is on the host
 UNKNOWN = None
 
 DEVICE_TENSORS = frozenset({TENSOR, BOOL_TENSOR})

@@ -189,7 +189,7 @@ class Rewalk:
             rule.before_rewalk()
         saved = (self.func, self.loop_stack, self.guards, self.class_key, self.stmt, self.cond_depth,
                  self.top_index, self.closure_depth, self.error_depth)
-        self.func, self.loop_stack, self.guards = f, [], []
+        self.func, self.loop_stack, self.guards = f, [], self.entry_guards(f.class_key)
         self.class_key, self.stmt, self.cond_depth = f.class_key, f.node, 0
         self.top_index, self.closure_depth, self.error_depth = f.top_index, 0, 0
         self._rewalking_quietly = not record

@@ -15,6 +15,7 @@ import libcst as cst
 from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
+from xlalint.semantics.guards import flash_attention_class
 from xlalint.semantics.syntax import (
     assigned_names, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
@@ -323,6 +324,30 @@ class CallKinds:
         if self.facts is not None:
             return self.facts.class_attribute(class_key, attr)
         return K.UNKNOWN
+
+    def entry_guards(self, cls: Optional[str]) -> list:
+        """The guards a method starts under: off XLA for a flash-attn class (``flash_attention_class``) or a
+        host runtime (``runs_on_host``), else none."""
+        return [(None, True, False)] if flash_attention_class(cls) or self.runs_on_host(cls) else []
+
+    def runs_on_host(self, cls: Optional[str], _depth: int = 0) -> bool:
+        """A class of this module whose objects answer ``device`` with the CPU (``device_pins.
+        declares_host_device``), itself or through a base in this module or another."""
+        rec = self.classes.get(cls) if cls else None
+        if rec is None or _depth > 8:
+            return False
+        if rec["attrs"].get("device") == K.HOST_DEVICE:
+            return True
+        for b in rec.get("bases", ()):
+            local = b[len(self.module_name) + 1:] if b.startswith(self.module_name + ".") else None
+            if local in self.classes:
+                if self.runs_on_host(local, _depth + 1):
+                    return True
+            elif self.facts is not None and self.facts.knows(b):
+                r = self.facts.resolve(b)
+                if r is not None and r[0] == "class" and self.facts.class_attribute(r[1], "device") == K.HOST_DEVICE:
+                    return True
+        return False
 
     def _method_of(self, class_key: str, meth: str) -> Optional[str]:
         """The project-wide key of the function ``obj.meth()`` runs on an object of ``class_key``."""

@@ -21,7 +21,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
 from xlalint.semantics.guards import (
-    ends_block, ends_with_return, first_pass_of, flash_attention_class, mode_test, negated_period, period_of,
+    ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
     runs_once, xla_polarity,
 )
 from xlalint.semantics.steps import FuncInfo, LoopInfo
@@ -186,8 +186,8 @@ class StatementWalk:
         self.func = info
         self.no_grad_depth = 0
         self.loop_stack = []
-        # a method of a flash-attn class runs off XLA, as under `if device.type != "xla":`
-        self.guards = [(None, True, False)] if flash_attention_class(info.class_key) else []
+        # a method of a flash-attn class or of a host runtime runs off XLA, as under `if device.type != "xla":`
+        self.guards = self.entry_guards(info.class_key)
         self.stmt = node
         self.cond_depth = 0
         saved_eval, self.eval_depth = self.eval_depth, 0
@@ -236,7 +236,7 @@ class StatementWalk:
             self.class_key, self.stmt = saved
             return
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
-        self.classes[key] = _class_record(self, [a.value for a in node.bases])
+        self.classes[key] = _class_record(self, node)
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -556,9 +556,11 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
 
 
-def _class_record(walk: StatementWalk, bases: list) -> dict:
+def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:
     """What the model keeps of a class from its bases: an ``nn.Module`` (by base, a project base that is one,
-    or a name like one), an ``autograd.Function``, a unittest case, and the bases' names."""
+    or a name like one), an ``autograd.Function``, a unittest case, and the bases' names; and a ``device``
+    it answers with the CPU (``device_pins.declares_host_device``)."""
+    bases = [a.value for a in node.bases]
     is_module = autograd = False
     for b in bases:
         q = walk.qualname(b) or dotted_name(b) or ""
@@ -579,7 +581,8 @@ def _class_record(walk: StatementWalk, bases: list) -> dict:
     # one): every method is test code, its helpers too, whose loops compare runs and assert
     test_case = any(n.rpartition(".")[2].endswith("TestCase")
                     or walk.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
-    return {"module": is_module, "attrs": {}, "autograd": autograd, "bases": [n for n in names if n],
+    attrs = {"device": K.HOST_DEVICE} if device_pins.declares_host_device(node) else {}
+    return {"module": is_module, "attrs": attrs, "autograd": autograd, "bases": [n for n in names if n],
             "test_case": test_case}
 
 
