@@ -719,3 +719,23 @@ def test_a_loop_of_whole_generations_is_not_hot_but_its_evaluation_and_training_
     at(found, 12, "XLA001")
     at(found, 18, "XLA001")
     at(found, 27, "XLA001")
+
+
+def test_a_decode_word_at_the_end_of_one_word_names_a_decoding_loop():
+    """EAGLE's `eagenerate`, `naivegenerate`: a no-grad method whose one-word name ends in a decode word
+    runs a decoding loop ("every decoding step", not "every evaluation batch")."""
+    found = lint("""
+        class EaModel(torch.nn.Module):
+            def forward(self, ids):
+                return ids.float()
+
+            @torch.no_grad()
+            def eagenerate(self, input_ids, max_length=8, eos=2):
+                for idx in range(max_length):
+                    nxt = self(input_ids)[:, -1:].long()
+                    input_ids = torch.cat([input_ids[:, 1:], nxt], dim=-1)
+                    if nxt.item() == eos:
+                        break
+                return input_ids
+    """)
+    assert "every decoding step" in at(found, 11, "XLA001")

@@ -121,13 +121,16 @@ NOT_MODEL_WORDS = frozenset({"loss", "criterion", "metric", "metrics", "accuracy
                              "wrap", "sharding", "checkpoint"})  # auto_wrap_policy(module=...): a predicate
 
 
+_DECODE_SUFFIXES = ("generate", "decode", "decoding")
+
+
 def loop_kind(words) -> Optional[str]:
     """The kind a loop's words say (ROLLOUT, DECODE, EVAL), or None."""
     ws = set(words)
     if ws & ROLLOUT_WORDS:
         return ROLLOUT
-    if ws & DECODE_WORDS:
-        return DECODE
+    if ws & DECODE_WORDS or any(w.endswith(_DECODE_SUFFIXES) for w in ws):
+        return DECODE  # `eagenerate`, `naivegenerate`, `specdecode`: a decode word at the end of one word
     if ws & EVAL_WORDS:
         return EVAL
     return None
