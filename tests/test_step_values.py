@@ -267,3 +267,23 @@ def test_a_micro_batch_loop_of_a_per_step_function_repeats_its_counter_every_ste
                                       "    for i, batch in enumerate(loader):\n        buf[i] = model(batch).sum()\n"
                                       "        model(batch).sum().backward()\n        opt.step()\n")
     assert [f.line for f in lint_source(main_loop, "t.py") if f.code == "XLA009"] == [27]
+
+
+def test_a_loop_in_a_function_named_for_one_batch_repeats_whoever_calls_it():
+    """OLMo-core's `TrainModule.train_batch`, called by the framework: a function named for one step or one
+    batch runs once per step even where no caller is in the project."""
+    src = (
+        "import torch\nimport torch_xla\n\n\n"
+        "class TrainModule:\n"
+        "    def __init__(self, model, opt, n):\n"
+        "        self.model, self.opt, self.n = model, opt, n\n"
+        "        self.stats = torch.zeros(n, device=torch_xla.device())\n\n"
+        "    def train_batch(self, micro_batches):\n"
+        "        for i in range(self.n):\n"
+        "            loss = self.model(micro_batches[i]).mean()\n"
+        "            loss.backward()\n"
+        "            self.stats[i] = loss.detach()\n"
+        "        self.opt.step()\n")
+    assert not [f for f in lint_source(src, "t.py") if f.code == "XLA009"]
+    renamed = src.replace("def train_batch(", "def train_epochs(")
+    assert [f.line for f in lint_source(renamed, "t.py") if f.code == "XLA009"] == [14]

@@ -15,6 +15,7 @@ import libcst as cst
 
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
+from xlalint.semantics.syntax import name_words
 
 EVERY = 2
 PERIODIC = 1
@@ -254,11 +255,16 @@ class Steps:
 
     def repeats_every_step(self, loop: LoopInfo) -> bool:
         """A step loop in a function that itself runs every step (a micro-batch loop in a framework's
-        ``train_batch``, a gradient-accumulation loop in a ``training_step``): its counter goes over the same
+        ``train_batch``, a gradient-accumulation loop in a ``training_step``; a function named for one step or
+        batch is one, whoever calls it): its counter goes over the same
         values on every call, so the graphs those values make are compiled on the first step and found in
         the cache after; they do not change from step to step."""
         f = loop.func
-        return f.name != "<module>" and self.function_frequency(f).per_step
+        if f.name == "<module>":
+            return False
+        words = name_words(f.name)
+        # `train_batch`, `training_step`, `fit_batch`: named for one step, whoever calls it
+        return (bool(words) and words[-1] in ("step", "batch")) or self.function_frequency(f).per_step
 
     def runs_model(self, key: str) -> bool:
         """One call of the function runs the model once: it calls a module outside its own loops, or a
