@@ -509,8 +509,9 @@ def test_a_placement_that_follows_a_weight_is_not_a_device_choice(tmp_path):
            "    return ids\n")
     script = ("import torch\nfrom lib import decode\n\n\n"
               "def main(model, ids, buffers):\n"
+              "    model.cuda()\n"
               "    buffers = buffers.to({device})\n"
-              "    return decode(model, torch.as_tensor(ids).cuda(), 8)\n")
+              "    return decode(model, ids, 8)\n")
     _write(tmp_path, {"pyproject.toml": "", "lib.py": lib,
                       "run.py": script.format(device="model.base_model.lm_head.weight.device")})
     assert _where(_lint(tmp_path)) == set()
@@ -546,3 +547,69 @@ def test_a_host_runtime_of_a_compiled_model_is_not_xla_code(tmp_path):
     assert _where(_lint(tmp_path)) == set()
     _write(tmp_path, {"base.py": base.format(where="meta")})
     assert {("base.py", 14, "XLA002"), ("base.py", 19, "XLA006"), ("sub.py", 6, "XLA002")} <= _where(_lint(tmp_path))
+
+
+def test_a_model_built_on_xformers_attention_is_not_xla_code(tmp_path):
+    """mistral-inference: `from xformers.ops.fmha import memory_efficient_attention` at the top: xformers'
+    attention has CUDA kernels only, and the decoding loop of a module importing that model is CUDA code too.
+    Imported under `if is_xformers_available():` (diffusers) it is optional: the module stays XLA code."""
+    model = ("import torch\nimport torch.nn as nn\n{imp}\n\n\n"
+             "class Attention(nn.Module):\n"
+             "    def forward(self, q, k, v, mask):\n"
+             "        if mask.any():\n"
+             "            return q\n"
+             "        return q + k + v\n")
+    gen = ("import torch\nfrom model import Attention\n\n\n"
+           "def generate(model, ids, n, eos):\n"
+           "    for _ in range(n):\n"
+           "        nxt = model(ids, ids, ids, ids > 0)[:, -1]\n"
+           "        if nxt.item() == eos:\n"
+           "            break\n"
+           "    return ids\n")
+    _write(tmp_path, {"pyproject.toml": "", "model.py": model.format(imp="from xformers.ops import memory_efficient_attention"),
+                      "generate.py": gen})
+    assert _where(_lint(tmp_path)) == set()
+    optional = "from diffusers.utils import is_xformers_available\nif is_xformers_available():\n    import xformers.ops"
+    _write(tmp_path, {"model.py": model.format(imp=optional)})
+    assert {("model.py", 10, "XLA002"), ("generate.py", 8, "XLA001")} <= _where(_lint(tmp_path))
+
+
+def test_a_qlora_config_chosen_by_a_flag_still_quantizes_on_cuda(tmp_path):
+    """qlora: `BitsAndBytesConfig(load_in_4bit=args.bits == 4, ...)` on the loading function's straight line:
+    the k-bit model runs bitsandbytes' CUDA kernels (a literal `False` would not)."""
+    source = ("import torch\nfrom transformers import AutoModelForCausalLM, BitsAndBytesConfig\n\n\n"
+              "def load(args):\n"
+              "    return AutoModelForCausalLM.from_pretrained(args.model, quantization_config=BitsAndBytesConfig(\n"
+              "        load_in_4bit={flag}, bnb_4bit_quant_type='nf4'))\n\n\n"
+              "def train(args, loader, opt):\n"
+              "    model = load(args)\n"
+              "    for batch in loader:\n"
+              "        loss = model(**batch).loss\n"
+              "        loss.backward()\n"
+              "        opt.step()\n"
+              "        print(loss.item())\n")
+    assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="args.bits == 4")) == set()
+    assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="False")) == {(16, "XLA001")}
+
+
+def test_a_script_that_places_nothing_runs_on_the_host(tmp_path):
+    """pytorch/examples' regression and REINFORCE scripts: torch computes, nothing is put on a device, no
+    device is named and no project code imported: a CPU program. A module that places nothing but that a
+    placing script imports gets its tensors from it: still XLA code."""
+    lib = ("import torch\n\n\n"
+           "def fit(model, data, opt):\n"
+           "    for x, y in data:\n"
+           "        loss = ((model(x) - y) ** 2).mean()\n"
+           "        opt.zero_grad()\n"
+           "        loss.backward()\n"
+           "        opt.step()\n"
+           "        print(loss.item())\n\n\n"
+           "if __name__ == '__main__':\n"
+           "    fit(torch.nn.Linear(3, 1), [(torch.randn(4, 3), torch.randn(4, 1))], None)\n")
+    _write(tmp_path, {"pyproject.toml": "", "regression.py": lib})
+    assert _where(_lint(tmp_path)) == set()
+    runner = ("import torch\nimport torch_xla\nfrom regression import fit\n\n"
+              "device = torch_xla.device()\n"
+              "fit(torch.nn.Linear(3, 1).to(device), [(torch.randn(4, 3, device=device), torch.randn(4, 1, device=device))], None)\n")
+    _write(tmp_path, {"run_xla.py": runner})
+    assert ("regression.py", 10, "XLA001") in _where(_lint(tmp_path))

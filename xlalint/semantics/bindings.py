@@ -571,4 +571,5 @@ _OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tenso
 # torch's tools that programs of other frameworks borrow
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
 # frameworks that place tensors on devices for the program
-_DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers")
+_DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers", "ignite",
+                      "fastai", "composer", "speechbrain", "mmengine", "catalyst", "torchtune")

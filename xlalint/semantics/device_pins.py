@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import dotted_name, last_name, string_value
+from xlalint.semantics.syntax import code_of, dotted_name, last_name, string_value
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -41,12 +41,15 @@ _NOT_DEVICES = ("dtype", "float", "half", "bfloat16", "int", "long", "bool", "me
 
 
 # Libraries that exist only as CUDA builds: a module importing one unconditionally (not under `try:` or `if`)
-# cannot even be imported on a TPU host. (Not triton, deepspeed, xformers or bitsandbytes: they import
-# without a GPU.)
+# cannot even be imported on a TPU host, or uses kernels that exist only for CUDA: xformers' attention
+# (`memory_efficient_attention`, its `fmha` attention biases) has CUDA and ROCm kernels only and its wheels
+# pin a CUDA build of torch; code that imports it at its top is written for them (diffusers and others that
+# can run without it import it under `if is_xformers_available():`). (Not triton, deepspeed or bitsandbytes:
+# they import without a GPU, and only some of their calls need one: `needs_cuda_call`.)
 CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm", "causal_conv1d",
     "selective_scan_cuda", "grouped_gemm", "transformer_engine", "apex", "amp_C", "fused_layer_norm_cuda",
-    "cupy", "pycuda", "cuml", "cudf", "cugraph",
+    "cupy", "pycuda", "cuml", "cudf", "cugraph", "xformers",
 })
 
 
@@ -84,6 +87,9 @@ def needs_cuda_call(call: cst.Call, qualname=None, bound=frozenset()) -> Optiona
             continue
         if a.keyword.value in _BNB_KEYWORDS and type(a.value) is cst.Name and a.value.value == "True":
             return f"{a.keyword.value}=True"
+        if (a.keyword.value in _BNB_KEYWORDS and last_name(call.func) == "BitsAndBytesConfig"
+                and type(a.value) is cst.Comparison):
+            return f"{a.keyword.value}={code_of(a.value)}"  # `load_in_4bit=args.bits == 4`: QLoRA's k-bit setting
         if a.keyword.value == "quantization_config" and type(a.value) is cst.Call:
             config = last_name(a.value.func)
             if config == "TorchAoConfig" or (config == "BitsAndBytesConfig" and needs_cuda_call(a.value) is not None):
