@@ -739,3 +739,37 @@ def test_a_decode_word_at_the_end_of_one_word_names_a_decoding_loop():
                 return input_ids
     """)
     assert "every decoding step" in at(found, 11, "XLA001")
+
+
+def test_a_barrier_under_an_xla_test_ends_the_step_for_what_follows():
+    """Hugging Face's Trainer and its forks: `if is_torch_tpu_available(): xm.mark_step()` before the logging
+    reads: on XLA the barrier always runs, so the reads after it find their values computed (a transfer,
+    no extra graph). A barrier under another test (`if step % 10 == 0:`) still leaves the step's other
+    reads before it."""
+    found = lint("""
+        import torch_xla.core.xla_model as xm
+        from transformers.utils import is_torch_tpu_available
+
+        def train(model, loader, opt):
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss
+                loss.backward()
+                opt.step()
+                if {test}:
+                    xm.mark_step()
+                print(loss.item())
+    """.replace("{test}", "is_torch_tpu_available()"))
+    assert not [f for f in found if f[1] == "XLA001"], found
+    found = lint("""
+        import torch_xla.core.xla_model as xm
+
+        def train(model, loader, opt):
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss
+                loss.backward()
+                opt.step()
+                if step % 10 == 0:
+                    xm.mark_step()
+                print(loss.item())
+    """)
+    at(found, 11, "XLA001")

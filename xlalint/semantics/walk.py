@@ -63,11 +63,11 @@ class StatementWalk:
         for n in nodes:
             self.walk(n)
 
-    def walk_block(self, block) -> None:
+    def walk_block(self, block) -> list:
         """An indented block (or a one-line suite). Guards that a statement adds for the rest of the
-        block (an early ``return`` on XLA) end with the block."""
+        block (an early ``return`` on XLA) end with the block. Returns the barriers the block holds."""
         if block is None:
-            return
+            return []
         depth = len(self.guards)
         self._block_syncs.append([])
         if type(block) in (cst.IndentedBlock, cst.SimpleStatementSuite):
@@ -76,8 +76,10 @@ class StatementWalk:
         else:
             self.walk(block)
         del self.guards[depth:]
-        for point in self._block_syncs.pop():
+        closed = self._block_syncs.pop()
+        for point in closed:
             point[2] = self.seq  # a barrier ends the step for what follows it in its own block only
+        return closed
 
     # statements ----------------------------------------------------------
     def _stmt(self, node) -> None:
@@ -304,7 +306,7 @@ class StatementWalk:
         self.eval_depth += mode == "eval"
         # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
         # dump whose purpose is the host copy: neither is a per-step cost of a normal run
-        exits = self._exits(node.body) or _debug_flag(node.test)
+        exits = _exits(self, node.body) or _debug_flag(node.test)
         self.error_depth += exits
         tested = narrowing.tensor_type_test(node.test)
         if tested:
@@ -321,7 +323,11 @@ class StatementWalk:
             # `if idx_next == eos_id: return idx[:input_pos]`: the block leaves the function, so it runs at
             # most once per call, as the function's own statements outside its loops do
             self.loop_stack = []
-        self.walk_block(node.body)
+        closed = self.walk_block(node.body)
+        if polarity == "xla" and node.orelse is None:  # `if is_torch_tpu_available(): xm.mark_step()`: on XLA
+            for point in closed:  # the barrier always runs, and ends the step for the rest of the outer block
+                point[2] = None
+            self._block_syncs[-1].extend(closed)
         self.loop_stack = loops
         self.restore(narrowed)
         if tested:
@@ -376,21 +382,6 @@ class StatementWalk:
         self.walk(node.right)
         if skipped:
             self.guards.pop()
-
-    def _exits(self, block) -> bool:
-        """The block ends the program or raises: it runs at most once, like an error path."""
-        body = getattr(block, "body", ())
-        last = body[-1] if body else None
-        if type(last) is not cst.SimpleStatementLine or not last.body:
-            return False
-        small = last.body[-1]
-        if type(small) is cst.Raise:
-            return True
-        if type(small) is cst.Expr and type(small.value) is cst.Call:
-            func = small.value.func
-            q = self.qualname(func) or (func.value if type(func) is cst.Name and func.value not in self.imports else None)
-            return q in T.EXIT_FUNCTIONS
-        return False
 
     def _try(self, node) -> None:
         self.seq += 1
@@ -555,6 +546,22 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
 # list/dict methods that put their arguments into the container
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
 
+
+
+def _exits(walk: StatementWalk, block) -> bool:
+    """The block ends the program or raises: it runs at most once, like an error path."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if type(last) is not cst.SimpleStatementLine or not last.body:
+        return False
+    small = last.body[-1]
+    if type(small) is cst.Raise:
+        return True
+    if type(small) is cst.Expr and type(small.value) is cst.Call:
+        func = small.value.func
+        q = walk.qualname(func) or (func.value if type(func) is cst.Name and func.value not in walk.imports else None)
+        return q in T.EXIT_FUNCTIONS
+    return False
 
 def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:
     """What the model keeps of a class from its bases: an ``nn.Module`` (by base, a project base that is one,
