@@ -773,3 +773,33 @@ def test_a_barrier_under_an_xla_test_ends_the_step_for_what_follows():
                 print(loss.item())
     """)
     at(found, 11, "XLA001")
+
+
+def test_a_test_for_the_last_position_of_a_counted_decode_runs_once():
+    """CoCa's generate (open_clip, CLIPA): `if cur_len + 1 == seq_len:` with `cur_len += 1` in the loop picks
+    one iteration, the last, not every decoding step; the other branch still runs every step."""
+    found = lint("""
+        class CoCa(torch.nn.Module):
+            def forward(self, x):
+                return x.float()
+
+            @torch.no_grad()
+            def generate(self, seq_len, eos):
+                out = torch.ones((2, 1), dtype=torch.long, device=device)
+                cur_len = out.shape[1]
+                while True:
+                    logits = self(out)[:, -1]
+                    mask = out[:, -1] == eos
+                    sample = torch.zeros((out.shape[0], 1), dtype=torch.long, device=device)
+                    if cur_len + 1 == seq_len:
+                        sample[~mask, :] = eos
+                    else:
+                        sample[~mask, :] = logits[~mask].argmax(-1, keepdim=True)
+                    out = torch.cat((out[:, 1:], sample), dim=-1)
+                    cur_len += 1
+                    if mask.all():
+                        break
+                return out
+    """)
+    lines = {ln for ln, c, _m in found if c == "XLA003"}
+    assert 15 not in lines and 17 in lines, found

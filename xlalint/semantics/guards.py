@@ -19,13 +19,13 @@ _STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch
                             "train_step", "cur_step", "step_idx", "batch_nb"})
 
 
-def runs_once(test, body, counters) -> bool:
+def runs_once(test, body, counters, loop=None) -> bool:
     """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
     ``if step >= max_steps: ...; break``, ``if is_last_step:``, ``if i in vis_ids:`` (a step counter is a name that counts
     steps, or the index of ``for i, batch in enumerate(loader)``)."""
     if type(test) is cst.BooleanOperation:
         return type(test.operator) is cst.And and (
-            runs_once(test.left, body, counters) or runs_once(test.right, body, counters)
+            runs_once(test.left, body, counters, loop) or runs_once(test.right, body, counters, loop)
         )
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
@@ -41,6 +41,11 @@ def runs_once(test, body, counters) -> bool:
         if type(op) in (cst.LessThan, cst.LessThanEqual) and _fills_to_a_bound(sides[0], body):
             return True  # `if len(wandb_images) < log_imgs: wandb_images.append(...)`: until it holds a few
         counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        if not counts and type(op) is cst.Equal and loop is not None:
+            # `if cur_len + 1 == seq_len:` with `cur_len += 1` in the loop (``loop``): one iteration, the last
+            shifted = [x.left.value for x in sides if type(x) is cst.BinaryOperation and type(x.left) is cst.Name
+                       and type(x.operator) in (cst.Add, cst.Subtract) and type(x.right) is cst.Integer]
+            counts = bool(shifted) and bool(set(shifted) & incremented_names(loop))
         if not counts:
             return False
         if type(op) is cst.In:
@@ -74,6 +79,21 @@ def _fills_to_a_bound(side, body) -> bool:
         if type(n) in NODE_TYPES:
             stack.extend(child_nodes(n))
     return False
+
+
+def incremented_names(loop) -> frozenset:
+    """The names a loop's body counts up by one (``cur_len += 1``), not in nested functions."""
+    out = set()
+    stack = list(child_nodes(loop.body)) if loop is not None else []
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if (type(n) is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.target) is cst.Name
+                and type(n.value) is cst.Integer and n.value.value == "1"):
+            out.add(n.target.value)
+        stack.extend(child_nodes(n))
+    return frozenset(out)
 
 
 def _lazy_init(sides, body) -> bool:

@@ -299,7 +299,8 @@ class StatementWalk:
         self.stmt = prev
         period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
-        once = period is None and (runs_once(node.test, node.body, self.func.step_counters) or _breaks_the_loop(node.body, self.loop_stack))
+        loop = self.loop_stack[-1].node if self.loop_stack else None
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop) or _breaks_the_loop(node.body, self.loop_stack))
         self.cond_depth += 1
         self.guards.append((period, polarity == "non-xla", once))
         mode = mode_test(node.test)
