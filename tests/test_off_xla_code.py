@@ -591,25 +591,3 @@ def test_a_qlora_config_chosen_by_a_flag_still_quantizes_on_cuda(tmp_path):
     assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="args.bits == 4")) == set()
     assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="False")) == {(16, "XLA001")}
 
-
-def test_a_script_that_places_nothing_runs_on_the_host(tmp_path):
-    """pytorch/examples' regression and REINFORCE scripts: torch computes, nothing is put on a device, no
-    device is named and no project code imported: a CPU program. A module that places nothing but that a
-    placing script imports gets its tensors from it: still XLA code."""
-    lib = ("import torch\n\n\n"
-           "def fit(model, data, opt):\n"
-           "    for x, y in data:\n"
-           "        loss = ((model(x) - y) ** 2).mean()\n"
-           "        opt.zero_grad()\n"
-           "        loss.backward()\n"
-           "        opt.step()\n"
-           "        print(loss.item())\n\n\n"
-           "if __name__ == '__main__':\n"
-           "    fit(torch.nn.Linear(3, 1), [(torch.randn(4, 3), torch.randn(4, 1))], None)\n")
-    _write(tmp_path, {"pyproject.toml": "", "regression.py": lib})
-    assert _where(_lint(tmp_path)) == set()
-    runner = ("import torch\nimport torch_xla\nfrom regression import fit\n\n"
-              "device = torch_xla.device()\n"
-              "fit(torch.nn.Linear(3, 1).to(device), [(torch.randn(4, 3, device=device), torch.randn(4, 1, device=device))], None)\n")
-    _write(tmp_path, {"run_xla.py": runner})
-    assert ("regression.py", 10, "XLA001") in _where(_lint(tmp_path))

@@ -104,9 +104,7 @@ class Export:
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
                    "periodic": self.periodic, "excluded": self.top.excluded,
                    "names_xla": self.names_xla, "requires_cuda": self.requires_cuda, "cuda_only": self.cuda_only,
-                   "hard_imports": self.hard_imports, "registers": self.registers,
-                   # computes with torch but places nothing on a device, names none and imports no project code
-                   "host_only": self.torch_compute and not self.places_on_device and not self.names_xla}
+                   "hard_imports": self.hard_imports, "registers": self.registers}
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def release(self) -> None:

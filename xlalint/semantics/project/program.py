@@ -27,7 +27,6 @@ class Program:
         for mod, s in facts.summaries.items():
             self._load(mod, s, paths.get(mod, s.get("path", mod)))
         self.excluded_by_importers = self._runs_only_off_xla()
-        self._exclude_host_scripts()
         self._exclude_test_helpers()
         self._mark_hooks()
         self._mark_applied_functions()
@@ -47,24 +46,6 @@ class Program:
                 bases = self.facts.summaries[f.module]["classes"].get(f.class_key, (None, None, ()))[2]
                 if any(b.rpartition(".")[2] == "Function" for b in bases):
                     f.root = True
-
-    def _exclude_host_scripts(self) -> None:
-        """A script (no project module imports it) that computes with torch but puts nothing on a device,
-        names none and imports no project code (a CPU tutorial: a regression example, a REINFORCE agent): its
-        tensors live on the host and nothing in it runs on XLA, as a notebook that places nothing. A module
-        others import gets its tensors from them: not decided here."""
-        summaries = self.facts.summaries
-        imported = set()
-        for mod, s in summaries.items():
-            for target in {*s["imports"].values(), *s.get("stars", ()), *s.get("hard_imports", ()),
-                           *s.get("nested_imports", ())}:
-                hit = self.facts.index.split(target, mod)
-                if hit is not None and hit[0] != mod:
-                    imported.add(hit[0])
-        for mod, s in summaries.items():
-            if s.get("host_only") and mod not in imported:
-                for f in self._funcs_of.get(mod, ()):
-                    f.excluded = True
 
     def _exclude_test_helpers(self) -> None:
         """A module in a test folder beside the tests that use it (``test_helpers``): a reference model, a
