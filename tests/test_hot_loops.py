@@ -773,6 +773,21 @@ def test_a_barrier_under_an_xla_test_ends_the_step_for_what_follows():
                 print(loss.item())
     """)
     at(found, 11, "XLA001")
+    # lit-llama's decode: the per-token stop test after the guarded barrier is still a read every token
+    found = lint("""
+        import torch_xla.core.xla_model as xm
+
+        @torch.no_grad()
+        def generate(model, idx, max_new_tokens, eos_id):
+            for _ in range(max_new_tokens):
+                idx_next = model(idx)[0, -1].argmax()
+                if idx.device.type == "xla":
+                    xm.mark_step()
+                if idx_next == eos_id:
+                    return idx
+            return idx
+    """)
+    at(found, 10, "XLA002")
 
 
 def test_a_test_for_the_last_position_of_a_counted_decode_runs_once():

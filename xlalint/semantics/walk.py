@@ -325,7 +325,8 @@ class StatementWalk:
             # most once per call, as the function's own statements outside its loops do
             self.loop_stack = []
         closed = self.walk_block(node.body)
-        if polarity == "xla" and node.orelse is None:  # `if is_torch_tpu_available(): xm.mark_step()`: on XLA
+        if polarity == "xla" and node.orelse is None and not (loops and loops[-1].hint == H.DECODE):
+            # `if is_torch_tpu_available(): xm.mark_step()` in a step: on XLA (a decode's per-token reads stay)
             for point in closed:  # the barrier always runs, and ends the step for the rest of the outer block
                 point[2] = None
             self._block_syncs[-1].extend(closed)
