@@ -591,3 +591,38 @@ def test_a_qlora_config_chosen_by_a_flag_still_quantizes_on_cuda(tmp_path):
     assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="args.bits == 4")) == set()
     assert _lines_and_codes(tmp_path, "qlora.py", source.format(flag="False")) == {(16, "XLA001")}
 
+
+
+
+SNLI_LOOP = '''import torch
+from torchtext.legacy import data
+from model import SNLIClassifier
+
+device = torch.device("cpu")
+train_iter, dev_iter = data.BucketIterator.splits((train, dev), batch_size=64, device=device)
+model = SNLIClassifier(config)
+model.to(device)
+opt = torch.optim.Adam(model.parameters())
+iterations = 0
+for epoch in range(10):
+    n_correct, n_total = 0, 0
+    for batch_idx, batch in enumerate(train_iter):
+        model.train(); opt.zero_grad()
+        iterations += 1
+        answer = model(batch)
+        n_correct += (torch.max(answer, 1)[1].view(batch.label.size()) == batch.label).sum().item()
+        n_total += batch.{count}
+        train_acc = 100. * n_correct / n_total
+        loss = criterion(answer, batch.label)
+        loss.backward(); opt.step()
+        if iterations % 100 == 0:
+            print('acc {{:.4f}}'.format(train_acc))
+'''
+
+
+def test_a_batch_objects_counts_are_python_ints(tmp_path):
+    """pytorch/examples' SNLI trainer: torchtext's `batch.batch_size` (PyG's `batch.num_graphs`) counts a batch
+    object, a Python int, so the accuracy computed from it and from `.item()` results is a float; a field of
+    the batch (`batch.label`) is a tensor."""
+    assert (23, "XLA006") not in _lines_and_codes(tmp_path, "train.py", SNLI_LOOP.format(count="batch_size"))
+    assert (23, "XLA006") in _lines_and_codes(tmp_path, "train.py", SNLI_LOOP.format(count="label.sum()"))

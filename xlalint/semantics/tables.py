@@ -115,6 +115,8 @@ NON_TENSOR_ATTRIBUTES = frozenset(
         "__class__", "__dict__", "config",
         # a DTensor's layout: Python objects (Shard(dim), Replicate()), not tensors
         "placements", "device_mesh",
+        # a batch object's counts (torchtext's `batch.batch_size`, PyG's `batch.num_graphs`): Python ints
+        "batch_size", "num_graphs", "num_nodes", "num_edges",
     }
 )
 
