@@ -746,7 +746,7 @@ def test_a_barrier_under_an_xla_test_ends_the_step_for_what_follows():
     reads: on XLA the barrier always runs, so the reads after it find their values computed (a transfer,
     no extra graph). A barrier under another test (`if step % 10 == 0:`) still leaves the step's other
     reads before it."""
-    found = lint("""
+    step = """
         import torch_xla.core.xla_model as xm
         from transformers.utils import is_torch_tpu_available
 
@@ -758,21 +758,10 @@ def test_a_barrier_under_an_xla_test_ends_the_step_for_what_follows():
                 if {test}:
                     xm.mark_step()
                 print(loss.item())
-    """.replace("{test}", "is_torch_tpu_available()"))
+    """
+    found = lint(step.replace("{test}", "is_torch_tpu_available()"))
     assert not [f for f in found if f[1] == "XLA001"], found
-    found = lint("""
-        import torch_xla.core.xla_model as xm
-
-        def train(model, loader, opt):
-            for step, batch in enumerate(loader):
-                loss = model(**batch).loss
-                loss.backward()
-                opt.step()
-                if step % 10 == 0:
-                    xm.mark_step()
-                print(loss.item())
-    """)
-    at(found, 11, "XLA001")
+    at(lint(step.replace("{test}", "step % 10 == 0")), 12, "XLA001")
     # lit-llama's decode: the per-token stop test after the guarded barrier is still a read every token
     found = lint("""
         import torch_xla.core.xla_model as xm

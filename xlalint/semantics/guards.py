@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.hot_loops import EPOCHS
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_name, last_name, name_words, string_value
+from xlalint.semantics.syntax import bindings, code_of, dotted_name, last_name, name_words, own_nodes, string_value
 
 
 # Names that count steps: ``if step == 0:`` runs once, not every step.
@@ -68,32 +68,15 @@ def _fills_to_a_bound(side, body) -> bool:
     if not (type(side) is cst.Call and type(side.func) is cst.Name and side.func.value == "len" and len(side.args) == 1):
         return False
     target = code_of(side.args[0].value)
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if (type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
-                and code_of(n.func.value) == target):
-            return True
-        if type(n) in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return False
+    return any(type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("append", "extend")
+               and code_of(n.func.value) == target for n in own_nodes(body))
 
 
 def incremented_names(loop) -> frozenset:
     """The names a loop's body counts up by one (``cur_len += 1``), not in nested functions."""
-    out = set()
-    stack = list(child_nodes(loop.body)) if loop is not None else []
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if (type(n) is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.target) is cst.Name
-                and type(n.value) is cst.Integer and n.value.value == "1"):
-            out.add(n.target.value)
-        stack.extend(child_nodes(n))
-    return frozenset(out)
+    return frozenset(n.target.value for n in (own_nodes(loop.body) if loop is not None else ())
+                     if type(n) is cst.AugAssign and type(n.operator) is cst.AddAssign and type(n.target) is cst.Name
+                     and type(n.value) is cst.Integer and n.value.value == "1")
 
 
 def _lazy_init(sides, body) -> bool:
@@ -106,19 +89,8 @@ def _lazy_init(sides, body) -> bool:
     name = dotted_name(attr[0]) or ""
     if not name.startswith("self."):
         return False
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(n) is cst.Assign and any(
-                dotted_name(x) == name for tg in n.targets
-                for x in ((tg.target.elements and [e.value for e in tg.target.elements])
-                          if type(tg.target) in (cst.Tuple, cst.List) else [tg.target])):
-            return True
-        if type(n) in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return False
+    return any(dotted_name(x) == name for target, _ in bindings(body)
+               for x in ([e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]))
 
 
 # `if batch_i < FIRST_FEW:` runs on the first few steps only (a literal of at most this many)

@@ -20,7 +20,8 @@ from xlalint.semantics import tables as T
 from xlalint.semantics.guards import period_of
 from xlalint.semantics.steps import Ctx, FuncInfo, Frequency, LoopInfo, Steps
 from xlalint.semantics.syntax import (
-    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
+    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, name_words, own_nodes, positional_args,
+    string_value,
 )
 
 
@@ -372,15 +373,7 @@ class StepMarks:
 
 def _has_inner_loop(loop) -> bool:
     """The loop's body holds another loop (not in a nested function)."""
-    stack = list(child_nodes(loop.body))
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.For, cst.While):
-            return True
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        stack.extend(child_nodes(n))
-    return False
+    return any(type(n) in (cst.For, cst.While) for n in own_nodes(loop.body))
 
 
 def _counts_positions(head) -> bool:

@@ -69,6 +69,18 @@ def names_in(node) -> set:
     return out
 
 
+def own_nodes(block):
+    """Every node under ``block``, the bodies of nested functions, classes and lambdas left out (what runs
+    when the block runs)."""
+    stack = list(child_nodes(block)) if type(block) in NODE_TYPES else []
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        yield n
+        stack.extend(child_nodes(n))
+
+
 def target_names(target) -> list:
     """The names an assignment or ``for`` target binds: ``x``, ``(a, (b, c))`` (not attributes, items)."""
     if type(target) is cst.Name:
