@@ -1,7 +1,7 @@
 """Guards: what a branch's test says about how often its body runs (``if step == 0:`` once, ``if step % N
 == 0:`` every N steps, ``if not self.training:`` evaluation only, ``if device.type == "xla":`` on XLA only), and
 where a block leaves its loop or function. Pure functions of the syntax; the walk asks them
-(``walk.StatementWalk._if``) and ``steps`` turns what they say into frequencies."""
+(``branches.Branches._if``) and ``steps`` turns what they say into frequencies."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ import libcst as cst
 
 from xlalint.semantics import device_pins
 from xlalint.semantics.bindings import Bindings
+from xlalint.semantics.branches import Branches
 from xlalint.semantics.callables import Callables
 from xlalint.semantics.calls import CallSites
 from xlalint.semantics.export import Export
@@ -52,7 +53,7 @@ def _handlers(rule_class) -> tuple:
 _COUNTING_ITERABLES = frozenset({"range", "enumerate", "reversed", "tqdm", "trange", "count", "iter"})
 
 
-class SemanticModel(StatementWalk, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
+class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,

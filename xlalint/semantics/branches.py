@@ -1,0 +1,172 @@
+"""The walk of branches: what a test says about its body (``if``, a conditional expression, ``and``/``or``,
+``assert``). A part of the semantic model (``model.SemanticModel`` composes it beside ``walk.StatementWalk``):
+for each branch it asks ``guards`` how often the body runs (once, every N steps, in evaluation only, never on
+XLA), pushes that on the walk's guard stack while the body is walked, and narrows what the test proves (a
+tensor type test, ``isinstance``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.semantics import device_pins, narrowing
+from xlalint.semantics import hot_loops as H
+from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
+from xlalint.semantics.guards import (
+    ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
+    runs_once, xla_polarity,
+)
+from xlalint.semantics.syntax import last_name, name_words
+
+
+class Branches:
+    """The walk of ``if``, ``x if t else y``, ``a and b`` and ``assert``."""
+
+    def _if(self, node: cst.If) -> None:
+        self.seq += 1
+        prev = self.stmt
+        self.stmt = node
+        self._emit("If", node)
+        self.walk(node.test)
+        self.stmt = prev
+        period = period_of(node.test) or self.predicate_period(node.test)
+        polarity = xla_polarity(node.test, self.func.polarities)
+        loop = self.loop_stack[-1].node if self.loop_stack else None
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop) or _breaks_the_loop(node.body, self.loop_stack))
+        self.cond_depth += 1
+        self.guards.append((period, polarity == "non-xla", once))
+        mode = mode_test(node.test)
+        self.eval_depth += mode == "eval"
+        # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
+        # dump whose purpose is the host copy: neither is a per-step cost of a normal run
+        exits = _exits(self, node.body) or _debug_flag(node.test)
+        self.error_depth += exits
+        tested = narrowing.tensor_type_test(node.test)
+        if tested:
+            self._type_tested.append(tested)
+        # `if isinstance(im, (str, Path)):`: not a tensor in this branch
+        narrowed = self.narrow(*narrowing.narrowed(node.test, lambda name: self._env_lookup(name)[1]))
+        loops = self.loop_stack
+        first = None if once else first_pass_of(node.test, loops)
+        if first is not None:
+            # `for i in range(n): if i == 0: ...`: the block runs once each time the loop runs, as if it
+            # stood before the loop (whisper's no-speech probability, read at the first decoding step only)
+            self.loop_stack = loops[:first]
+        elif not once and loops and ends_with_return(node.body):
+            # `if idx_next == eos_id: return idx[:input_pos]`: the block leaves the function, so it runs at
+            # most once per call, as the function's own statements outside its loops do
+            self.loop_stack = []
+        closed = self.walk_block(node.body)
+        if polarity == "xla" and node.orelse is None and not (loops and loops[-1].hint == H.DECODE):
+            # `if is_torch_tpu_available(): xm.mark_step()` in a step: on XLA (a decode's per-token reads stay)
+            for point in closed:  # the barrier always runs, and ends the step for the rest of the outer block
+                point[2] = None
+            self._block_syncs[-1].extend(closed)
+        self.loop_stack = loops
+        self.restore(narrowed)
+        if tested:
+            self._type_tested.pop()
+        self.error_depth -= exits
+        self.eval_depth -= mode == "eval"
+        self.guards.pop()
+        if node.orelse is not None:
+            self.guards.append((None, polarity == "xla", False))
+            self.eval_depth += mode == "train"
+            # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch
+            other = self.narrow(tested, K.NOT_TENSOR)
+            if type(node.orelse) is cst.If:
+                self._if(node.orelse)
+            else:
+                self.walk_block(node.orelse.body)
+            self.restore(other)
+            self.eval_depth -= mode == "train"
+            self.guards.pop()
+        self.cond_depth -= 1
+        if node.orelse is None and ends_block(node.body):
+            if polarity == "xla":
+                # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
+                self.guards.append((None, True, False))
+            else:
+                skipped = negated_period(node.test, self.predicate_period)
+                if skipped is not None:
+                    # `if not self.should_log(step): return`, `if step % N: continue`: the rest of this block
+                    # runs every N steps
+                    self.guards.append((skipped, False, False))
+
+    def _if_exp(self, node: cst.IfExp) -> None:
+        """``loss.item() if not self.xla else loss.detach()``: each arm under its test's device guard."""
+        self._emit("IfExp", node)
+        self.walk(node.test)
+        polarity = xla_polarity(node.test, self.func.polarities)
+        self.guards.append((None, polarity == "non-xla", False))
+        self.walk(node.body)
+        self.guards[-1] = (None, polarity == "xla", False)
+        self.walk(node.orelse)
+        self.guards.pop()
+
+    def _boolean_operation(self, node: cst.BooleanOperation) -> None:
+        """``is_xla_tensor(x) or mask.any()``: on XLA the right operand never runs after a left one that is
+        true there (``or``), nor after one that is false there (``and``)."""
+        self._emit("BooleanOperation", node)
+        self.walk(node.left)
+        polarity = xla_polarity(node.left, self.func.polarities)
+        skipped = polarity == ("xla" if type(node.operator) is cst.Or else "non-xla")
+        if skipped:
+            self.guards.append((None, True, False))
+        self.walk(node.right)
+        if skipped:
+            self.guards.pop()
+
+    def _assert(self, node: cst.Assert) -> None:
+        self._emit("Assert", node)
+        if self.cond_depth == 0 and device_pins.asserts_cuda(node.test):  # not in an optional feature's branch
+            self.pins_cuda = True
+        self.walk(node.test)
+        if node.msg is not None:
+            self.error_depth += 1
+            self.walk(node.msg)
+            self.error_depth -= 1
+
+
+def _exits(walk, block) -> bool:
+    """The block ends the program or raises: it runs at most once, like an error path."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if type(last) is not cst.SimpleStatementLine or not last.body:
+        return False
+    small = last.body[-1]
+    if type(small) is cst.Raise:
+        return True
+    if type(small) is cst.Expr and type(small.value) is cst.Call:
+        func = small.value.func
+        q = walk.qualname(func) or (func.value if type(func) is cst.Name and func.value not in walk.imports else None)
+        return q in T.EXIT_FUNCTIONS
+    return False
+
+def _breaks_the_loop(block, loop_stack) -> bool:
+    """``if train_iterator.epoch >= epochs: generate_example(...); break``: the block ends with a ``break`` of
+    the function's outermost loop (or of a loop over a loader): it runs once, as the loop ends, never every
+    step (a ``break`` of an inner loop nested in the step loop may run every step: not this)."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
+        return False
+    return bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
+
+
+def _debug_flag(test) -> bool:
+    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...`` / ``if opts.save_val_results:``:
+    a branch taken only when a debug or dump flag is on (its host copies are what it is for)."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _debug_flag(test.left) or _debug_flag(test.right)
+    if type(test) in (cst.Name, cst.Attribute):
+        words = set(name_words(last_name(test) or ""))
+        return bool(words & _DUMP_FLAG_WORDS or "save" in words and words & _DUMPED_THINGS)
+    return False
+
+
+# words of a flag that turns on an opt-in dump: `debug`, `dump_attn`, `visualize`; `save` only with what is
+# written out (`save_val_results`, `save_images`), not `save_best` (a checkpoint choice, decided per evaluation)
+_DUMP_FLAG_WORDS = frozenset({"debug", "dump", "visualize", "vis"})
+_DUMPED_THINGS = frozenset({"results", "images", "outputs", "preds", "predictions", "samples", "masks", "plots",
+                            "figures", "visualizations", "vis"})
