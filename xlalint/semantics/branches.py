@@ -6,9 +6,11 @@ tensor type test, ``isinstance``)."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
-from xlalint.semantics import device_pins, narrowing
+from xlalint.semantics import constants, device_pins, narrowing
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -16,7 +18,7 @@ from xlalint.semantics.guards import (
     ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
     runs_once, xla_polarity,
 )
-from xlalint.semantics.syntax import last_name, name_words
+from xlalint.semantics.syntax import assigned_names, last_name, name_words, own_nodes
 
 
 class Branches:
@@ -33,8 +35,10 @@ class Branches:
         polarity = xla_polarity(node.test, self.func.polarities)
         loop = self.loop_stack[-1].node if self.loop_stack else None
         once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop) or _breaks_the_loop(node.body, self.loop_stack))
+        # `merge = False` ... `if merge and n > 1:`: a test the source decides; its dead arm never runs
+        decided = self.decided(node.test)
         self.cond_depth += 1
-        self.guards.append((period, polarity == "non-xla", once))
+        self.guards.append((period, polarity == "non-xla" or decided is False, once))
         mode = mode_test(node.test)
         self.eval_depth += mode == "eval"
         # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
@@ -70,7 +74,7 @@ class Branches:
         self.eval_depth -= mode == "eval"
         self.guards.pop()
         if node.orelse is not None:
-            self.guards.append((None, polarity == "xla", False))
+            self.guards.append((None, polarity == "xla" or decided is True, False))
             self.eval_depth += mode == "train"
             # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch
             other = self.narrow(tested, K.NOT_TENSOR)
@@ -83,7 +87,7 @@ class Branches:
             self.guards.pop()
         self.cond_depth -= 1
         if node.orelse is None and ends_block(node.body):
-            if polarity == "xla":
+            if polarity == "xla" or decided is True:
                 # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
                 self.guards.append((None, True, False))
             else:
@@ -126,6 +130,38 @@ class Branches:
             self.error_depth += 1
             self.walk(node.msg)
             self.error_depth -= 1
+        if self.cond_depth == 0 and not self.loop_stack:
+            self._note_asserted(node)
+
+    # tests the source decides (constants) ---------------------------------
+    def decided(self, test) -> Optional[bool]:
+        """What ``test`` always is in the function being walked (``constants.truth``), else None."""
+        f = self.func
+        key = id(f.node) if f.node is not None else None
+        consts = self._constants.get(key)
+        if consts is None:
+            if self._module_constants is None:
+                self._module_constants = constants.module_constants(self.module)
+            consts = (constants.function_constants(f.node, self._module_constants)
+                      if type(f.node) is cst.FunctionDef else self._module_constants)
+            self._constants[key] = consts
+        record = self.classes.get(f.class_key) if f.class_key is not None else None
+        never_none = record.get("never_none", frozenset()) if record is not None else frozenset()
+        return constants.truth(test, consts, self._asserted.get(key, {}), never_none)
+
+    def _note_asserted(self, node: cst.Assert) -> None:
+        """``assert not exists(eos_token), "not supported"`` on a function's straight line: what it proves
+        holds for the rest of the function, as long as none of the names it reads is bound again there (a
+        parameter, a global) and it reads no attribute or item (state that other code may change)."""
+        f = self.func
+        if type(f.node) is not cst.FunctionDef:
+            return
+        if any(type(n) in (cst.Attribute, cst.Subscript) for n in (node.test, *own_nodes(node.test))):
+            return
+        if constants.names_in(node.test) & assigned_names(f.node.body):
+            return
+        text, truth = constants.asserted(node)
+        self._asserted.setdefault(id(f.node), {})[text] = truth
 
 
 def _exits(walk, block) -> bool:

@@ -115,6 +115,11 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self.compiled_names: set[str] = set()
         self.hook_keys: set[str] = set()  # callee keys of functions registered as per-step hooks
         self.periodic: dict[str, str] = {}  # function key -> period, for periodic predicates (step_marks)
+        # tests the source decides (branches.decided): id of a function node (None: the module) -> its constant
+        # names, and -> what its asserts proved; the module's constants, once
+        self._constants: dict = {}
+        self._asserted: dict = {}
+        self._module_constants: Optional[dict] = None
         self.no_grad_depth = 0  # inside `with torch.no_grad():`
         self._dispatch: dict[str, list[Callable]] = {}
         for rule in rules:

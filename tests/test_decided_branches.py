@@ -1,0 +1,157 @@
+"""Branches the source decides (semantics/constants.py): a test that can only have one value leaves one arm
+dead, and nothing in a dead arm is reported, nor anything in a function only a dead arm calls. Each case has
+a twin where the source does not decide, which stays a finding. The fixture `decided_branches.py` holds the
+real-looking shapes (merge-NMS, a reward scorer, a beam search)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from xlalint.analysis.source import lint_source
+
+HEAD = "import torch\nimport torch_xla\n"
+
+
+def lint(body: str) -> set:
+    src = HEAD + textwrap.dedent(body)  # line numbers count from the body's first line
+    return {(f.line - HEAD.count("\n"), f.code) for f in lint_source(src, "train.py")}
+
+
+STEP = """
+def train(model, loader):
+    device = torch_xla.device()
+    for img in loader:
+        pred = model(img.to(device))
+        if SHOW:
+            print(pred.sum().item())
+"""
+
+
+def test_a_module_switch_bound_once_to_false_leaves_its_branch_dead():
+    assert lint("SHOW = False\n" + STEP) == set()
+
+
+def read_line(src: str) -> int:
+    """The line of STEP's host read in ``src``."""
+    return [ln.strip() for ln in src.splitlines()].index("print(pred.sum().item())") + 1
+
+
+def test_a_switch_bound_twice_or_to_true_is_not_dead():
+    for src in ("SHOW = False\nSHOW = True\n" + STEP, "SHOW = True\n" + STEP):
+        assert lint(src) == {(read_line(src), "XLA001")}
+
+
+def test_a_module_whose_configurator_may_overwrite_its_globals_has_no_constants():
+    # nanoGPT's shape: `exec(open("configurator.py").read())` sets any global from the command line
+    src = "SHOW = False\n" + STEP + 'exec(open("configurator.py").read())\n'
+    assert lint(src) == {(read_line(src), "XLA001")}
+
+
+def test_a_global_declared_in_a_function_is_not_a_constant():
+    src = "SHOW = False\ndef enable():\n    global SHOW\n    SHOW = True\n" + STEP
+    assert lint(src) == {(read_line(src), "XLA001")}
+
+
+def test_a_local_switch_and_a_function_only_a_dead_branch_calls():
+    found = lint("""
+        def apply_classifier(x):
+            return x[x[:, 4] > 0.5]
+
+        def detect(model, loader, classify_arg):
+            device = torch_xla.device()
+            classify = False
+            for img in loader:
+                pred = model(img.to(device))
+                if classify:
+                    pred = apply_classifier(pred)
+                if classify_arg:
+                    print(pred.max().item())
+        """)
+    # the parameter's branch runs; the literal's never does, nor apply_classifier, which only it calls
+    assert found == {(13, "XLA001")}
+
+
+def test_a_parameter_is_never_a_constant_even_with_a_literal_default():
+    found = lint("""
+        def detect(model, loader, classify=False):
+            device = torch_xla.device()
+            for img in loader:
+                pred = model(img.to(device))
+                if classify:
+                    print(pred.max().item())
+        """)
+    assert found == {(7, "XLA001")}
+
+
+def test_an_assert_decides_the_early_exit_after_it():
+    body = """
+        def exists(v):
+            return v is not None
+
+        def decode(model, out, steps, eos_token=None):
+            {assert_line}
+            for _ in range(steps):
+                out = torch.cat((out, model(out)[:, -1:].argmax(-1)), dim=-1)
+                if not exists(eos_token):
+                    continue
+                if (out == eos_token).all():
+                    break
+            return out
+
+        def main(model, prompts):
+            for p in prompts:
+                decode(model, p.to(torch_xla.device()), 8, eos_token=2)
+        """
+    with_assert = lint(body.replace("{assert_line}", 'assert not exists(eos_token), "not supported"'))
+    without = lint(body.replace("{assert_line}", "pass"))
+    assert (11, "XLA002") in without
+    assert (11, "XLA002") not in with_assert
+
+
+def test_an_assert_on_a_name_bound_again_decides_nothing():
+    found = lint("""
+        def decode(model, out, steps, eos_token=None):
+            assert eos_token is None
+            eos_token = 2
+            for _ in range(steps):
+                out = torch.cat((out, model(out)[:, -1:].argmax(-1)), dim=-1)
+                if eos_token is None:
+                    continue
+                if (out == eos_token).all():
+                    break
+            return out
+
+        def main(model, prompts):
+            for p in prompts:
+                decode(model, p.to(torch_xla.device()), 8)
+        """)
+    assert (9, "XLA002") in found
+
+
+def test_an_attribute_only_ever_set_to_tensors_is_never_none():
+    body = """
+        class Scorer:
+            {default}
+            def __init__(self, weights=None):
+                if weights is not None:
+                    self.weights = torch.tensor(weights)
+                else:
+                    self.weights = torch.ones(3)
+
+            def score(self, r):
+                if self.weights is not None:
+                    return (r * self.weights).sum()
+                return r[r > 0].sum()
+
+            def reset(self, w):
+                self.weights = {reset}
+
+        def train(model, loader):
+            scorer = Scorer()
+            for x in loader:
+                loss = scorer.score(model(x.to(torch_xla.device())))
+        """
+    assert lint(body.replace("{default}", "").replace("{reset}", "torch.zeros(3)")) == set()
+    # reset to a parameter (maybe None), or a class-level default of None: the other arm may run
+    assert lint(body.replace("{default}", "").replace("{reset}", "w")) == {(13, "XLA003")}
+    assert lint(body.replace("{default}", "weights = None").replace("{reset}", "torch.zeros(3)")) == {(13, "XLA003")}
