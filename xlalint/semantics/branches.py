@@ -18,7 +18,7 @@ from xlalint.semantics.guards import (
     ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
     runs_once, xla_polarity,
 )
-from xlalint.semantics.syntax import assigned_names, last_name, name_words, own_nodes
+from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
 
 
 class Branches:
@@ -158,7 +158,7 @@ class Branches:
             return
         if any(type(n) in (cst.Attribute, cst.Subscript) for n in (node.test, *own_nodes(node.test))):
             return
-        if constants.names_in(node.test) & assigned_names(f.node.body):
+        if names_in(node.test) & assigned_names(f.node.body):
             return
         text, truth = constants.asserted(node)
         self._asserted.setdefault(id(f.node), {})[text] = truth

@@ -132,18 +132,6 @@ def asserted(node: cst.Assert) -> tuple:
     return code_of(test), truth
 
 
-def names_in(node) -> set:
-    """The bare names an expression reads."""
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Name:
-            out.add(n.value)
-        if type(n) in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return out
-
-
 def never_none_attributes(classdef: cst.ClassDef) -> frozenset:
     """The ``self.X`` attributes a class only ever sets to a value that cannot be None: a literal other than
     None, a display (``[]``, ``{}``), or a call of a torch function or of a class (``torch.tensor(w)``,

@@ -212,8 +212,12 @@ class StepValues:
     # ------------------------------------------------------------------ graph cuts in a loop
     def note_host_read(self) -> None:
         """A device value is read to the host here (a graph cut): the graph of every enclosing loop of
-        this function ends within each of its iterations."""
-        for lp in self.model.step_context().loops:
+        this function ends within each of its iterations. Not a read that never runs on XLA (under a test
+        false there, or one the source decides is false: ``if not exists(eos): continue`` after an assert)."""
+        ctx = self.model.step_context()
+        if ctx.non_xla:
+            return
+        for lp in ctx.loops:
             self._cut_loops.add(id(lp.node))
 
     def cuts(self, loop_node) -> bool:
