@@ -807,3 +807,25 @@ def test_a_test_for_the_last_position_of_a_counted_decode_runs_once():
     """)
     lines = {ln for ln, c, _m in found if c == "XLA003"}
     assert 15 not in lines and 17 in lines, found
+
+
+def test_names_an_evaluation_loop_bound_are_its_results_only_until_bound_again():
+    # the baseline evaluation binds x, out and loss; the training loop binds them again: its reads are per step
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def run(val_loader, train_loader, opt):
+            with torch.no_grad():
+                for x, y in val_loader:
+                    out = model(x)
+                    loss = F.mse_loss(out, y)
+            print(loss.item())
+            for x, y in train_loader:
+                out = model(x)
+                loss = F.mse_loss(out, y)
+                loss.backward()
+                opt.step()
+                print(loss.item())
+                torch_xla.sync()
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(15, "XLA001")}

@@ -35,6 +35,11 @@ KNOWN_DIFFERENCES: dict = {
                       "it cuts the step's graph every `eval_every` steps, and xlalint leaves it silent by "
                       "design (issue 32: the read the fix asks for, once per evaluation)",
     },
+    "inline_evaluation_results.py": {
+        ("miss", 42): "an inline evaluation's per-batch metrics averaged and copied to the host once, after its loop "
+                      "(every `dev_every` steps): silent by design, the evaluation's result (issue 32); the line "
+                      "after it also reads the last dev loss and the accuracy so, beside the marked training loss",
+    },
     "cuda_bound_functions.py": {
         ("unconfirmed", 40, "XLA001"): "a GPU benchmark's per-batch read, in code that takes its device from the "
                                        "Accelerator: XLA code once its `torch.cuda.synchronize()` is deleted, but "

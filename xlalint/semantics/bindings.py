@@ -17,7 +17,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import FuncInfo
 from xlalint.semantics.syntax import (
-    child_nodes, dotted_name, is_shape, last_name, name_words, positional_args, target_names,
+    child_nodes, dotted_name, is_shape, last_name, name_words, names_in, positional_args, target_names,
 )
 from xlalint.semantics.tensors import element_key, element_key_of
 
@@ -118,11 +118,19 @@ class Bindings:
             kind = K.CPU_TENSOR
         if self.func.guessed:
             self.func.guessed.discard(name)
+        self.func.loop_results.discard(name)
         env = self.func.env
         env[name] = kind
         if name + "[" in self._element_prefixes:  # `images = ...` again: its elements' own kinds are gone
             for key in [k for k in env if k.startswith(name + "[")]:
                 del env[key]
+
+    def reads_loop_result(self, expr) -> bool:
+        """``expr`` reads what an evaluation loop of the function computed, after the loop (``dev_loss.item()``,
+        ``torch.mean(torch.cat(eval_metrics)).to("cpu")``): the evaluation's result, read once per evaluation,
+        which is what the fix for a read inside such a loop says to do."""
+        results = self.func.loop_results
+        return bool(results) and bool(names_in(expr) & results)
 
     def _bind_target(self, target, value, kind, iter_expr=None) -> None:
         """Bind an assignment/for target. ``iter_expr``: the target takes the elements of it."""
@@ -131,6 +139,9 @@ class Bindings:
             return
         if type(target) is cst.Name:
             self._bind_name(target.value, kind)
+            results = self.func.loop_results
+            if results and value is not None and names_in(value) & results:
+                results.add(target.value)  # `dev_acc = 100. * n_correct / len(dev)` after an evaluation loop
             if type(value) is cst.Dict:
                 self._bind_dict_entries(target.value, value)
             key = (id(self.func), target.value)

@@ -130,7 +130,7 @@ class Rewalk:
         self.loops = [lp for lp in self.loops if not mine(lp.func.key)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:
             self._replaced.append(self.funcs.pop(key))
-        for store in (top.env, top.periods, top.polarities, top.step_counters, top.calls, top.sync_points):
+        for store in (top.env, top.periods, top.polarities, top.loop_results, top.step_counters, top.calls, top.sync_points):
             store.clear()
         top.step_call_outside_loops = top.barrier_outside_loops = top.trains_outside_loops = False
         top.runs_model = False
@@ -164,6 +164,7 @@ class Rewalk:
         f.env.clear()
         f.periods.clear()
         f.polarities.clear()
+        f.loop_results.clear()
         f.local_funcs.clear()
         f.step_counters.clear()
         f.calls.clear()

@@ -55,6 +55,9 @@ class FuncInfo:
     no_grad: bool = False  # decorated with @torch.no_grad() / @torch.inference_mode() (hot_loops)
     periods: dict = field(default_factory=dict)  # names bound to a periodic test: `should_log = step % n == 0`
     polarities: dict = field(default_factory=dict)  # names bound to a device test: `mps = "mps" in device.type`
+    # names an evaluation loop of the function bound or filled, and what was computed from them after it
+    # (`dev_loss`, `eval_metrics`): read after the loop, the evaluation's result, once per evaluation
+    loop_results: set = field(default_factory=set)
     excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code,
     #                         a checkpoint writer (its host copies are its purpose)
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)

@@ -23,8 +23,8 @@ from xlalint.semantics.calls import UNRESOLVED
 from xlalint.semantics.guards import period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
-    FIELDS, NODE_TYPES, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args,
-    string_value,
+    FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
+    own_nodes, positional_args, string_value,
 )
 
 
@@ -265,6 +265,8 @@ class StatementWalk:
         self.walk_block(node.body)
         self.loop_stack.pop()
         loop.end_seq = self.seq
+        if loop.hint == H.EVAL:
+            self.func.loop_results |= _results_of(node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
@@ -415,6 +417,18 @@ class StatementWalk:
                 self.qualname(value.func) or "").startswith(("torch.", "nn.")):
             attrs = self.classes[cls]["attrs"]
             attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
+
+
+def _results_of(body) -> set:
+    """The names an evaluation loop's body binds or fills (``dev_loss = ...``, ``n_correct += ...``,
+    ``metrics.append(...)``): after the loop they hold what the whole loop computed. None for a loop that calls
+    ``backward``: it trains."""
+    calls = [n for n in own_nodes(body) if type(n) is cst.Call]
+    if any(last_name(n.func) == "backward" for n in calls):
+        return set()  # a loop that trains (micro-steps under a stray `no_grad`): not an evaluation
+    filled = {n.func.value.value for n in calls if type(n.func) is cst.Attribute
+              and n.func.attr.value in _CONTAINER_PUTS and type(n.func.value) is cst.Name}
+    return assigned_names(body) | filled
 
 
 def _is_self_attribute(node) -> bool:
