@@ -74,6 +74,8 @@ class HostRead(Rule):
         the line on most steps, with the extra graph compile/execution the cut causes.
     """
     VALID = [
+        # a module served over torch.distributed.rpc hands back host tensors: RPC carries nothing else
+        "import torch\nimport torch.distributed.rpc as rpc\nclass Shard(torch.nn.Module):\n    def __init__(self, device):\n        super().__init__()\n        self.device = device\n        self.seq = torch.nn.Linear(4, 4).to(device)\n    def forward(self, x_rref):\n        x = x_rref.to_here().to(self.device)\n        return self.seq(x).cpu()\n",
         # a plain `.numpy()` raises on an XLA tensor: where the code runs, its receiver is a CPU tensor
         "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n    labels = y.numpy()\n    stats = obsfilt(x.numpy())\n    torch_xla.sync()\n",
         # a list indexed by what a comprehension binds from a batch entry (diffusers' cached embeddings, with
@@ -105,6 +107,8 @@ class HostRead(Rule):
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, target):\n        if target.numel() == 0:\n            raise ValueError(f'bad range [{target.min().item()}, {target.max().item()}]')\n        return target\n",
     ]
     INVALID = [
+        # the same shard in a module without RPC: its copy to the host is a cost of every step
+        "import torch\nclass Shard(torch.nn.Module):\n    def __init__(self, device):\n        super().__init__()\n        self.device = device\n        self.seq = torch.nn.Linear(4, 4).to(device)\n    def forward(self, x_rref):\n        x = x_rref.to_here().to(self.device)\n        return self.seq(x).cpu()\n",
         "import torch\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    total += loss.item()\n",
         # numpy(force=True) copies a device tensor to the host
         "import torch\nimport torch_xla\ndevice = torch_xla.device()\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = out.sum()\n    loss.backward()\n    optimizer.step()\n    preds = out.argmax(-1).numpy(force=True)\n    torch_xla.sync()\n",
@@ -196,6 +200,11 @@ class HostRead(Rule):
                 self._flag(node, f"`{t}` {trigger[1]} {{when}}",
                            fix="set and test the trigger every N steps (`if step % N == 0 and accelerator.check_trigger():`)")
                 return
+            if meth in T.HOST_READ_METHODS or meth == "to":
+                if m.reads_loop_result(func.value):
+                    return  # `dev_loss.item()` after the evaluation loop: its result, once per evaluation
+                if meth in ("cpu", "to") and _uses_rpc(m):
+                    return  # `return out.cpu()` in a module served over torch.distributed.rpc: RPC carries host tensors
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist
@@ -324,6 +333,13 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
+
+
+def _uses_rpc(m) -> bool:
+    """The module uses ``torch.distributed.rpc``, whose TensorPipe agent carries CPU tensors (CUDA ones only
+    through a device map, XLA ones never): its copies to the host are what its calls need ("This output is
+    forwarded over RPC, which only accepts CPU tensors": pytorch/examples' parameter server)."""
+    return any(q == "torch.distributed.rpc" or q.startswith("torch.distributed.rpc.") for q in m.imports.values())
 
 
 def _list_display(value) -> bool:
