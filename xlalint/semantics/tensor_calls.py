@@ -26,6 +26,8 @@ class CallKinds:
 
     def _infer_call(self, e: cst.Call):
         func = e.func
+        if _returns_host_tensors(e):
+            return K.CPU_TENSORS  # `processor(images=..., return_tensors="pt")`: a dict of host tensors
         q = self.qualname(func)
         if q is not None:
             return self._infer_qualified_call(e, q)
@@ -157,8 +159,9 @@ class CallKinds:
             return K.CPU_LOADER
         if q in T.DEVICE_LOADER_CONSTRUCTORS:
             return K.LOADER
-        if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:
-            return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
+        if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:  # `torch.split(x, sizes)`: the pieces stay where x is
+            return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else (
+                K.CPU_TENSORS if self._all_args_cpu(e) else K.UNKNOWN)
         if ns == "torch.distributions" or ns.startswith("torch.distributions."):
             # `Categorical(logits=out)`: a distribution over device tensors, whose samples are device tensors
             return K.instance(T.DEVICE_DISTRIBUTION) if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
@@ -379,6 +382,8 @@ class CallKinds:
             return rk if rk in K.ANY_TENSOR else K.TENSOR
         if self.is_cpu_device(target) or self.is_cuda_device(target):
             return K.CPU_TENSOR
+        if type(target) is cst.Attribute and target.attr.value == "dtype" and dev is None:
+            return rk if rk in K.ANY_TENSOR else K.TENSOR  # `mask.to(x.dtype)`: a cast, where it was
         q = self.qualname(target) or ""
         if q.startswith("torch.") and q.split(".")[-1] in _DTYPES:
             if rk == K.BOOL_TENSOR and q != "torch.bool":
@@ -387,6 +392,8 @@ class CallKinds:
         tk = self.kind(target)
         if tk in K.ANY_TENSOR:  # .to(other) follows other
             return tk
+        if rk in (K.CPU_TENSORS, K.TENSORS):
+            return K.TENSORS  # `tokenizer(..., return_tensors="pt").to(device)`: the whole dict moves
         return K.BOOL_TENSOR if rk == K.BOOL_TENSOR else K.TENSOR  # mask.to(device): still a mask
 
     def _is_device_expr(self, call: cst.Call) -> bool:
@@ -474,6 +481,13 @@ _DTYPES = frozenset(
 # libraries whose calls return host values (NumPy arrays, images, numbers, strings), never torch tensors
 _HOST_LIBRARIES = ("math.", "os.", "time.", "json.", "random.", "sys.", "argparse.", "logging.", "numpy.", "scipy.",
                    "cv2.", "PIL.", "pandas.", "sklearn.")
+
+
+def _returns_host_tensors(call: cst.Call) -> bool:
+    """A tokenizer, processor or feature extractor asked for PyTorch tensors (``return_tensors="pt"``): they are
+    built on the host, in a dict (transformers' ``BatchEncoding``/``BatchFeature``), until ``.to(device)``."""
+    return any(a.keyword is not None and a.keyword.value == "return_tensors" and string_value(a.value) == "pt"
+               for a in call.args)
 
 
 def _named_like_module(recv) -> bool:
