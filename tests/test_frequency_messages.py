@@ -726,6 +726,23 @@ def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
     assert "every 10 steps" in msgs[21], msgs
 
 
+def test_a_guard_on_a_step_count_made_from_the_epoch_counts_steps(tmp_path):
+    """Issue 32 cause 9: diffusers' and peft's DreamBooth validate when `(step + num_update_steps_per_epoch *
+    epoch) % validation_steps == 0`: a global step count, every N steps, not every step of one epoch in N."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\n"
+        "def train(model, loader, opt, args, steps_per_epoch):\n"
+        "    for epoch in range(args.epochs):\n"
+        "        for step, (x, y) in enumerate(loader):\n"
+        "            loss = model(x.to(args.device)).sum()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        "            if (step + steps_per_epoch * epoch) % args.validation_steps == 0:\n"
+        "                print(loss.item())\n")
+    msgs = _messages(_lint(tmp_path), "train.py")
+    assert "every `args.validation_steps` steps" in msgs[11], msgs
+
+
 def test_a_validation_step_runs_every_evaluation_batch_and_metric_states_are_device_tensors(tmp_path):
     """Issue 32 cause 9 / issue 33 item 6: a Lightning `validation_step` and what it calls run every
     evaluation batch, not every training step; a torchmetrics state (`self.add_state("cer",

@@ -151,13 +151,17 @@ def _modulo_divisor(side) -> Optional[str]:
     while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
         side = side.left
     if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
-        counts_epochs = any(w in _EPOCH_WORDS for w in name_words(code_of(side.left)))
+        words = set(name_words(code_of(side.left)))
+        # `(epoch + 1) % N` counts epochs; `(step + steps_per_epoch * epoch) % N` is a global step count
+        counts_epochs = bool(words & _EPOCH_WORDS) and not words & _STEP_WORDS
         return code_of(side.right) + (EPOCHS if counts_epochs else "")
     return None
 
 
 # the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
 _EPOCH_WORDS = frozenset({"epoch", "epochs"})
+# ... and of steps, which make a sum with the epoch a step count (`step + num_update_steps_per_epoch * epoch`)
+_STEP_WORDS = frozenset({"step", "steps", "it", "iter", "iteration", "batch"})
 
 
 def negated_period(test, predicate=None) -> Optional[str]:
