@@ -631,6 +631,27 @@ def test_decoded_audio_and_images_are_host_tensors(tmp_path):
     assert {(f.line, f.code) for f in _lint(tmp_path)} == {(14, "XLA001")}
 
 
+def test_what_a_processor_returns_as_pt_tensors_is_on_the_host_until_moved(tmp_path):
+    """Issue 32 cause 5: `processor(..., return_tensors="pt")` builds its tensors on the host (trl's RLOO counts
+    image tiles from its image processor's rows and columns, splits them per sample and reads each group);
+    `.to(device)` moves the whole dict, and reads of what the model computes from it stay findings."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "def step(model, processor, tokenizer, loader, images, num_images, device, opt):\n"
+        "    for texts in loader:\n"
+        "        info = processor.image_processor(images=images, return_tensors='pt')\n"
+        "        tiles = info['image_rows'] * info['image_cols']\n"
+        "        tiles = tiles + (tiles > 1).to(tiles.dtype)\n"
+        "        num_tiles = [g.sum().item() for g in torch.split(tiles, num_images)]\n"
+        "        inputs = tokenizer(texts, return_tensors='pt').to(device)\n"
+        "        loss = model(**inputs, num_tiles=num_tiles).loss\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        print(inputs['input_ids'][0, 0].item(), loss.item())\n"
+    )
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == {(12, "XLA001")}
+
+
 def test_only_cuda_importers_make_a_device_free_module_gpu_code(tmp_path):
     """Issue 32 cause 8, project-wide: a module that chooses no device runs where its importers run. Imported
     only by a script hard-wired to `cuda:1`, it is GPU code; imported by unit tests and a CLI's `__main__`, or
