@@ -83,49 +83,34 @@ def test_a_parameter_is_never_a_constant_even_with_a_literal_default():
     assert found == {(7, "XLA001")}
 
 
+DECODE = """
+    def exists(v):
+        return v is not None
+
+    def decode(model, out, steps, eos_token=None):
+        {prelude}
+        for _ in range(steps):
+            out = torch.cat((out, model(out)[:, -1:].argmax(-1)), dim=-1)
+            if not exists(eos_token):
+                continue
+            if (out == eos_token).all():
+                break
+        return out
+
+    def main(model, prompts):
+        for p in prompts:
+            decode(model, p.to(torch_xla.device()), 8, eos_token=2)
+    """
+
+
 def test_an_assert_decides_the_early_exit_after_it():
-    body = """
-        def exists(v):
-            return v is not None
-
-        def decode(model, out, steps, eos_token=None):
-            {assert_line}
-            for _ in range(steps):
-                out = torch.cat((out, model(out)[:, -1:].argmax(-1)), dim=-1)
-                if not exists(eos_token):
-                    continue
-                if (out == eos_token).all():
-                    break
-            return out
-
-        def main(model, prompts):
-            for p in prompts:
-                decode(model, p.to(torch_xla.device()), 8, eos_token=2)
-        """
-    with_assert = lint(body.replace("{assert_line}", 'assert not exists(eos_token), "not supported"'))
-    without = lint(body.replace("{assert_line}", "pass"))
-    assert (11, "XLA002") in without
-    assert (11, "XLA002") not in with_assert
+    assert (11, "XLA002") in lint(DECODE.replace("{prelude}", "pass"))
+    assert (11, "XLA002") not in lint(DECODE.replace("{prelude}", 'assert not exists(eos_token), "not supported"'))
 
 
 def test_an_assert_on_a_name_bound_again_decides_nothing():
-    found = lint("""
-        def decode(model, out, steps, eos_token=None):
-            assert eos_token is None
-            eos_token = 2
-            for _ in range(steps):
-                out = torch.cat((out, model(out)[:, -1:].argmax(-1)), dim=-1)
-                if eos_token is None:
-                    continue
-                if (out == eos_token).all():
-                    break
-            return out
-
-        def main(model, prompts):
-            for p in prompts:
-                decode(model, p.to(torch_xla.device()), 8)
-        """)
-    assert (9, "XLA002") in found
+    prelude = "assert not exists(eos_token)\n        eos_token = 2"
+    assert (12, "XLA002") in lint(DECODE.replace("{prelude}", prelude))
 
 
 def test_an_attribute_only_ever_set_to_tensors_is_never_none():

@@ -721,7 +721,7 @@ def test_an_exporter_writing_weights_to_a_file_copies_them_on_purpose(tmp_path):
 def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
     """Issue 32 cause 9: `if epoch % args.val_frequency == 0:` before an evaluation loop runs it once in N
     epochs (open_clip's evaluate); a step-loop line under `if epoch % 5 == 0:` runs every step of one epoch
-    in 5. Both said "every N steps"."""
+    in 5. Both said "every N steps". DreamBooth's `(step + steps_per_epoch * epoch) % N` counts steps."""
     (tmp_path / "train.py").write_text(
         "import torch\n\n\n"
         "def evaluate(model, data, epoch, args):\n"
@@ -740,28 +740,15 @@ def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
         "                print(loss.item())\n"
         "            if step % 10 == 0:\n"
         "                print(loss.item())\n"
+        "            if (step + len(loader) * epoch) % args.validation_steps == 0:\n"
+        "                print(loss.item())\n"
         "        evaluate(model, loader, epoch, args)\n")
     msgs = _messages(_lint(tmp_path), "train.py")
     assert "every evaluation batch (the loop runs every `args.val_frequency` epochs)" in msgs[9], msgs
     assert "every step of every 5th epoch" in msgs[19], msgs
     assert "every 10 steps" in msgs[21], msgs
-
-
-def test_a_guard_on_a_step_count_made_from_the_epoch_counts_steps(tmp_path):
-    """Issue 32 cause 9: diffusers' and peft's DreamBooth validate when `(step + num_update_steps_per_epoch *
-    epoch) % validation_steps == 0`: a global step count, every N steps, not every step of one epoch in N."""
-    (tmp_path / "train.py").write_text(
-        "import torch\n\n\n"
-        "def train(model, loader, opt, args, steps_per_epoch):\n"
-        "    for epoch in range(args.epochs):\n"
-        "        for step, (x, y) in enumerate(loader):\n"
-        "            loss = model(x.to(args.device)).sum()\n"
-        "            loss.backward()\n"
-        "            opt.step()\n"
-        "            if (step + steps_per_epoch * epoch) % args.validation_steps == 0:\n"
-        "                print(loss.item())\n")
-    msgs = _messages(_lint(tmp_path), "train.py")
-    assert "every `args.validation_steps` steps" in msgs[11], msgs
+    # DreamBooth's `(step + num_update_steps_per_epoch * epoch) % validation_steps`: a global step count
+    assert "every `args.validation_steps` steps" in msgs[23], msgs
 
 
 def test_a_validation_step_runs_every_evaluation_batch_and_metric_states_are_device_tensors(tmp_path):
