@@ -626,3 +626,11 @@ def test_a_batch_objects_counts_are_python_ints(tmp_path):
     the batch (`batch.label`) is a tensor."""
     assert (23, "XLA006") not in _lines_and_codes(tmp_path, "train.py", SNLI_LOOP.format(count="batch_size"))
     assert (23, "XLA006") in _lines_and_codes(tmp_path, "train.py", SNLI_LOOP.format(count="label.sum()"))
+
+
+def test_a_ray_actor_placed_on_gpus_is_not_xla_code(tmp_path):
+    """Issue 32 cause 8: `@ray.remote(num_gpus=1)` places an actor on a CUDA worker (open-instruct's GRPO
+    learners): its methods, and a helper only they call, do not run on XLA. Its twin, an actor asking only for
+    CPUs that takes the XLA device itself, stays XLA code."""
+    source = (Path(__file__).parent / "data" / "ray_actors.py").read_text()
+    assert _lines_and_codes(tmp_path, "actors.py", source) == {(28, "XLA010"), (32, "XLA001")}

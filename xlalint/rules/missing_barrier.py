@@ -188,7 +188,7 @@ class MissingStepBarrier(Rule):
 
         called_in_loops = {callee for lp in m.loops for callee in lp.calls}
         for loop in m.loops:
-            if not m.is_step_loop(loop) or not m.loop_trains(loop):
+            if not m.is_step_loop(loop) or not m.loop_trains(loop) or loop.off_xla:
                 continue
             if loop.func.key in called_in_loops or loop.func.closure:
                 continue

@@ -426,6 +426,20 @@ def asserts_cuda(test) -> bool:
     return type(test) is cst.Call and pin_of(test, asserted=True) == PIN
 
 
+def gpu_actor(classdef: cst.ClassDef) -> bool:
+    """A Ray actor class placed on GPUs (``@ray.remote(num_gpus=1)``): Ray schedules it on a worker with a CUDA
+    device (a TPU worker is asked for with ``resources={"TPU": n}``), so its methods run on CUDA, never on XLA."""
+    for d in classdef.decorators:
+        call = d.decorator
+        if type(call) is not cst.Call or (dotted_name(call.func) or "").rpartition(".")[2] != "remote":
+            continue
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "num_gpus" and not (
+                    type(a.value) is cst.Integer and a.value.value == "0"):
+                return True
+    return False
+
+
 def declares_host_device(classdef: cst.ClassDef) -> bool:
     """The class answers ``device`` with the CPU (``@property def device(self): return torch.device("cpu")``):
     the host-side runtime of a model compiled ahead of time (Neuron's traced decoders, an ONNX or TensorRT

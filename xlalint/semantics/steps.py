@@ -98,6 +98,7 @@ class LoopInfo:
     seq: int = 0  # the walk's statement counter at its header (order within its function)
     end_seq: int = 0  # and after its body: a context of the function with seq > end_seq runs after it
     guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
+    off_xla: bool = False  # one of those guards says it never runs on XLA (a GPU actor's method, `if use_cuda:`)
 
 
 @dataclass(frozen=True, eq=False)

@@ -329,9 +329,11 @@ class CallKinds:
         return K.UNKNOWN
 
     def entry_guards(self, cls: Optional[str]) -> list:
-        """The guards a method starts under: off XLA for a flash-attn class (``flash_attention_class``) or a
-        host runtime (``runs_on_host``), else none."""
-        return [(None, True, False)] if flash_attention_class(cls) or self.runs_on_host(cls) else []
+        """The guards a method starts under: off XLA for a flash-attn class (``flash_attention_class``), a
+        host runtime (``runs_on_host``) or a Ray actor placed on GPUs (``device_pins.gpu_actor``), else none."""
+        off = flash_attention_class(cls) or self.runs_on_host(cls) or bool(
+            cls and self.classes.get(cls, {}).get("gpu_actor"))
+        return [(None, True, False)] if off else []
 
     def runs_on_host(self, cls: Optional[str], _depth: int = 0) -> bool:
         """A class of this module whose objects answer ``device`` with the CPU (``device_pins.

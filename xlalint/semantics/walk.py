@@ -252,7 +252,7 @@ class StatementWalk:
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
                         cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter)),
                         outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-                        guard_depth=len(self.guards))
+                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
@@ -277,7 +277,7 @@ class StatementWalk:
         loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
                         hint=self._loop_hint(node.test, counts=True),
                         outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-                        guard_depth=len(self.guards))
+                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
         self.loops.append(loop)
         self.loop_stack.append(loop)
         self._emit("While", node)
@@ -483,7 +483,8 @@ def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:
                     or walk.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
     attrs = {"device": K.HOST_DEVICE} if device_pins.declares_host_device(node) else {}
     return {"module": is_module, "attrs": attrs, "autograd": autograd, "bases": [n for n in names if n],
-            "test_case": test_case, "never_none": constants.never_none_attributes(node)}
+            "test_case": test_case, "never_none": constants.never_none_attributes(node),
+            "gpu_actor": device_pins.gpu_actor(node)}
 
 
 # A function named for saving (`save_checkpoint`, `export_model`) that writes with one of these calls is a
