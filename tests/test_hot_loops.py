@@ -829,3 +829,25 @@ def test_names_an_evaluation_loop_bound_are_its_results_only_until_bound_again()
                 torch_xla.sync()
         """)
     assert {(ln, c) for ln, c, _ in found} == {(15, "XLA001")}
+
+
+def test_a_no_grad_loop_over_a_prompts_parts_is_no_evaluation_and_binds_no_result():
+    # nanochat's CORE eval: a no-grad helper crops each prompt's parts in a loop (no model, no loader), then
+    # runs the model and reads its prediction: a read per example, not an evaluation's result after its loop
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        @torch.no_grad()
+        def evaluate_example(tokens, starts):
+            new_starts = []
+            for t, s in zip(tokens, starts):
+                new_starts.append(s - 1)
+            starts = new_starts
+            preds = model(torch.stack(tokens).to(device)).argmax(-1)
+            return preds[0, starts[0]].item()
+
+        def evaluate_task(data):
+            for tokens, starts in data:
+                evaluate_example(tokens, starts)
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(11, "XLA001")}

@@ -265,7 +265,8 @@ class StatementWalk:
         self.walk_block(node.body)
         self.loop_stack.pop()
         loop.end_seq = self.seq
-        if loop.hint == H.EVAL:
+        if loop.hint == H.EVAL and (loop.runs_model or loop.iterates_loader):
+            # an evaluation: a loop over a loader or running the model (not a no-grad loop over a prompt's parts)
             self.func.loop_results |= _results_of(node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
