@@ -634,3 +634,11 @@ def test_a_ray_actor_placed_on_gpus_is_not_xla_code(tmp_path):
     CPUs that takes the XLA device itself, stays XLA code."""
     source = (Path(__file__).parent / "data" / "ray_actors.py").read_text()
     assert _lines_and_codes(tmp_path, "actors.py", source) == {(28, "XLA010"), (32, "XLA001")}
+
+
+def test_a_function_that_launches_a_triton_kernel_is_not_xla_code(tmp_path):
+    """Issue 32 cause 8: a kernel compiled by `@triton.jit` and launched as `kernel[grid](...)` runs on a GPU only
+    (triton has no XLA backend): the wrapper that launches it is not XLA code. Its twin, the reference path the
+    step takes when triton is off, stays XLA code."""
+    source = (Path(__file__).parent / "data" / "triton_kernels.py").read_text()
+    assert _lines_and_codes(tmp_path, "kernels.py", source) == {(27, "XLA002")}

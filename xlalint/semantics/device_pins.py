@@ -77,6 +77,8 @@ def needs_cuda_call(call: cst.Call, qualname=None, bound=frozenset()) -> Optiona
     themselves (``main()`` calling ``load_model()``)."""
     if type(call.func) is cst.Name and call.func.value in bound:
         return f"{call.func.value}()"
+    if type(call.func) is cst.Subscript and type(call.func.value) is cst.Name and call.func.value.value in bound:
+        return f"{call.func.value.value}[grid]()"  # a triton kernel launched (`_fwd_kernel[grid](q, k, v)`)
     name = (qualname(call.func) if qualname is not None else None) or dotted_name(call.func) or ""
     if name.startswith(("bitsandbytes.", "torchao.quantization.")):
         return name
@@ -211,15 +213,33 @@ def hard_imports(module: cst.Module, package: str) -> list:
     return out
 
 
-# what a module that quantizes with bitsandbytes or torchao says somewhere (``needs_cuda_call``): without it,
-# no function of the module is looked at again for such calls
-_MENTIONS_QUANTIZATION = re.compile(
-    r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|TorchAoConfig|torchao|prepare_model_for_(?:kbit|int8)_training")
+# what a module that quantizes with bitsandbytes or torchao, or launches triton kernels, says somewhere
+# (``needs_cuda_call``): without it, no function of the module is looked at again for such calls
+_MENTIONS_CUDA_KERNELS = re.compile(
+    r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|TorchAoConfig|torchao|prepare_model_for_(?:kbit|int8)_training"
+    r"|triton")
 
 
-def mentions_quantization(text: str) -> bool:
-    """The module's text names bitsandbytes, its 8/4-bit loading or torchao anywhere."""
-    return _MENTIONS_QUANTIZATION.search(text) is not None
+def mentions_cuda_kernels(text: str) -> bool:
+    """The module's text names bitsandbytes, its 8/4-bit loading, torchao or triton anywhere."""
+    return _MENTIONS_CUDA_KERNELS.search(text) is not None
+
+
+def triton_kernels(module: cst.Module, qualname=None) -> frozenset:
+    """The module's functions compiled by triton (``@triton.jit``, ``@triton.autotune(...)`` over it,
+    ``@triton.heuristics(...)``): launched as ``kernel[grid](...)``, they run on a GPU only (triton has no XLA
+    backend), so a function that launches one on its straight line needs CUDA (``needs_cuda_call``)."""
+    out = set()
+    for stmt in module.body:
+        if type(stmt) is not cst.FunctionDef:
+            continue
+        for d in stmt.decorators:
+            dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
+            name = (qualname(dec) if qualname is not None else None) or dotted_name(dec) or ""
+            if name.partition(".")[0] == "triton" and name.rpartition(".")[2] in ("jit", "autotune", "heuristics"):
+                out.add(stmt.name.value)
+                break
+    return frozenset(out)
 
 
 def mentions_xla(text: str) -> bool:

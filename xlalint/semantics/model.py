@@ -57,7 +57,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
-                 quantizes: bool = True):
+                 cuda_kernels: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
@@ -83,7 +83,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         # CUDA by name (device_pins): a module that pins CUDA, never places on a device chosen at run time and
         # never names XLA or a TPU (``names_xla``, from its text) does not run on XLA (step_marks._resolve)
         self.names_xla = names_xla
-        self.quantizes = quantizes  # its text names bitsandbytes' 8/4-bit loading (device_pins.mentions_quantization)
+        # its text names bitsandbytes' 8/4-bit loading, torchao or triton (device_pins.mentions_cuda_kernels)
+        self.cuda_kernels = cuda_kernels
         self.pins_cuda = False
         self.chooses_device = False
         # the plain names placements put tensors on (`x.to(device)`): a choice made at run time unless the

@@ -106,7 +106,7 @@ class StepMarks:
         funcs = self.funcs
         bodies = {key: f.node.body.body for key, f in funcs.items()
                   if not f.excluded and type(getattr(f.node, "body", None)) is cst.IndentedBlock}
-        bound: set = set()  # the keys of the module's functions that need CUDA
+        bound: set = set(device_pins.triton_kernels(self.module, self.qualname))  # the module's functions that need CUDA
         changed = True
         while changed:  # a caller of a function that needs CUDA needs it too, up the module's own calls
             changed = False
@@ -125,6 +125,8 @@ class StepMarks:
                 f.excluded = True
             return
         for key in bound:
+            if key not in funcs:
+                continue
             funcs[key].excluded = True
             inner = key + ".<locals>."
             for k, g in funcs.items():
@@ -147,7 +149,7 @@ class StepMarks:
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
-        if self.quantizes and not self.cuda_only:  # a second look at the statements, only where it can matter
+        if self.cuda_kernels and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
         if self.is_notebook and not self.places_on_device:
             # a notebook that puts no tensor on a device, names none and imports no project code that may (a
