@@ -851,3 +851,18 @@ def test_a_no_grad_loop_over_a_prompts_parts_is_no_evaluation_and_binds_no_resul
                 evaluate_example(tokens, starts)
         """)
     assert {(ln, c) for ln, c, _ in found} == {(11, "XLA001")}
+
+
+def test_a_trainers_counter_handed_to_a_loss_forward_is_a_python_int():
+    # stable-diffusion's LPIPSWithDiscriminator.forward(inputs, reconstructions, optimizer_idx, global_step, ...):
+    # Lightning's step counter and optimizer index are Python ints; a forward's other parameters are tensors
+    found = lint("""
+        class LPIPSWithDiscriminator(torch.nn.Module):
+            def forward(self, inputs, reconstructions, optimizer_idx, global_step, weight):
+                if global_step < 1000 and optimizer_idx == 0:
+                    inputs = inputs * 0.5
+                if weight.mean() < 0.5:
+                    inputs = inputs * 2
+                return (inputs - reconstructions).abs().mean()
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(6, "XLA002")}

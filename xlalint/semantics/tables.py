@@ -315,7 +315,10 @@ NON_TENSOR_PARAM_NAMES = frozenset(
      "train", "is_training", "verbose", "debug", "strict", "flag", "shape", "size", "axis",
      "chunk_size", "stride", "padding", "dilation", "groups", "align_corners", "mesh_shape",
      "partition_spec", "sharding", "device", "dtype", "generator", "seed", "step", "epoch",
-     "iteration", "steps", "tokenizer", "preserve_rng_state", "run_function", "function", "fn"}
+     "iteration", "steps", "tokenizer", "preserve_rng_state", "run_function", "function", "fn",
+     # a trainer's counters and switches handed to a loss module's forward (Lightning's `global_step`,
+     # `optimizer_idx`, `split="train"`), sampling settings handed to a generation forward
+     "global_step", "optimizer_idx", "split", "normalize", "top_k", "top_p", "beam_size"}
 )
 
 # Annotations of containers: ``tuple[Tensor, Tensor]``, ``list[Tensor]``, ``dict[str, Tensor]`` hold tensors.
