@@ -140,3 +140,16 @@ def test_an_attribute_only_ever_set_to_tensors_is_never_none():
     # reset to a parameter (maybe None), or a class-level default of None: the other arm may run
     assert lint(body.replace("{default}", "").replace("{reset}", "w")) == {(13, "XLA003")}
     assert lint(body.replace("{default}", "weights = None").replace("{reset}", "torch.zeros(3)")) == {(13, "XLA003")}
+
+
+def test_a_nested_function_sees_its_enclosing_functions_name_not_the_module_constant():
+    src = "SHOW = False\n" + """
+def train(model, loader, SHOW):
+    def step(img):
+        pred = model(img.to(torch_xla.device()))
+        if SHOW:
+            print(pred.sum().item())
+    for img in loader:
+        step(img)
+"""
+    assert lint(src) == {(read_line(src), "XLA001")}

@@ -142,7 +142,13 @@ class Branches:
         if consts is None:
             if self._module_constants is None:
                 self._module_constants = constants.module_constants(self.module)
-            consts = (constants.function_constants(f.node, self._module_constants)
+            enclosing = []
+            g = f.parent
+            while g is not None:  # a nested function sees its enclosing functions' names, not the module's
+                if type(g.node) is cst.FunctionDef:
+                    enclosing.append(g.node)
+                g = g.parent
+            consts = (constants.function_constants(f.node, self._module_constants, enclosing)
                       if type(f.node) is cst.FunctionDef else self._module_constants)
             self._constants[key] = consts
         record = self.classes.get(f.class_key) if f.class_key is not None else None

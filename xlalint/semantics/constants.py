@@ -62,6 +62,8 @@ def _scope_bindings(nodes, out: dict) -> None:
             targets = [n.name]
         elif t is cst.Del:
             targets = [n.target]
+        elif t in (cst.MatchAs, cst.MatchStar) and n.name is not None:
+            targets = [n.name]  # `case Point(x=0, y=y):` binds y
         for target in targets:
             for name in _names(target):
                 out[name] = value if name not in out else _VARIES
@@ -106,9 +108,22 @@ def module_constants(module: cst.Module) -> dict:
     return {k: v for k, v in found.items() if v is not _VARIES and k not in declared}
 
 
-def function_constants(node: cst.FunctionDef, outer: dict) -> dict:
+def function_constants(node: cst.FunctionDef, outer: dict, enclosing=()) -> dict:
     """The names a function's test may read as constants: its own names bound once by a literal, and the
-    module's (``outer``) that it neither binds nor takes as a parameter."""
+    module's (``outer``) that neither it nor a function it is nested in (``enclosing``) binds or takes as a
+    parameter."""
+    local = _locals(node)
+    shadowed = set()
+    for f in enclosing:
+        shadowed.update(_locals(f))
+    declared = _declared_elsewhere(node.body)
+    out = {k: v for k, v in outer.items() if k not in local and k not in declared and k not in shadowed}
+    out.update({k: v for k, v in local.items() if v is not _VARIES and k not in declared})
+    return out
+
+
+def _locals(node: cst.FunctionDef) -> dict:
+    """A function's parameters (varying) and the names its body binds (a literal bound once, else varying)."""
     local: dict = {}
     params = node.params
     for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
@@ -117,10 +132,7 @@ def function_constants(node: cst.FunctionDef, outer: dict) -> dict:
         if isinstance(p, cst.Param):
             local[p.name.value] = _VARIES
     _scope_bindings(own_nodes(node.body), local)
-    declared = _declared_elsewhere(node.body)
-    out = {k: v for k, v in outer.items() if k not in local and k not in declared}
-    out.update({k: v for k, v in local.items() if v is not _VARIES and k not in declared})
-    return out
+    return local
 
 
 def asserted(node: cst.Assert) -> tuple:
