@@ -866,3 +866,32 @@ def test_a_trainers_counter_handed_to_a_loss_forward_is_a_python_int():
                 return (inputs - reconstructions).abs().mean()
         """)
     assert {(ln, c) for ln, c, _ in found} == {(6, "XLA002")}
+
+
+def test_a_counter_kept_in_a_dict_of_tensors_is_not_a_tensor():
+    # torchtune's recipes restore `self.global_step = ckpt_dict[training.STEPS_KEY]` from a checkpoint that also
+    # holds the model's tensors: the step count is a Python int, so `if self.global_step % n == 0:` reads nothing
+    found = lint("""
+        STEPS_KEY = "steps_run"
+
+        class Recipe:
+            def __init__(self, model):
+                self.model = model.to(device)
+                self.global_step = 0
+
+            def restore(self, ckpt_dict: dict[str, torch.Tensor]):
+                self.global_step = ckpt_dict[STEPS_KEY]
+                self.scale = ckpt_dict["loss_scale"]
+
+            def train(self, loader, opt):
+                for x in loader:
+                    loss = self.model(x.to(device)).sum() * self.scale
+                    loss.backward()
+                    opt.step()
+                    self.global_step += 1
+                    if self.global_step % 10 == 0:
+                        print("step", self.global_step)
+                    if self.scale > 1:
+                        torch_xla.sync()
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(21, "XLA002")}

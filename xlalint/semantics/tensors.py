@@ -14,7 +14,7 @@ import libcst as cst
 
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, is_shape, last_name, string_value
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, is_shape, last_name, name_words, string_value
 
 
 class TensorInference:
@@ -304,6 +304,8 @@ class TensorInference:
             return K.BOOL_TENSOR  # mask[:, 0], mask[idx]: still booleans
         if bk in (K.TENSORS, K.CPU_TENSORS) and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Slice:
             return bk  # `parts[1:]` of a tuple from chunk()/split(), of a batch: still a container
+        if bk in (K.TENSORS, K.CPU_TENSORS) and _counter_key(e):
+            return K.UNKNOWN  # `ckpt_dict[training.STEPS_KEY]`, `state["epoch"]`: a run's count beside the tensors
         if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
@@ -313,6 +315,24 @@ class TensorInference:
         if bk == K.MODULE:
             return K.MODULE  # nn.Sequential / ModuleList indexing
         return K.UNKNOWN
+
+
+# the words of a key that holds a run's counter or seed in a dict of tensors (a checkpoint, a state dict):
+# `"epoch"`, `"global_step"`, `training.STEPS_KEY`, `"seed"`
+_COUNTER_KEY_WORDS = frozenset({"step", "steps", "epoch", "epochs", "seed", "iteration", "iterations", "iter"})
+
+
+def _counter_key(e: cst.Subscript) -> bool:
+    """The subscript's key names a counter (``_COUNTER_KEY_WORDS``): a string, or a constant's name."""
+    if len(e.slice) != 1 or type(e.slice[0].slice) is not cst.Index:
+        return False
+    idx = e.slice[0].slice.value
+    text = string_value(idx)
+    if text is None and type(idx) in (cst.Name, cst.Attribute):
+        text = last_name(idx)
+        if not (text or "").isupper():
+            return False  # `batch[k]`: a loop's key, not a constant
+    return bool(text) and bool(_COUNTER_KEY_WORDS & set(name_words(text)))
 
 
 def element_key(e) -> Optional[str]:
