@@ -895,3 +895,24 @@ def test_a_counter_kept_in_a_dict_of_tensors_is_not_a_tensor():
                         torch_xla.sync()
         """)
     assert {(ln, c) for ln, c, _ in found} == {(21, "XLA002")}
+
+
+def test_a_setting_read_from_kwargs_that_also_carry_tensors_is_not_a_tensor():
+    # lm-evaluation-harness: `generation_kwargs` carries the attention mask and the task's temperature; the
+    # temperature, defaulted to 0.0, is a Python float (six findings read it as a device tensor)
+    found = lint("""
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def model_generate(context, **generation_kwargs):
+            generation_kwargs["temperature"] = generation_kwargs.get("temperature", 0.0)
+            if (temp := generation_kwargs.get("temperature")) == 0.0:
+                generation_kwargs["do_sample"] = False
+            if generation_kwargs.get("attention_mask").sum() > 0:
+                context = context * 2
+            return model(context)
+
+        def generate_until(requests):
+            for ctx, mask in requests:
+                model_generate(ctx.to(device), attention_mask=mask.to(device), temperature=0.7)
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(8, "XLA002")}

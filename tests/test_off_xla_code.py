@@ -642,3 +642,12 @@ def test_a_function_that_launches_a_triton_kernel_is_not_xla_code(tmp_path):
     step takes when triton is off, stays XLA code."""
     source = (Path(__file__).parent / "data" / "triton_kernels.py").read_text()
     assert _lines_and_codes(tmp_path, "kernels.py", source) == {(27, "XLA002")}
+
+
+def test_a_function_that_only_pins_cuda_is_not_xla_code_in_a_device_agnostic_module(tmp_path):
+    """Issue 32 cause 8 (round 11, read after scoring: lm-evaluation-harness's audio LM): a method that moves its
+    generation inputs `.to("cuda")` on its straight line and places nothing on a chosen device runs on CUDA,
+    though its class places the model on the device it is given: its read of the generation is not XLA code.
+    Its twin, the method that uses the chosen device, stays XLA code."""
+    source = (Path(__file__).parent / "data" / "cuda_pinned_method.py").read_text()
+    assert _lines_and_codes(tmp_path, "lm.py", source) == {(29, "XLA001")}

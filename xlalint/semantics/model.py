@@ -217,7 +217,10 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         pin = device_pins.pin_of(node, self.cuda_ordinal_names)
         if pin == device_pins.PIN:
             self.pins_cuda = True
+            if self.cond_depth == 0:
+                self.func.pins_cuda = True
         elif pin == device_pins.CHOSEN:
+            self.func.chooses_device = True
             names = device_pins.device_names(node)
             if names is None:
                 self.chooses_device = True

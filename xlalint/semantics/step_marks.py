@@ -149,6 +149,12 @@ class StepMarks:
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
+        if not self.cuda_only and not self.names_xla:
+            # a function that places on CUDA by a literal on its straight line and on no device chosen at run
+            # time (lm-eval's audio LM moves its generation inputs `.to("cuda")`): not XLA code, as a module is not
+            for f in funcs.values():
+                if f.pins_cuda and not f.chooses_device and f is not self.top:
+                    f.excluded = True
         if self.cuda_kernels and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
         if self.is_notebook and not self.places_on_device:

@@ -58,6 +58,10 @@ class FuncInfo:
     # names an evaluation loop of the function bound or filled, and what was computed from them after it
     # (`dev_loss`, `eval_metrics`): read after the loop, the evaluation's result, once per evaluation
     loop_results: set = field(default_factory=set)
+    # its own placements: CUDA by a literal on its straight line (`inputs["input_ids"].to("cuda")`), and any on a
+    # device chosen at run time (`device_pins.pin_of`): one that only pins CUDA is not XLA code (step_marks._resolve)
+    pins_cuda: bool = False
+    chooses_device: bool = False
     excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code,
     #                         a checkpoint writer (its host copies are its purpose)
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)

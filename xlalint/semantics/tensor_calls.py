@@ -16,6 +16,7 @@ from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import flash_attention_class
+from xlalint.semantics.tensors import element_key_of
 from xlalint.semantics.syntax import (
     assigned_names, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
 )
@@ -244,7 +245,7 @@ class CallKinds:
             if meth in ("keys", "__len__"):
                 return K.NOT_TENSOR
             if meth in ("get", "pop"):
-                return K.element_of(rk)
+                return self._entry_kind(e, func, rk)
             if meth == "cuda":  # a batch moved to a CUDA device: not the XLA device
                 return K.CPU_TENSORS
             if meth == "to":  # a batch moved to the device (BatchEncoding.to(device))
@@ -372,6 +373,22 @@ class CallKinds:
             f = self.funcs.get(local)
             return f.return_kind if f is not None else K.UNKNOWN
         return self.facts.returns(key)
+
+    def _entry_kind(self, e: cst.Call, func: cst.Attribute, rk):
+        """``d.get(key)`` / ``d.pop(key, default)`` of a container of tensors: the entry's own kind where it was
+        given one (``d["temperature"] = ...``), unknown when the default is a Python literal (``kwargs.get(
+        "temperature", 0.0)``: a setting beside the tensors), else an element's kind."""
+        args = positional_args(e)
+        if args and type(func.value) is cst.Name:
+            key = element_key_of(func.value.value, args[0])
+            if key is not None:
+                found, k = self._env_lookup(key)
+                if found:
+                    return k
+        if len(args) > 1 and type(args[1]) in (cst.Integer, cst.Float, cst.SimpleString) or (
+                len(args) > 1 and type(args[1]) is cst.Name and args[1].value in ("True", "False")):
+            return K.UNKNOWN
+        return K.element_of(rk)
 
     def _infer_to(self, e: cst.Call, rk):
         args = positional_args(e)
