@@ -80,6 +80,9 @@ class SyncHeavyAmp(Rule):
         `clip_grad_norm_(...)` line on most steps, with the extra graph executions of the cut.
     """
     VALID = [
+        # made only under an option (moco_v3_tpu's `if cfg.use_pytorch_amp:`, for its GPU runs): enabled by an
+        # expression, as `GradScaler(enabled=...)`
+        "import torch\nimport torch_xla\ndef train(cfg, model, loader, optimizer):\n    scaler = None\n    if cfg.use_pytorch_amp:\n        scaler = torch.cuda.amp.GradScaler()\n    for x in loader:\n        loss = model(x).sum()\n        loss.backward()\n        if scaler is not None:\n            scaler.step(optimizer)\n        else:\n            optimizer.step()\n        torch_xla.sync()\n",
         # bf16 autocast without a scaler; clip without the host check
         "import torch, torch_xla\nfor x, y in loader:\n    with torch.autocast('xla', dtype=torch.bfloat16):\n        loss = model(x).sum()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)\n    torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)\n    optimizer.step()\n    torch_xla.sync()\n",
         # a disabled scaler, and one enabled by an expression (nanoGPT: off for bf16)
@@ -92,6 +95,8 @@ class SyncHeavyAmp(Rule):
         "import torch, torch_xla\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n",
     ]
     INVALID = [
+        # a script's main block always runs: the scaler made there is enabled
+        "import torch\nimport torch_xla\ndef train(scaler, model, loader, optimizer):\n    for x in loader:\n        scaler.scale(model(x).sum()).backward()\n        scaler.step(optimizer)\n        scaler.update()\n        torch_xla.sync()\nif __name__ == '__main__':\n    scaler = torch.amp.GradScaler()\n    train(scaler, model, loader, optimizer)\n",
         "import torch, torch_xla\nscaler = torch.amp.GradScaler()\nfor x in loader:\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n    torch_xla.sync()\n",
         "import torch\nfrom torch.cuda.amp import GradScaler\nclass Trainer:\n    def __init__(self):\n        self.scaler = GradScaler('xla')\n    def train(self, loader):\n        for x in loader:\n            loss = self.model(x).sum()\n            self.scaler.scale(loss).backward()\n            self.scaler.step(self.optimizer)\n            self.scaler.update()\n",
         "import torch\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n    optimizer.step()\n",

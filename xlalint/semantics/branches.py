@@ -37,7 +37,8 @@ class Branches:
         once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop) or _breaks_the_loop(node.body, self.loop_stack))
         # `merge = False` ... `if merge and n > 1:`: a test the source decides; its dead arm never runs
         decided = self.decided(node.test)
-        self.cond_depth += 1
+        conditional = not device_pins.is_main_guard(node.test)  # a script's `if __name__ == "__main__":` always runs
+        self.cond_depth += conditional
         self.guards.append((period, polarity == "non-xla" or decided is False, once))
         mode = mode_test(node.test)
         self.eval_depth += mode == "eval"
@@ -85,7 +86,7 @@ class Branches:
             self.restore(other)
             self.eval_depth -= mode == "train"
             self.guards.pop()
-        self.cond_depth -= 1
+        self.cond_depth -= conditional
         if node.orelse is None and ends_block(node.body):
             if polarity == "xla" or decided is True:
                 # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only

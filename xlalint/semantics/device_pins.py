@@ -108,7 +108,7 @@ def cuda_requirement(block, main_block: bool = False, qualname=None, bound=froze
     ``if __name__ == "__main__":`` block runs too. ``bound``: as ``needs_cuda_call``'s."""
     for stmt in block:
         t = type(stmt)
-        if main_block and t is cst.If and _is_main_guard(stmt.test) and type(stmt.body) is cst.IndentedBlock:
+        if main_block and t is cst.If and is_main_guard(stmt.test) and type(stmt.body) is cst.IndentedBlock:
             found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound)
             if found is not None:
                 return found
@@ -154,7 +154,7 @@ def requires_cuda(module: cst.Module) -> Optional[str]:
             return n
     for stmt in module.body:
         body = [stmt]
-        if type(stmt) is cst.If and _is_main_guard(stmt.test):
+        if type(stmt) is cst.If and is_main_guard(stmt.test):
             body = list(stmt.body.body)
         for line in body:
             if type(line) is not cst.SimpleStatementLine:
@@ -166,7 +166,7 @@ def requires_cuda(module: cst.Module) -> Optional[str]:
     return None
 
 
-def _is_main_guard(test) -> bool:
+def is_main_guard(test) -> bool:
     return (type(test) is cst.Comparison and dotted_name(test.left) == "__name__" and len(test.comparisons) == 1
             and string_value(test.comparisons[0].comparator) == "__main__")
 
