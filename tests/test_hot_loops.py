@@ -916,3 +916,17 @@ def test_a_setting_read_from_kwargs_that_also_carry_tensors_is_not_a_tensor():
                 model_generate(ctx.to(device), attention_mask=mask.to(device), temperature=0.7)
         """)
     assert {(ln, c) for ln, c, _ in found} == {(8, "XLA002")}
+
+
+def test_a_flash_attention_flag_guards_code_that_never_runs_on_xla():
+    # Medusa's Mistral checks right padding only when `self.config._flash_attn_2_enabled` (flash-attn's kernels)
+    found = lint("""
+        class Model(torch.nn.Module):
+            def forward(self, x, padding_mask):
+                if padding_mask is not None and self.config._flash_attn_2_enabled:
+                    right = padding_mask[:, -1].sum().item() != x.shape[0]
+                if padding_mask is not None and self.config.use_sdpa:
+                    right = padding_mask[:, -1].sum().item() != x.shape[0]
+                return x
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(7, "XLA001")}

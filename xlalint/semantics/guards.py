@@ -288,8 +288,9 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
         n = (last_name(test) or "").lower().lstrip("_")
         if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu", "xla", "tpu"):
             result = "xla"
-        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda") or n in _OTHER_BACKEND_FLAGS:
-            result = "non-xla"
+        elif n in ("use_cuda", "on_cuda", "use_gpu", "on_gpu", "is_cuda") or n in _OTHER_BACKEND_FLAGS or (
+                "flash" in (words := set(name_words(n))) and words & {"attn", "attention"}):
+            result = "non-xla"  # `self.config._flash_attn_2_enabled`: flash-attn's CUDA kernels
     if result is not None and negate:
         result = "xla" if result == "non-xla" else "non-xla"
     return result
