@@ -930,3 +930,33 @@ def test_a_flash_attention_flag_guards_code_that_never_runs_on_xla():
                 return x
         """)
     assert {(ln, c) for ln, c, _ in found} == {(7, "XLA001")}
+
+
+def test_a_loop_that_stops_after_its_first_few_passes_is_no_step():
+    # llm-foundry's dataloader `__main__`: `for i, batch in enumerate(dataloader): if i >= 5: break` peeks at
+    # five batches; the same loop without the early break reads every batch
+    body = """
+        model = torch.nn.Linear(4, 4).to(device)
+
+        def peek(loader):
+            for i, batch in enumerate(loader):
+                {stop}
+                out = model(batch.to(device))
+                print(out.max().item())
+        """
+    assert lint(body.replace("{stop}", "if i >= 5:\n                    break")) == []
+    assert {(ln, c) for ln, c, _ in lint(body.replace("{stop}", "pass"))} == {(8, "XLA001")}
+
+
+def test_attention_implementations_named_for_cuda_kernels_guard_code_that_never_runs_on_xla():
+    # MPT's `if attn_impl == 'flash':` (flash-attn), beside its `'torch'` implementation
+    found = lint("""
+        class Block(torch.nn.Module):
+            def forward(self, x, attention_mask, attn_impl):
+                if attn_impl == 'flash' and attention_mask[:, 0].sum() != x.shape[0]:
+                    raise NotImplementedError("left padding")
+                if attn_impl == 'torch' and attention_mask[:, 0].sum() != x.shape[0]:
+                    x = x * 2
+                return x
+        """)
+    assert {(ln, c) for ln, c, _ in found} == {(6, "XLA002")}

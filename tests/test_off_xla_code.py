@@ -651,3 +651,45 @@ def test_a_function_that_only_pins_cuda_is_not_xla_code_in_a_device_agnostic_mod
     Its twin, the method that uses the chosen device, stays XLA code."""
     source = (Path(__file__).parent / "data" / "cuda_pinned_method.py").read_text()
     assert _lines_and_codes(tmp_path, "lm.py", source) == {(29, "XLA001")}
+
+
+def test_code_after_a_required_import_of_a_cuda_only_library_is_not_xla_code(tmp_path):
+    """Issue 32 cause 8 (round 14, read after scoring: llm-foundry's MegaBlocks callback): a function that imports
+    a CUDA-only library, plainly or in a `try` whose handler raises, cannot go past the import on a TPU host:
+    what follows it in its block is not XLA code. An optional import (a handler that falls back) is no pin."""
+    source = '''import torch
+
+
+class MoEStats:
+    def batch_end(self, state, step):
+        if step % 10 == 0:
+            try:
+                from megablocks.layers.moe import get_load_balancing_loss
+            except ImportError:
+                raise RuntimeError("MegaBlocks is required")
+            tokens = torch.concat([t.clone() for t, _ in get_load_balancing_loss()])
+            print(tokens.max().item())
+
+    def fused(self, x):
+        from flash_attn import flash_attn_func
+        return flash_attn_func(x, x, x).sum().item()
+
+    def optional(self, x):
+        try:
+            from flash_attn import flash_attn_func
+        except ImportError:
+            flash_attn_func = None
+        return x.sum().item()
+
+
+def train(model, loader, opt, device):
+    stats = MoEStats()
+    for step, x in enumerate(loader):
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        stats.batch_end(None, step)
+        stats.fused(loss)
+        stats.optional(loss)
+'''
+    assert _lines_and_codes(tmp_path, "callbacks.py", source) == {(23, "XLA001")}

@@ -13,6 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import FuncInfo
@@ -42,6 +43,10 @@ class Bindings:
                 self.nested_imports.add(full)
             self._bind_name(local, K.NOT_TENSOR)
             self._note_import(full)
+        if self.func is not self.top and device_pins.imports_cuda_only(node):
+            # a function that imports a CUDA-only library (MegaBlocks inside a callback's `batch_end`): what follows
+            # in its block never runs on a TPU host
+            self.guards.append((None, True, False))
 
     def _at_module_level(self) -> bool:
         return self.func is self.top and self.class_key is None
@@ -73,6 +78,10 @@ class Bindings:
                 else:
                     self.nested_imports.add(f"{mod}.{nm}")
             self._bind_name(local, K.NOT_TENSOR)
+        if self.func is not self.top and device_pins.imports_cuda_only(node):
+            # a function that imports a CUDA-only library (MegaBlocks inside a callback's `batch_end`): what follows
+            # in its block never runs on a TPU host
+            self.guards.append((None, True, False))
 
     def _absolute(self, dots: int, mod: Optional[str]) -> Optional[str]:
         """``from ..x import y`` in this module -> the absolute package name, or None above the root."""

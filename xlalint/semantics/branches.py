@@ -16,7 +16,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import (
     ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
-    runs_once, xla_polarity,
+    runs_once, stops_after_few, xla_polarity,
 )
 from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
 
@@ -91,6 +91,8 @@ class Branches:
             if polarity == "xla" or decided is True:
                 # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
                 self.guards.append((None, True, False))
+            elif stops_after_few(node.test, node.body, self.loop_stack):
+                self.guards.append((None, False, True))  # `if i >= 5: break`: the rest runs the first few passes
             else:
                 skipped = negated_period(node.test, self.predicate_period)
                 if skipped is not None:

@@ -50,7 +50,21 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm", "causal_conv1d",
     "selective_scan_cuda", "grouped_gemm", "transformer_engine", "apex", "amp_C", "fused_layer_norm_cuda",
     "cupy", "pycuda", "cuml", "cudf", "cugraph", "xformers",
+    # MegaBlocks' MoE layers (its grouped GEMMs and Triton kernels), Liger's and FlashInfer's fused kernels, and
+    # flash-attn's extension modules
+    "megablocks", "liger_kernel", "flashinfer", "fused_dense_lib", "dropout_layer_norm", "rotary_emb",
+    "xentropy_cuda_lib",
 })
+
+
+def imports_cuda_only(stmt) -> bool:
+    """``import flash_attn`` / ``from megablocks.layers.moe import MoE``: an import of a CUDA-only library
+    (``CUDA_ONLY_LIBRARIES``), which fails on a TPU host."""
+    if type(stmt) is cst.Import:
+        return any((dotted_name(a.name) or "").partition(".")[0] in CUDA_ONLY_LIBRARIES for a in stmt.names)
+    if type(stmt) is cst.ImportFrom and not stmt.relative and stmt.module is not None:
+        return (dotted_name(stmt.module) or "").partition(".")[0] in CUDA_ONLY_LIBRARIES
+    return False
 
 
 # a quantized load that only bitsandbytes' CUDA kernels run: `from_pretrained(..., load_in_8bit=True)`

@@ -124,6 +124,34 @@ def _leaves(block) -> bool:
     return False
 
 
+def stops_after_few(test, body, loop_stack) -> bool:
+    """``for i, batch in enumerate(loader): if i >= 5: break``: the innermost loop leaves after its first few
+    passes (its counter from 0 against a small literal), so what follows in its body runs a few times in all
+    (a debug peek at the first batches), never every step."""
+    if not loop_stack or not _breaks(body):
+        return False
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    op = type(test.comparisons[0].operator)
+    left, right = test.left, test.comparisons[0].comparator
+    if op not in (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal) or type(left) is not cst.Name:
+        return False
+    return _small_int(right) and _counter_from_zero(loop_stack[-1].node) == left.value
+
+
+def _breaks(block) -> bool:
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Break
+
+
+def ends_in_raise(block) -> bool:
+    """``block``'s last statement is a ``raise``."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Raise
+
+
 def ends_block(block) -> bool:
     body = getattr(block, "body", ())
     if not body:
@@ -276,8 +304,10 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
     if result is None and type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]  # `self.config._attn_implementation == "flash_attention_2"`: CUDA kernels
         text = next((x for x in (string_value(test.left), string_value(c.comparator)) if x is not None), "")
-        if text.lower() in FLASH_ATTENTION_IMPLEMENTATIONS and type(c.operator) in (cst.Equal, cst.In):
-            result = "non-xla"
+        other_words = set(name_words(dotted_name(test.left) or dotted_name(c.comparator) or ""))
+        if type(c.operator) in (cst.Equal, cst.In) and (text.lower() in FLASH_ATTENTION_IMPLEMENTATIONS or (
+                text.lower() in _CUDA_ATTENTION_KERNELS and other_words & {"attn", "attention"})):
+            result = "non-xla"  # `attn_impl == 'flash'` (MPT), `attention == "triton"`: CUDA kernels
     if type(test) is cst.Call:
         n = (last_name(test.func) or "").lower()
         if n in ("is_xla_tensor", "is_xla", "is_tpu_available", "is_torch_xla_available", "is_torch_tpu_available", "using_xla"):
@@ -299,6 +329,8 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
 # transformers' attention implementations that run flash-attn's CUDA kernels (`attn_implementation=`), and
 # the classes that implement them (`LlamaFlashAttention2`): never XLA code
 FLASH_ATTENTION_IMPLEMENTATIONS = frozenset({"flash_attention_2", "flash_attention_3"})
+# what an attention setting names when it picks CUDA kernels by a shorter name (MPT's `attn_impl`)
+_CUDA_ATTENTION_KERNELS = frozenset({"flash", "flash_attn", "flash_attention", "triton"})
 
 
 def flash_attention_class(class_key) -> bool:

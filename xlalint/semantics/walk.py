@@ -20,7 +20,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
-from xlalint.semantics.guards import period_of, xla_polarity
+from xlalint.semantics.guards import ends_in_raise, period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
@@ -304,6 +304,9 @@ class StatementWalk:
         self.cond_depth -= 1
         if node.finalbody is not None:
             self.walk_block(node.finalbody.body)
+        if self.func is not self.top and _requires_cuda_library(node):
+            self.guards.append((None, True, False))  # the rest of the block runs only where the import worked
+
 
     def _with(self, node: cst.With) -> None:
         self.seq += 1
@@ -418,6 +421,13 @@ class StatementWalk:
                 self.qualname(value.func) or "").startswith(("torch.", "nn.")):
             attrs = self.classes[cls]["attrs"]
             attrs[name] = K.TENSOR if attrs.get(name, K.TENSOR) == K.TENSOR else K.UNKNOWN
+
+
+def _requires_cuda_library(node) -> bool:
+    """``try: from megablocks.layers.moe import get_load_balancing_loss`` / ``except: raise RuntimeError(...)``: a
+    CUDA-only library imported in the ``try`` body, every handler raising (a requirement, not an option)."""
+    return bool(node.handlers) and all(ends_in_raise(h.body) for h in node.handlers) and any(
+        device_pins.imports_cuda_only(n) for n in own_nodes(node.body))
 
 
 def _results_of(body) -> set:
