@@ -693,3 +693,27 @@ def train(model, loader, opt, device):
         stats.optional(loss)
 '''
     assert _lines_and_codes(tmp_path, "callbacks.py", source) == {(23, "XLA001")}
+
+
+def test_a_device_asked_of_deepspeeds_accelerator_is_no_xla_device(tmp_path):
+    """Issue 32 cause 8 (round 14, read after scoring: minRF's DeepSpeed trainer): a device from DeepSpeed's
+    accelerator (`torch.device(get_accelerator().device_name(), local_rank)`) is CUDA, ROCm, XPU, ... never
+    XLA: a script that places only there is not XLA code. Its twin takes its device from a setting."""
+    script = '''import torch
+from deepspeed.accelerator import get_accelerator
+
+
+def main(model, loader, opt, local_rank, args):
+    device = {device}
+    model = model.to(device)
+    for x in loader:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+'''
+    pinned = script.replace("{device}", "torch.device(get_accelerator().device_name(), local_rank)")
+    assert _lines_and_codes(tmp_path, "train.py", pinned) == set()
+    chosen = script.replace("{device}", "torch.device(args.device)")
+    (tmp_path / "twin").mkdir()
+    assert _lines_and_codes(tmp_path / "twin", "train.py", chosen) == {(12, "XLA001")}

@@ -292,6 +292,8 @@ def cuda_ordinal(node) -> bool:
         name = dotted_name(node.func) or ""
         if name in ("torch.cuda.current_device", "torch.cuda.device_count"):
             return True
+        if _asks_deepspeed_accelerator(node):
+            return True  # `torch.device(get_accelerator().device_name(), local_rank)`: DeepSpeed's, never XLA
         if name.rpartition(".")[2] in _RANK_GETTERS:
             return True  # x.to(dist.get_rank()), deepspeed.comm.get_local_rank()
         if name == "int" and node.args and _names_rank_variable(node.args[0].value):
@@ -302,6 +304,20 @@ def cuda_ordinal(node) -> bool:
         return False
     if type(node) is cst.BinaryOperation:  # torch.cuda.device_count() - 1
         return cuda_ordinal(node.left) or cuda_ordinal(node.right)
+    return False
+
+
+def _asks_deepspeed_accelerator(node) -> bool:
+    """The expression asks DeepSpeed's accelerator for a device (``get_accelerator().device_name()``,
+    ``get_accelerator().current_device_name()``): DeepSpeed has CUDA, ROCm, XPU, NPU, HPU, MPS and CPU
+    accelerators and no XLA one."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call and last_name(n.func) == "get_accelerator":
+            return True
+        if type(n) in (cst.Call, cst.Attribute, cst.Arg):
+            stack.extend(c for c in n.children if isinstance(c, cst.CSTNode))
     return False
 
 
