@@ -93,6 +93,14 @@ def test_a_shell_escape_continued_on_indented_lines_is_one_command():
     assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]
 
 
+def test_a_future_import_opening_a_later_cell_is_valid():
+    """vit-pytorch's notebook: `from __future__ import print_function` opens its second code cell, after a `!pip`
+    cell. IPython compiles each cell alone, where the import is valid: no syntax error, the cells are linted."""
+    cells = ["!pip -q install vit_pytorch", "from __future__ import print_function\n\nimport torch", LOOP]
+    findings = lint_source(make(cells), "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(3, 3, "XLA001")]
+
+
 def test_a_cell_its_editor_marks_as_another_language_is_skipped():
     """optimum-tpu's notebooks: `"vscode": {"languageId": "shellscript"}` cells of gcloud and git commands,
     without `!`: not Python, not a syntax error; the Python cells around them are linted."""

@@ -265,6 +265,12 @@ def is_magic(stripped: str) -> bool:
     return bool(_ASSIGN_MAGIC.match(stripped))
 
 
+def _future_import(line: str) -> bool:
+    """A whole ``from __future__ import ...`` statement on one line, at a cell's top level."""
+    text = line.split("#", 1)[0].rstrip()
+    return text.startswith("from __future__ import ") and not text.endswith(("(", "\\"))
+
+
 def _cell_lines(src: str) -> tuple:
     """(program lines, replaced originals, skipped-magic name or "")."""
     lines = src.splitlines()
@@ -285,6 +291,13 @@ def _cell_lines(src: str) -> tuple:
     indent = ""
     for ln in lines[start:]:
         stripped = ln.lstrip()
+        if _future_import(ln):
+            # `from __future__ import print_function` opening a later cell: IPython compiles each cell alone,
+            # where it is valid; in the joined program it would not be the file's first statement. Kept aside
+            # as a magic is (restored on write-back): it changes nothing the rules read
+            magics.append(ln)
+            out.append(f"pass  {MAGIC_COMMENT}")
+            continue
         if continued or is_magic(stripped):
             if not continued:  # a continuation line (`!torchrun train.py \` then ` --lr 5e-5`) keeps the
                 indent = ln[: len(ln) - len(stripped)]  # indent of the line it continues, whatever its own
