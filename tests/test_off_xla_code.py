@@ -717,3 +717,21 @@ def main(model, loader, opt, local_rank, args):
     chosen = script.replace("{device}", "torch.device(args.device)")
     (tmp_path / "twin").mkdir()
     assert _lines_and_codes(tmp_path / "twin", "train.py", chosen) == {(12, "XLA001")}
+
+
+def test_a_class_named_for_onnx_export_is_not_xla_code(tmp_path):
+    """Issue 32 (round 14, read after scoring: segment-anything's `SamOnnxModel`): a wrapper named for ONNX is
+    traced once by `torch.onnx.export` and run by ONNX Runtime. Its twin, the model it wraps, stays XLA code."""
+    source = '''import torch
+
+
+class Decoder(torch.nn.Module):
+    def forward(self, x, labels):
+        return x[labels > 0].sum()
+
+
+class SamOnnxModel(torch.nn.Module):
+    def forward(self, x, labels):
+        return x[labels > 0].sum()
+'''
+    assert _lines_and_codes(tmp_path, "model.py", source) == {(6, "XLA003")}

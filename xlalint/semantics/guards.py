@@ -339,6 +339,12 @@ def flash_attention_class(class_key) -> bool:
     return "flashattention" in (class_key or "").rpartition(".")[2].replace("_", "").lower()
 
 
+def onnx_export_class(class_key) -> bool:
+    """A class named for ONNX (``SamOnnxModel``, ``OnnxWrapper``): a wrapper traced once by ``torch.onnx.export``
+    and then run by ONNX Runtime, never a pass of the model on XLA."""
+    return "onnx" in (class_key or "").rpartition(".")[2].lower()
+
+
 def first_pass_of(test, loop_stack) -> Optional[int]:
     """The position in ``loop_stack`` of the loop whose first pass only ``test`` lets through (``i == 0``, alone
     or in an ``and``, ``i`` the counter of ``for i in range(...)`` or ``for i, x in enumerate(...)`` counting

@@ -15,7 +15,7 @@ import libcst as cst
 from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.guards import flash_attention_class
+from xlalint.semantics.guards import flash_attention_class, onnx_export_class
 from xlalint.semantics.tensors import element_key_of
 from xlalint.semantics.syntax import (
     assigned_names, child_nodes, dotted_name, keyword_arg, last_name, name_words, positional_args, string_value,
@@ -332,9 +332,9 @@ class CallKinds:
         return K.UNKNOWN
 
     def entry_guards(self, cls: Optional[str]) -> list:
-        """The guards a method starts under: off XLA for a flash-attn class (``flash_attention_class``), a
+        """The guards a method starts under: off XLA for a flash-attn or ONNX-export class, a
         host runtime (``runs_on_host``) or a Ray actor placed on GPUs (``device_pins.gpu_actor``), else none."""
-        off = flash_attention_class(cls) or self.runs_on_host(cls) or bool(
+        off = flash_attention_class(cls) or onnx_export_class(cls) or self.runs_on_host(cls) or bool(
             cls and self.classes.get(cls, {}).get("gpu_actor"))
         return [(None, True, False)] if off else []
 
