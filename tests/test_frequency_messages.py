@@ -697,6 +697,33 @@ def test_a_loader_loop_that_does_not_train_reads_every_evaluation_batch(tmp_path
     assert "every evaluation batch" in msgs[15], msgs
 
 
+def test_a_dict_of_host_copies_made_by_a_comprehension_holds_host_tensors(tmp_path):
+    """Issue 32 cause 5 (round 14, read after scoring: minRF's EMA over host copies of the state dict): a dict
+    comprehension of `.cpu()` copies, returned by a helper or kept in place, holds host tensors; its twin of
+    device values stays a finding."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "def extract_state(model):\n"
+        "    return {k: v.detach().cpu() for k, v in model.state_dict().items()}\n"
+        "def train(model, loader, opt):\n"
+        "    device = torch_xla.device()\n"
+        "    model.to(device)\n"
+        "    ema = extract_state(model)\n"
+        "    for x in loader:\n"
+        "        loss = model(x.to(device)).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        for k, v in extract_state(model).items():\n"
+        "            ema[k] = ema[k] * 0.99 + v * 0.01\n"
+        "            print(ema[k].norm().item())\n"
+        "        scaled = {k: v * 2 for k, v in model.state_dict().items()}\n"
+        "        print(scaled['w'].sum().item())\n"
+        "        torch_xla.sync()\n"
+    )
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == {(17, "XLA001")}
+
+
 def test_only_cuda_importers_make_a_device_free_module_gpu_code(tmp_path):
     """Issue 32 cause 8, project-wide: a module that chooses no device runs where its importers run. Imported
     only by a script hard-wired to `cuda:1`, it is GPU code; imported by unit tests and a CLI's `__main__`, or

@@ -229,9 +229,11 @@ class TensorInference:
                 return K.TENSORS
             if k == K.NOT_TENSOR:
                 return K.NOT_TENSOR
-            return K.UNKNOWN
+            return K.CPU_TENSORS if k in (K.CPU_TENSOR, K.CPU_TENSORS) else K.UNKNOWN
         if type(e) is cst.DictComp:
             k = self.kind(e.value)
+            if k in (K.CPU_TENSOR, K.CPU_TENSORS):
+                return K.CPU_TENSORS  # `{k: v.detach().cpu() for k, v in sd.items()}`: host copies
             return K.TENSORS if k in K.HOLDS_DEVICE_TENSOR else K.UNKNOWN
         if type(e) is cst.NamedExpr:
             return self.kind(e.value)
