@@ -10,6 +10,7 @@ naming the phase. ``declare`` is the project pass's first look at a module, befo
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from typing import Iterable, Optional
 
@@ -31,6 +32,9 @@ from xlalint.sources.read import decode_source, position_of_offset
 
 # Only files that mention one of these can hold a finding: the others are parsed for syntax only.
 RELEVANT = (b"torch", b"xla", b"tensor", b"Tensor")
+# a `global x` / `nonlocal x` statement somewhere: a function may rebind a module's or an outer function's name
+# (semantics/constants.py then scans for the names declared)
+_DECLARES_SCOPES = re.compile(r"^[ \t]*(?:global|nonlocal)[ \t]+[A-Za-z_]", re.MULTILINE)
 RELEVANT_TEXT = tuple(k.decode("ascii") for k in RELEVANT)
 
 # pathological input is answered by xlalint/parse/guard.py before libcst sees it
@@ -187,7 +191,8 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
         rules = [r() for r in classes]
         model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view,
                               is_notebook=path.lower().endswith(".ipynb"), names_xla=mentions_xla(text),
-                              cuda_kernels=mentions_cuda_kernels(text))
+                              cuda_kernels=mentions_cuda_kernels(text),
+                              declares_scopes=_DECLARES_SCOPES.search(text) is not None)
         phase = "the semantic model's walk"
         try:
             try:

@@ -141,22 +141,39 @@ class Branches:
         """What ``test`` always is in the function being walked (``constants.truth``), else None."""
         f = self.func
         key = id(f.node) if f.node is not None else None
+        facts = self._asserted.get(key, {})
+        names: set = set()
+        self_none = constants.decidable(test, names)
+        if names and type(f.node) is cst.FunctionDef:
+            names -= constants.parameters(f.node)  # `if x is None:` of a parameter: never decided
+        if not facts and not names and not self_none:
+            return None
         consts = self._constants.get(key)
         if consts is None:
             if self._module_constants is None:
-                self._module_constants = constants.module_constants(self.module)
+                self._declared_names = constants.declared_names(self.module) if self.declares_scopes else frozenset()
+                self._module_constants = constants.module_constants(self.module, self._declared_names)
             enclosing = []
             g = f.parent
             while g is not None:  # a nested function sees its enclosing functions' names, not the module's
                 if type(g.node) is cst.FunctionDef:
                     enclosing.append(g.node)
                 g = g.parent
-            consts = (constants.function_constants(f.node, self._module_constants, enclosing)
+            consts = (constants.function_constants(f.node, self._module_constants, enclosing, self._declared_names,
+                                                   self._locals_memo)
                       if type(f.node) is cst.FunctionDef else self._module_constants)
             self._constants[key] = consts
-        record = self.classes.get(f.class_key) if f.class_key is not None else None
-        never_none = record.get("never_none", frozenset()) if record is not None else frozenset()
-        return constants.truth(test, consts, self._asserted.get(key, {}), never_none)
+        return constants.truth(test, consts, facts, self._never_none(f.class_key) if self_none else frozenset())
+
+    def _never_none(self, class_key) -> frozenset:
+        """The class's ``self.`` attributes never set to None (``constants.never_none_attributes``), once."""
+        node = self._class_nodes.get(class_key) if class_key is not None else None
+        if node is None:
+            return frozenset()
+        found = self._never_none_memo.get(class_key)
+        if found is None:
+            found = self._never_none_memo[class_key] = constants.never_none_attributes(node)
+        return found
 
     def _note_asserted(self, node: cst.Assert) -> None:
         """``assert not exists(eos_token), "not supported"`` on a function's straight line: what it proves
@@ -167,7 +184,10 @@ class Branches:
             return
         if any(type(n) in (cst.Attribute, cst.Subscript) for n in (node.test, *own_nodes(node.test))):
             return
-        if names_in(node.test) & assigned_names(f.node.body):
+        bound = self._assigned.get(id(f.node))
+        if bound is None:
+            bound = self._assigned[id(f.node)] = assigned_names(f.node.body)
+        if names_in(node.test) & bound:
             return
         text, truth = constants.asserted(node)
         self._asserted.setdefault(id(f.node), {})[text] = truth

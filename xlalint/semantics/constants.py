@@ -79,8 +79,8 @@ def _names(target) -> list:
     return []
 
 
-def _declared_elsewhere(node) -> set:
-    """The names any nested function declares ``global`` or ``nonlocal`` (it may rebind them)."""
+def declared_names(node) -> frozenset:
+    """The names any function in ``node`` declares ``global`` or ``nonlocal`` (it may rebind them)."""
     out = set()
     stack = [node]
     while stack:
@@ -89,42 +89,50 @@ def _declared_elsewhere(node) -> set:
             out.update(x.name.value for x in n.names)
         if type(n) in NODE_TYPES:
             stack.extend(child_nodes(n))
-    return out
+    return frozenset(out)
 
 
-def module_constants(module: cst.Module) -> dict:
+def module_constants(module: cst.Module, declared: frozenset = frozenset()) -> dict:
     """The module's names bound once, at its top level, by a literal (``DEBUG = False``), and never rebound:
-    none when the module may overwrite its globals (``exec(open("configurator.py").read())``, ``globals()``)."""
+    none when the module may overwrite its globals (``exec(open("configurator.py").read())``, ``globals()``).
+    ``declared``: the names some function of the module declares ``global`` or ``nonlocal`` (``declared_names``)."""
     found: dict = {}
     top = []
     for stmt in module.body:
         top.append(stmt)
-        top.extend(own_nodes(stmt))
+        if type(stmt) not in (cst.FunctionDef, cst.ClassDef):  # their bodies are scopes of their own
+            top.extend(own_nodes(stmt))
     for n in top:
         if type(n) is cst.Call and (last_name(n.func) in ("exec", "globals", "setattr", "vars")):
             return {}
     _scope_bindings(top, found)
-    declared = _declared_elsewhere(module)
-    return {k: v for k, v in found.items() if v is not _VARIES and k not in declared}
+    found = {k: v for k, v in found.items() if v is not _VARIES}
+    return {k: v for k, v in found.items() if k not in declared}
 
 
-def function_constants(node: cst.FunctionDef, outer: dict, enclosing=()) -> dict:
+def function_constants(node: cst.FunctionDef, outer: dict, enclosing=(), declared: frozenset = frozenset(),
+                       memo: Optional[dict] = None) -> dict:
     """The names a function's test may read as constants: its own names bound once by a literal, and the
     module's (``outer``) that neither it nor a function it is nested in (``enclosing``) binds or takes as a
     parameter."""
-    local = _locals(node)
+    memo = {} if memo is None else memo
+    local = _locals(node, memo)
     shadowed = set()
     for f in enclosing:
-        shadowed.update(_locals(f))
-    declared = _declared_elsewhere(node.body)
+        shadowed.update(_locals(f, memo))
     out = {k: v for k, v in outer.items() if k not in local and k not in declared and k not in shadowed}
     out.update({k: v for k, v in local.items() if v is not _VARIES and k not in declared})
     return out
 
 
-def _locals(node: cst.FunctionDef) -> dict:
-    """A function's parameters (varying) and the names its body binds (a literal bound once, else varying)."""
+def _locals(node: cst.FunctionDef, memo: dict) -> dict:
+    """A function's parameters (varying) and the names its body binds (a literal bound once, else varying),
+    once per function (``memo``: id of the node -> them)."""
+    found = memo.get(id(node))
+    if found is not None:
+        return found
     local: dict = {}
+    memo[id(node)] = local
     params = node.params
     for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
         local[p.name.value] = _VARIES
@@ -194,6 +202,36 @@ def _never_none(value) -> bool:
         last = name.rpartition(".")[2]
         return name.startswith(("torch.", "nn.", "np.", "numpy.")) or (last[:1].isupper() and not last.isupper())
     return False
+
+
+def decidable(test, out: set) -> bool:
+    """The names in ``test`` that ``truth`` could decide it by (a bare name, ``not``/``and``/``or`` of one, a
+    name compared with a literal or ``None``) go into ``out``; True when a ``self.X is None`` comparison is there
+    too. Asked first, so that the walk computes a function's constants only where a test could use them."""
+    t = type(test)
+    if t is cst.Name:
+        out.add(test.value)
+        return False
+    if t is cst.UnaryOperation:
+        return decidable(test.expression, out)
+    if t is cst.BooleanOperation:
+        left = decidable(test.left, out)
+        return decidable(test.right, out) or left
+    if t is cst.Comparison and len(test.comparisons) == 1:
+        sides = (test.left, test.comparisons[0].comparator)
+        if any(_literal(x) is not _VARIES for x in sides):
+            out.update(x.value for x in sides if type(x) is cst.Name and x.value not in ("True", "False", "None"))
+        return type(test.comparisons[0].operator) in (cst.Is, cst.IsNot) and any(
+            type(x) is cst.Attribute and type(x.value) is cst.Name and x.value.value == "self" for x in sides)
+    return False
+
+
+def parameters(node) -> set:
+    """A function's parameter names (never constants)."""
+    p = node.params
+    out = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    out.update(x.name.value for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param))
+    return out
 
 
 def truth(test, consts: dict, facts: dict, never_none: frozenset = frozenset()) -> Optional[bool]:

@@ -57,7 +57,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
-                 cuda_kernels: bool = True):
+                 cuda_kernels: bool = True, declares_scopes: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
@@ -121,6 +121,12 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self._constants: dict = {}
         self._asserted: dict = {}
         self._module_constants: Optional[dict] = None
+        self._class_nodes: dict = {}  # class key -> its ClassDef
+        self._never_none_memo: dict = {}
+        self._assigned: dict = {}  # id(function node) -> the names its body binds (asserts' facts)
+        self._locals_memo: dict = {}  # id(function node) -> its parameters and bindings (constants._locals)
+        self._declared_names: frozenset = frozenset()  # declared global/nonlocal in some function
+        self.declares_scopes = declares_scopes  # its text says `global` or `nonlocal` (constants.module_constants)
         self.no_grad_depth = 0  # inside `with torch.no_grad():`
         self._dispatch: dict[str, list[Callable]] = {}
         for rule in rules:

@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import constants, device_pins, passthrough
+from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -236,6 +236,7 @@ class StatementWalk:
             return
         key = node.name.value if self.class_key is None else f"{self.class_key}.{node.name.value}"
         self.classes[key] = _class_record(self, node)
+        self._class_nodes[key] = node  # for what its tests decide (branches._never_none), asked lazily
         saved = (self.class_key, self.stmt)
         self.class_key = key
         self.stmt = node
@@ -494,8 +495,7 @@ def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:
                     or walk.classes.get(n.rpartition(".")[2], {}).get("test_case", False) for n in names if n)
     attrs = {"device": K.HOST_DEVICE} if device_pins.declares_host_device(node) else {}
     return {"module": is_module, "attrs": attrs, "autograd": autograd, "bases": [n for n in names if n],
-            "test_case": test_case, "never_none": constants.never_none_attributes(node),
-            "gpu_actor": device_pins.gpu_actor(node)}
+            "test_case": test_case, "gpu_actor": device_pins.gpu_actor(node)}
 
 
 # A function named for saving (`save_checkpoint`, `export_model`) that writes with one of these calls is a
