@@ -229,7 +229,7 @@ class TensorInference:
                 return K.TENSORS
             if k == K.NOT_TENSOR:
                 return K.NOT_TENSOR
-            return K.CPU_TENSORS if k in (K.CPU_TENSOR, K.CPU_TENSORS) else K.UNKNOWN
+            return K.UNKNOWN
         if type(e) is cst.DictComp:
             k = self.kind(e.value)
             if k in (K.CPU_TENSOR, K.CPU_TENSORS):
