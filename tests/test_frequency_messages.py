@@ -652,51 +652,6 @@ def test_what_a_processor_returns_as_pt_tensors_is_on_the_host_until_moved(tmp_p
     assert {(f.line, f.code) for f in _lint(tmp_path)} == {(12, "XLA001")}
 
 
-def test_a_loader_loop_that_does_not_train_reads_every_evaluation_batch(tmp_path):
-    """Issue 32 cause 9: LLMs-from-scratch's `calc_loss_loader` loops over a loader without training (called from
-    `evaluate_model` after the training): its read runs every evaluation batch, not "every step"."""
-    (tmp_path / "t.py").write_text(
-        'import torch\n'
-        '\n'
-        '\n'
-        'def calc_loss_batch(input_batch, target_batch, model, device):\n'
-        '    input_batch, target_batch = input_batch.to(device), target_batch.to(device)\n'
-        '    logits = model(input_batch)\n'
-        '    return torch.nn.functional.cross_entropy(logits.flatten(0, 1), target_batch.flatten())\n'
-        '\n'
-        '\n'
-        'def calc_loss_loader(data_loader, model, device, num_batches=None):\n'
-        '    total_loss = 0.\n'
-        '    for i, (input_batch, target_batch) in enumerate(data_loader):\n'
-        '        if i < num_batches:\n'
-        '            loss = calc_loss_batch(input_batch, target_batch, model, device)\n'
-        '            total_loss += loss.item()\n'
-        '        else:\n'
-        '            break\n'
-        '    return total_loss / num_batches\n'
-        '\n'
-        '\n'
-        'def evaluate_model(model, train_loader, val_loader, device, eval_iter):\n'
-        '    model.eval()\n'
-        '    with torch.no_grad():\n'
-        '        train_loss = calc_loss_loader(train_loader, model, device, num_batches=eval_iter)\n'
-        '    model.train()\n'
-        '    return train_loss\n'
-        '\n'
-        '\n'
-        'def train_model(model, train_loader, val_loader, optimizer, device, n_epochs, eval_iter):\n'
-        '    for epoch in range(n_epochs):\n'
-        '        for input_batch, target_batch in train_loader:\n'
-        '            optimizer.zero_grad()\n'
-        '            loss = calc_loss_batch(input_batch, target_batch, model, device)\n'
-        '            loss.backward()\n'
-        '            optimizer.step()\n'
-        '    return evaluate_model(model, train_loader, val_loader, device, eval_iter)\n'
-    )
-    msgs = _messages(_lint(tmp_path), "t.py")
-    assert "every evaluation batch" in msgs[15], msgs
-
-
 def test_a_dict_of_host_copies_made_by_a_comprehension_holds_host_tensors(tmp_path):
     """Issue 32 cause 5 (round 14, read after scoring: minRF's EMA over host copies of the state dict): a dict
     comprehension of `.cpu()` copies, returned by a helper or kept in place, holds host tensors; its twin of

@@ -324,11 +324,9 @@ class Steps:
         return loop.trains or any(self._trains_key(t) for c in loop.calls for t in self.targets(c))
 
     def hot_kind(self, loop: LoopInfo, step_loop: bool) -> Optional[str]:
-        """The kind of hot loop to name in messages: None for a training step loop ("every step"); a loop over
-        a loader that does not train is an evaluation's ("every evaluation batch": LLMs-from-scratch's
-        ``calc_loss_loader``, called once after training)."""
+        """The kind of hot loop to name in messages: None for a training step loop ("every step")."""
         if step_loop:
-            return None if self.loop_trains(loop) else (loop.hint or H.EVAL)
+            return loop.hint if loop.hint is not None and not self.loop_trains(loop) else None
         return loop.hint or H.MODEL_LOOP
 
     def syncs(self, callee: str) -> bool:
