@@ -6,7 +6,8 @@ later, ``if not exists(eos_token): continue``; ``self.reward_weights`` set to a 
 ``__init__`` and tested with ``is not None``. Each is decided as pyright narrows a declared type: from
 bindings the source shows, never from what a caller might pass. A name is a constant only when it is bound
 exactly once in its scope, by a literal, and never declared ``global``/``nonlocal`` elsewhere; a module whose
-globals a configurator may overwrite (``exec(...)``, ``globals()``) has none.
+globals a configurator may overwrite (``exec(...)``, ``globals()``) has none. Not seen: another module setting
+``mod.FLAG = True`` on a module's constant (a monkey patch), which the per-module view cannot know.
 
 Pure functions of the syntax; ``branches.Branches`` asks them for each ``if``.
 """
