@@ -203,7 +203,7 @@ class HostRead(Rule):
             if meth in T.HOST_READ_METHODS or meth == "to":
                 if m.reads_loop_result(func.value):
                     return  # `dev_loss.item()` after the evaluation loop: its result, once per evaluation
-                if meth in ("cpu", "to") and _uses_rpc(m):
+                if meth in ("cpu", "to") and m.uses_rpc:
                     return  # `return out.cpu()` in a module served over torch.distributed.rpc: RPC carries host tensors
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
@@ -333,13 +333,6 @@ def _to_cpu(m, node: cst.Call) -> bool:
     target = dev if dev is not None else (args[0] if args else None)
     return target is not None and m.is_cpu_device(target)
 
-
-
-def _uses_rpc(m) -> bool:
-    """The module uses ``torch.distributed.rpc``, whose TensorPipe agent carries CPU tensors (CUDA ones only
-    through a device map, XLA ones never): its copies to the host are what its calls need ("This output is
-    forwarded over RPC, which only accepts CPU tensors": pytorch/examples' parameter server)."""
-    return any(q == "torch.distributed.rpc" or q.startswith("torch.distributed.rpc.") for q in m.imports.values())
 
 
 def _list_display(value) -> bool:

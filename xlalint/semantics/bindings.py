@@ -100,6 +100,10 @@ class Bindings:
             self.imports_torch = True
             if not full.startswith(_TORCH_TOOLS):
                 self.torch_compute = True
+            if full == "torch.distributed.rpc" or full.startswith("torch.distributed.rpc."):
+                # RPC's TensorPipe agent carries host tensors (CUDA ones through a device map, XLA ones never): the
+                # module's copies to the host are what its calls need (host_read asks)
+                self.uses_rpc = True
         elif full.split(".", 1)[0] in _OTHER_FRAMEWORKS:
             self.other_framework = True
         if full.startswith(_DEVICE_FRAMEWORKS) or (self.facts is not None and self.facts.knows(full)):

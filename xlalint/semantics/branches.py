@@ -15,7 +15,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import (
-    ends_block, ends_with_return, first_pass_of, mode_test, negated_period, period_of,
+    ends_block, ends_with, first_pass_of, mode_test, negated_period, period_of,
     runs_once, stops_after_few, xla_polarity,
 )
 from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
@@ -57,7 +57,7 @@ class Branches:
             # `for i in range(n): if i == 0: ...`: the block runs once each time the loop runs, as if it
             # stood before the loop (whisper's no-speech probability, read at the first decoding step only)
             self.loop_stack = loops[:first]
-        elif not once and loops and ends_with_return(node.body):
+        elif not once and loops and ends_with(node.body, cst.Return):
             # `if idx_next == eos_id: return idx[:input_pos]`: the block leaves the function, so it runs at
             # most once per call, as the function's own statements outside its loops do
             self.loop_stack = []

@@ -128,7 +128,7 @@ def stops_after_few(test, body, loop_stack) -> bool:
     """``for i, batch in enumerate(loader): if i >= 5: break``: the innermost loop leaves after its first few
     passes (its counter from 0 against a small literal), so what follows in its body runs a few times in all
     (a debug peek at the first batches), never every step."""
-    if not loop_stack or not _breaks(body):
+    if not loop_stack or not ends_with(body, cst.Break):
         return False
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return False
@@ -139,27 +139,16 @@ def stops_after_few(test, body, loop_stack) -> bool:
     return _small_int(right) and _counter_from_zero(loop_stack[-1].node) == left.value
 
 
-def _breaks(block) -> bool:
+def ends_with(block, *kinds) -> bool:
+    """``block``'s last statement is one of ``kinds`` (``cst.Return``, ``cst.Raise``, ``cst.Break``, ...)."""
     body = getattr(block, "body", ())
     last = body[-1] if body else None
-    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Break
-
-
-def ends_in_raise(block) -> bool:
-    """``block``'s last statement is a ``raise``."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Raise
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) in kinds
 
 
 def ends_block(block) -> bool:
-    body = getattr(block, "body", ())
-    if not body:
-        return False
-    last = body[-1]
-    if type(last) is cst.SimpleStatementLine and last.body:
-        return type(last.body[-1]) in (cst.Return, cst.Raise, cst.Continue, cst.Break)
-    return False
+    """``block`` ends by leaving its block: ``return``, ``raise``, ``continue`` or ``break``."""
+    return ends_with(block, cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 def period_of(test) -> Optional[str]:
@@ -383,11 +372,3 @@ def _counter_from_zero(node) -> Optional[str]:
         first = node.target.elements[0].value
         return first.value if type(first) is cst.Name else None
     return None
-
-
-
-def ends_with_return(block) -> bool:
-    """``block``'s last statement is a ``return``."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Return

@@ -75,6 +75,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self.nested_imports: set = set()
         self.imports_torch = False
         self.imports_xla = False
+        self.uses_rpc = False  # imports torch.distributed.rpc (bindings._note_import)
         self.torch_compute = False  # imports torch for more than its tools (TensorBoard, DataLoader)
         self.other_framework = False  # imports JAX, TensorFlow, ... (bindings._note_import)
         # anything in the module puts tensors or a model on a device, names one, or imports a module that may:

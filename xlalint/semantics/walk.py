@@ -20,7 +20,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.calls import UNRESOLVED
-from xlalint.semantics.guards import ends_in_raise, period_of, xla_polarity
+from xlalint.semantics.guards import ends_with, period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
@@ -427,7 +427,7 @@ class StatementWalk:
 def _requires_cuda_library(node) -> bool:
     """``try: from megablocks.layers.moe import get_load_balancing_loss`` / ``except: raise RuntimeError(...)``: a
     CUDA-only library imported in the ``try`` body, every handler raising (a requirement, not an option)."""
-    return bool(node.handlers) and all(ends_in_raise(h.body) for h in node.handlers) and any(
+    return bool(node.handlers) and all(ends_with(h.body, cst.Raise) for h in node.handlers) and any(
         device_pins.imports_cuda_only(n) for n in own_nodes(node.body))
 
 
