@@ -350,6 +350,20 @@ def test_what_cpython_refuses_to_compile_is_xla900_with_its_message(src, line, c
     assert f.line == line and (col is None or f.column == col)
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the interpreter itself reads Python 3.12's grammar")
+def test_python_312_type_statements_are_valid_code_under_an_older_interpreter():
+    # a project requiring Python >= 3.12 (lerobot's `type FeatureDict = dict[str, ...]`) linted by 3.11: CPython
+    # refuses the line, libcst reads the newer grammar: no syntax error, and the file is linted
+    src = ("import torch\n\ntype Batch = dict[str, torch.Tensor]\n\nclass Cache[K, V]:\n    pass\n\n"
+           "def first[T](xs: list[T]) -> T:\n    return xs[0]\n\n"
+           "def train(model, loader, opt, device):\n    for x in loader:\n        loss = model(x.to(device))\n"
+           "        loss.backward()\n        opt.step()\n        print(loss.item())\n")
+    assert [(f.code, f.line) for f in lint_source(src, "x.py")] == [("XLA001", 16)]
+    # a real error in such a file is still one, where the newer grammar's parser stops
+    (f,) = lint_source("import torch\ntype Batch = dict\ndef f(:\n    pass\n", "x.py")
+    assert f.code == "XLA900" and f.line >= 3
+
+
 def test_compile_errors_do_not_stop_other_files(tmp_path):
     write(tmp_path, {"good.py": HOST_READ, "ret.py": "import torch\n\ndef f():\n    pass\n\nreturn f\n"})
     r = lint_dir(tmp_path)

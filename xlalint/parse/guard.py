@@ -287,10 +287,42 @@ def cpython_refuses(text: str, path: str = "<file>") -> Optional[Problem]:
     except SyntaxError as e:  # IndentationError and TabError too
         line = e.lineno or 1
         col = max(e.offset or 1, 1)
+        if _newer_construct(text, line):
+            return _newer_grammar_refuses(text)
         return Problem("XLA900", f"syntax error: {e.msg}", line, col)
     except (RecursionError, MemoryError) as e:
         what = str(e) or type(e).__name__
         return Problem("XLA901", f"too complex to analyse (CPython cannot compile it either: {what})")
     except (ValueError, OverflowError) as e:  # pragma: no cover - decode_source rejects NUL bytes first
         return Problem("XLA900", f"syntax error: {e}")
+    return None
+
+
+# Python 3.12's type statements and type parameters (PEP 695): `type Batch = dict[str, Tensor]`,
+# `def first[T](xs: list[T]) -> T:`, `class Cache[K, V]:`
+_PEP695 = re.compile(r"^[ \t]*(?:type[ \t]+\w+[ \t]*(?:\[|=)|(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[)")
+
+
+
+def _newer_construct(text: str, line: int) -> bool:
+    """CPython refused the line for a construct of a newer Python than the one running xlalint (a 3.12
+    project linted by Python 3.11)."""
+    import sys
+
+    lines = text.splitlines()
+    return sys.version_info < (3, 12) and 0 < line <= len(lines) and _PEP695.match(lines[line - 1]) is not None
+
+
+def _newer_grammar_refuses(text: str) -> Optional[Problem]:
+    """libcst's verdict, which knows the newer grammar: None when it parses the file (valid code; the rest of
+    such a file is checked by that parse alone), else where and what it refuses."""
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        msg = e.message.splitlines()[0] if e.message else "invalid syntax"
+        return Problem("XLA900", f"syntax error: {msg}", e.raw_line, e.raw_column + 1)
+    except Exception as e:  # noqa: BLE001 - the parser's own failures on pathological input
+        return Problem("XLA900", f"syntax error: {type(e).__name__}: {e}")
     return None
