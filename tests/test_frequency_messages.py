@@ -99,6 +99,37 @@ def test_a_branch_taken_only_while_evaluating_says_every_evaluation_batch(tmp_pa
     assert "every step" in msgs[10]
 
 
+def test_the_inference_path_of_a_forward_that_dispatches_on_its_mode_says_every_evaluation_batch(tmp_path):
+    """Issue 32 cause 9 (round 15, read after scoring: lerobot's Wall-X policy): `forward(mode=...)` trains when
+    the mode is empty and runs `self.predict(...)` under `elif mode == "predict":`: the prediction is inference,
+    not a training step. The training path it dispatches to stays every step."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "m.py").write_text(
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class Policy(nn.Module):\n"
+        "    def predict(self, x):\n"
+        "        out = self.head(x)\n"
+        "        return out[:, :(out > 0).sum().item()]\n"
+        "    def train_step(self, x):\n"
+        "        loss = self.head(x).sum()\n"
+        "        print(loss.item())\n"
+        "        return loss\n"
+        "    def forward(self, x, mode=None):\n"
+        "        if not mode:\n"
+        "            return self.train_step(x)\n"
+        "        elif mode == \"predict\":\n"
+        "            return self.predict(x)\n"
+        "def train(model, loader, opt, device):\n"
+        "    for x in loader:\n"
+        "        model(x.to(device)).backward()\n"
+        "        opt.step()\n"
+    )
+    msgs = _messages(_lint(tmp_path), "m.py")
+    assert "every evaluation batch" in msgs[6] and "every step" not in msgs[6]
+    assert "every step" in msgs[9]
+
+
 def test_a_forward_flag_that_names_the_mode_splits_training_from_evaluation(tmp_path):
     """BLIP's VQA `forward(..., train=True)`: its `else:` (and a callee there) runs only in evaluation."""
     (tmp_path / "t.py").write_text(
@@ -245,8 +276,12 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
                            place_x=".cuda() + torch.zeros(8, 4, device=w.device)"),
         # `self.device` / `args.device`: the run's device, chosen elsewhere (a setting); `model.device` follows
         # the model's placement (`.cuda()` here)
-        "holder.py": dict(setup="import argparse\nargs = argparse.Namespace(device='cpu')", place_model=".cuda()",
-                          place_x=".cuda() + torch.zeros(8, 4, device=args.device)"),
+        "holder.py": dict(setup="import argparse\nargs = argparse.Namespace(device='cpu')",
+                          place_model=".to(args.device)", place_x=" + torch.zeros(8, 4, device=args.device)"),
+        # ... but a model moved with `.cuda()` on the program's straight line is on CUDA whatever device the
+        # batches go to (microsoft/LoRA's NLG scripts, round 15): no XLA device setting reaches it
+        "model_cuda.py": dict(setup="import argparse\nargs = argparse.Namespace(device='cpu')", place_model=".cuda()",
+                              place_x=".cuda() + torch.zeros(8, 4, device=args.device)"),
         "model_device.py": dict(setup="", place_model=".cuda()",
                                 place_x=".cuda() + torch.zeros(8, 4, device=model.device)"),
         # a CUDA-only library imported unconditionally: the module cannot be imported on a TPU host, whatever
@@ -283,9 +318,9 @@ def test_a_module_hard_wired_to_cuda_is_not_xla_code_and_its_device_agnostic_twi
         "asserts_gpu.py": dict(setup="assert torch.cuda.is_available(), 'requires a GPU'", place_model="",
                                place_x=""),
         # an assert in the branch that picks an optional CUDA feature is no requirement of the program
-        "optional_gpu.py": dict(setup="import os\nif os.environ.get('FUSED'):\n"
+        "optional_gpu.py": dict(setup="import os\ndevice = 'cuda'\nif os.environ.get('FUSED'):\n"
                                       "    assert torch.cuda.is_available(), 'fused optimizers need CUDA'",
-                                place_model="", place_x=""),
+                                place_model=".to(device)", place_x=".to(device)"),
     }
     for name, parts in cases.items():
         (tmp_path / name).write_text(CUDA_LOOP.format(**parts))
@@ -933,3 +968,81 @@ def test_an_attribute_the_step_computes_before_its_barrier_is_read_as_data_in_a_
         "        print(self.last.item())\n"
     )
     assert {f.line for f in _lint(tmp_path) if f.code == "XLA001"} == {18, 27}
+
+
+NANOGPT_EVAL = '''import torch
+import torch.distributed as dist
+
+
+def iterate_examples(split):
+    for i in range(10):
+        yield i
+
+
+def train(model, loader, opt, device, ddp, ddp_rank, ddp_world_size, max_steps):
+    for step in range(max_steps):
+        last_step = step == max_steps - 1
+        if step % 250 == 0 or last_step:
+            model.eval()
+            num_correct = 0
+            num_total = 0
+            for i, example in enumerate(iterate_examples("val")):
+                if i % ddp_world_size != ddp_rank:
+                    continue
+                tokens = torch.zeros(4, 8, dtype=torch.long).to(device)
+                with torch.no_grad():
+                    logits, loss = model(tokens)
+                pred = logits.argmax().item()
+                num_total += 1
+                num_correct += int(pred == example)
+            if ddp:
+                num_total = torch.tensor(num_total, dtype=torch.long, device=device)
+                dist.all_reduce(num_total, op=dist.ReduceOp.SUM)
+                num_total = num_total.item()
+            print(num_correct / num_total)
+        model.train()
+        x, y = next(loader)
+        logits, loss = model(x.to(device), y.to(device))
+        loss.backward()
+        opt.step()
+'''
+
+
+def test_a_benchmark_in_the_log_block_reads_per_example_and_its_all_reduced_total_once(tmp_path):
+    """Issue 32 causes 4 and 9 (round 15, read after scoring: build-nanogpt's HellaSwag evaluation): the loop in
+    the training loop's periodic block runs the model without training: an evaluation. Its per-example read
+    happens every 250 steps (many times), not "every ddp_world_size steps": `i % ddp_world_size != ddp_rank` deals
+    the examples out to the processes, it is no period. The total it counted, made a tensor, all-reduced and read
+    after it (`num_total = torch.tensor(num_total, ...)` rebinding the same name), is the evaluation's result,
+    read once per evaluation: silent."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "train.py").write_text(NANOGPT_EVAL)
+    msgs = _messages(_lint(tmp_path), "train.py")
+    assert set(msgs) == {23}
+    assert "every 250 steps" in msgs[23] and "world_size" not in msgs[23]
+
+
+def test_a_loop_over_batch_indices_is_no_decoding_loop(tmp_path):
+    """Issue 32 cause 9 (round 15, read after scoring: a course notebook's test loop): `for batch_idx in
+    range(len(test_data_gen)):` goes over the batches of a data generator ("gen" is no decode word there): every
+    evaluation batch, not every decoding step. Its twin over token positions stays a decoding loop."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "def test(model, test_data_gen, device):\n"
+        "    num_correct = 0\n"
+        "    with torch.no_grad():\n"
+        "        for batch_idx in range(len(test_data_gen)):\n"
+        "            data, target = test_data_gen[batch_idx]\n"
+        "            y_pred = model(data.to(device)).argmax(dim=1)\n"
+        "            num_correct += (y_pred == target.to(device)).sum().item()\n"
+        "    return num_correct\n"
+        "def generate(model, idx, max_new_tokens):\n"
+        "    with torch.no_grad():\n"
+        "        for pos in range(max_new_tokens):\n"
+        "            logits = model(idx)\n"
+        "            print(logits.argmax().item())\n"
+        "    return idx\n")
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every evaluation batch" in msgs[8] and "decoding" not in msgs[8]
+    assert "every decoding step" in msgs[14]

@@ -316,3 +316,35 @@ def test_a_notebook_that_never_places_a_tensor_on_a_device_is_host_code():
     assert lint_source(make(cells), "n.ipynb") == []
     on_device = [cells[0] + "\nmodel = model.to(device)", cells[1].replace("torch.randn(8, 4)", "torch.randn(8, 4, device=device)")]
     assert [(f.cell, f.line, f.code) for f in lint_source(make(on_device), "n.ipynb")] == [(2, 5, "XLA001")]
+
+
+def test_a_notebook_importing_project_code_that_places_nothing_is_still_host_code(tmp_path):
+    """Issue 32 cause 5 (round 15, read after scoring: a course's graph-network notebook): the notebook imports
+    its course's plotting helper (`from res.plot_lib import set_default`), which puts nothing on a device: the
+    notebook still holds host tensors. Its twin imports a helper that moves what it is given to the GPU: the
+    notebook's tensors may then live on a device, and its read is reported."""
+    from xlalint.config import build_settings
+    from xlalint.run.project import lint_files
+
+    cells = ["import torch\nfrom res.plot_lib import set_default\nset_default()\n"
+             "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)",
+             "for step in range(100):\n    loss = model(batchify(torch.randn(8, 4))).pow(2).mean()\n"
+             "    loss.backward()\n    opt.step()\n    print(loss.item())\n"]
+    helpers = {"plain": "import matplotlib.pyplot as plt\n\ndef set_default():\n    plt.style.use('dark_background')\n",
+               "placing": "import matplotlib.pyplot as plt\nimport torch\n\ndef set_default():\n    plt.style.use('dark_background')\n\n"
+                          "def batchify(x):\n    return x.to('cuda' if torch.cuda.is_available() else 'cpu')\n"}
+    for name, helper in helpers.items():
+        root = tmp_path / name
+        (root / "res").mkdir(parents=True)
+        (root / "pyproject.toml").write_text("")
+        (root / "res" / "__init__.py").write_text("")
+        (root / "res" / "plot_lib.py").write_text(helper)
+        nb_cells = list(cells)
+        if name == "placing":
+            nb_cells[0] = nb_cells[0].replace("import set_default", "import batchify, set_default")
+        else:
+            nb_cells[1] = nb_cells[1].replace("batchify(torch.randn(8, 4))", "torch.randn(8, 4)")
+        (root / "graphs.ipynb").write_text(make(nb_cells), encoding="utf-8")
+        found = [(f.code, f.line) for f in lint_files([str(root / "graphs.ipynb"), str(root / "res" / "plot_lib.py")],
+                                                       build_settings(None), jobs=1, cache=None)]
+        assert found == ([] if name == "plain" else [("XLA001", 5)]), name

@@ -24,7 +24,7 @@ from xlalint.parse.stack import on_big_stack
 from xlalint.parse.tree import cpython_syntax_error, parse_module
 from xlalint.rules import all_rules
 from xlalint.semantics.model import SemanticModel
-from xlalint.semantics.device_pins import mentions_cuda_kernels, mentions_xla
+from xlalint.semantics.device_pins import mentions_cuda_needs, mentions_xla
 from xlalint.semantics.project import declarations
 from xlalint.sources import notebook as nb
 from xlalint.sources.comments import ALL_CODES, FILE_DIRECTIVE_HINT, file_suppressions, noqa_map
@@ -191,7 +191,7 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
         rules = [r() for r in classes]
         model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view,
                               is_notebook=path.lower().endswith(".ipynb"), names_xla=mentions_xla(text),
-                              cuda_kernels=mentions_cuda_kernels(text),
+                              cuda_needs=mentions_cuda_needs(text),
                               declares_scopes=_DECLARES_SCOPES.search(text) is not None)
         phase = "the semantic model's walk"
         try:

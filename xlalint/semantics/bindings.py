@@ -9,6 +9,7 @@ and the containers a device tensor is put into. ``tensors`` reads these bindings
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import libcst as cst
@@ -106,8 +107,12 @@ class Bindings:
                 self.uses_rpc = True
         elif full.split(".", 1)[0] in _OTHER_FRAMEWORKS:
             self.other_framework = True
-        if full.startswith(_DEVICE_FRAMEWORKS) or (self.facts is not None and self.facts.knows(full)):
-            self.places_on_device = True  # torch_xla, accelerate, ... or a project module that may do it
+        if full.startswith(_DEVICE_FRAMEWORKS):
+            self.places_on_device = True  # torch_xla, accelerate, ...
+        elif (self.facts.knows(full) if self.facts is not None
+              else full.partition(".")[0] not in _HOST_LIBRARIES and full.partition(".")[0] not in _STDLIB):
+            # a project module (or, analysed alone, any module that may be one): it may place (step_marks asks)
+            self.project_imports.add(full)
         if self.other_framework and not self.torch_compute:
             # a JAX or TensorFlow program that only borrows torch's tools (TensorBoard, the DataLoader): its
             # arrays are not torch tensors, and nothing in it runs on torch_xla
@@ -151,10 +156,12 @@ class Bindings:
             self._bind_iteration(target, iter_expr)
             return
         if type(target) is cst.Name:
-            self._bind_name(target.value, kind)
             results = self.func.loop_results
-            if results and value is not None and names_in(value) & results:
-                results.add(target.value)  # `dev_acc = 100. * n_correct / len(dev)` after an evaluation loop
+            from_results = bool(results) and value is not None and bool(names_in(value) & results)
+            self._bind_name(target.value, kind)
+            if from_results:
+                # `dev_acc = 100. * n_correct / len(dev)` after an evaluation loop, `total = torch.tensor(total)`
+                results.add(target.value)
             if type(value) is cst.Dict:
                 self._bind_dict_entries(target.value, value)
             key = (id(self.func), target.value)
@@ -594,6 +601,12 @@ _OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tenso
                                "megengine", "oneflow", "jittor", "mxnet"})
 # torch's tools that programs of other frameworks borrow
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
+# libraries that place nothing on a device (a script importing only these and the standard library, analysed
+# alone, holds host tensors unless it places them itself)
+_HOST_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "numpy", "scipy", "pandas",
+                             "matplotlib", "PIL", "sklearn", "gym", "gymnasium", "tqdm", "einops", "seaborn", "cv2",
+                             "h5py", "yaml", "wandb", "tensorboardX", "networkx", "dgl", "IPython", "ipywidgets"})
+_STDLIB = frozenset(sys.stdlib_module_names)
 # frameworks that place tensors on devices for the program
 _DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers", "ignite",
                       "fastai", "composer", "speechbrain", "mmengine", "catalyst", "torchtune")

@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import code_of, dotted_name, last_name, string_value
+from xlalint.semantics.syntax import code_of, dotted_name, last_name, own_nodes, string_value
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -113,32 +113,42 @@ def needs_cuda_call(call: cst.Call, qualname=None, bound=frozenset()) -> Optiona
     return None
 
 
-def cuda_requirement(block, main_block: bool = False, qualname=None, bound=frozenset()) -> Optional[str]:
+def cuda_requirement(block, main_block: bool = False, qualname=None, bound=frozenset(),
+                     placements: bool = False) -> Optional[str]:
     """What makes a block of statements unable to run on XLA past some point, else None: a call of
-    ``needs_cuda_call`` made unconditionally, on the block's straight line (in the bodies of its ``for``,
+    ``needs_cuda_call`` or ``assert torch.cuda.is_available()``, made unconditionally, on the block's straight
+    line (in the bodies of its ``for``,
     ``while`` and ``with`` statements too, not under an ``if``, a ``try``, a conditional expression or in a
     nested function). A function whose body has one never completes a step on a TPU host: what it does per
     step is not XLA code (issue 32, cause 8). ``main_block``: a module's body, whose
-    ``if __name__ == "__main__":`` block runs too. ``bound``: as ``needs_cuda_call``'s."""
+    ``if __name__ == "__main__":`` block runs too. ``bound``: as ``needs_cuda_call``'s. ``placements`` (a module
+    that never names XLA): a placement on CUDA by name too (``model.cuda()``, ``x.to("cuda:0")``), which puts the
+    model or its inputs where no XLA device setting reaches, whatever device the rest is moved to (not the
+    process set-up a user deletes on the way to XLA: ``torch.cuda.set_device(rank)``)."""
     for stmt in block:
         t = type(stmt)
         if main_block and t is cst.If and is_main_guard(stmt.test) and type(stmt.body) is cst.IndentedBlock:
-            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound)
+            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound, placements=placements)
             if found is not None:
                 return found
         if t is cst.SimpleStatementLine:
             for small in stmt.body:
-                found = _straight_calls(small, qualname, bound)
+                if type(small) is cst.Assert and asserts_cuda(small.test):
+                    return "assert torch.cuda.is_available()"
+                found = _straight_calls(small, qualname, bound, placements)
                 if found is not None:
                     return found
         elif t in (cst.For, cst.While, cst.With) and type(stmt.body) is cst.IndentedBlock:
-            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound)
+            found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound, placements=placements)
             if found is not None:
                 return found
+        if t in (cst.If, cst.Try, cst.TryStar) and any(type(n) in (cst.Return, cst.Raise) for n in own_nodes(stmt)):
+            # `if not dist.is_initialized(): return x`: what follows runs only on some paths
+            return None
     return None
 
 
-def _straight_calls(node, qualname=None, bound=frozenset()) -> Optional[str]:
+def _straight_calls(node, qualname=None, bound=frozenset(), placements: bool = False) -> Optional[str]:
     """``needs_cuda_call`` of a call the statement always makes (the value of an expression, an assignment,
     a return, and their arguments), not one behind ``if``/``and``/``or``, in a lambda or a comprehension."""
     if type(node) in (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp,
@@ -146,14 +156,25 @@ def _straight_calls(node, qualname=None, bound=frozenset()) -> Optional[str]:
         return None
     if type(node) is cst.Call:
         found = needs_cuda_call(node, qualname, bound)
+        if found is None and placements and _places_on_cuda(node):
+            found = code_of(node.func)  # `lm_net = lm_net.cuda()`: the model is on CUDA, whatever the batches are
         if found is not None:
             return found
     for child in node.children:
         if isinstance(child, cst.CSTNode):
-            found = _straight_calls(child, qualname, bound)
+            found = _straight_calls(child, qualname, bound, placements)
             if found is not None:
                 return found
     return None
+
+
+def _places_on_cuda(call: cst.Call) -> bool:
+    """``model.cuda()``, ``x.to("cuda:0")``, ``torch.zeros(n, device="cuda")``: a placement on CUDA by name."""
+    if pin_of(call) != PIN:
+        return False
+    if type(call.func) is cst.Attribute and call.func.attr.value in ("cuda", "to"):
+        return True
+    return any(a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 
 def requires_cuda(module: cst.Module) -> Optional[str]:
@@ -227,16 +248,16 @@ def hard_imports(module: cst.Module, package: str) -> list:
     return out
 
 
-# what a module that quantizes with bitsandbytes or torchao, or launches triton kernels, says somewhere
-# (``needs_cuda_call``): without it, no function of the module is looked at again for such calls
-_MENTIONS_CUDA_KERNELS = re.compile(
+# what a module that quantizes with bitsandbytes or torchao, launches triton kernels or places on CUDA by name
+# says somewhere (``cuda_requirement``): without it, no function of the module is looked at again for such calls
+_MENTIONS_CUDA_NEEDS = re.compile(
     r"bitsandbytes|load_in_[48]bit|BitsAndBytesConfig|TorchAoConfig|torchao|prepare_model_for_(?:kbit|int8)_training"
-    r"|triton")
+    r"|triton|cuda|deepspeed")
 
 
-def mentions_cuda_kernels(text: str) -> bool:
-    """The module's text names bitsandbytes, its 8/4-bit loading, torchao or triton anywhere."""
-    return _MENTIONS_CUDA_KERNELS.search(text) is not None
+def mentions_cuda_needs(text: str) -> bool:
+    """The module's text names bitsandbytes, its 8/4-bit loading, torchao, triton, CUDA or DeepSpeed anywhere."""
+    return _MENTIONS_CUDA_NEEDS.search(text) is not None
 
 
 def triton_kernels(module: cst.Module, qualname=None) -> frozenset:

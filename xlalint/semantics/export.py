@@ -104,7 +104,8 @@ class Export:
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
                    "periodic": self.periodic, "excluded": self.top.excluded,
                    "names_xla": self.names_xla, "requires_cuda": self.requires_cuda, "cuda_only": self.cuda_only,
-                   "hard_imports": self.hard_imports, "registers": self.registers}
+                   "hard_imports": self.hard_imports, "registers": self.registers,
+                   "places": self.places_on_device}
         return {"summary": summary, "cands": cands, "rules": rules}
 
     def release(self) -> None:

@@ -57,7 +57,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
-                 cuda_kernels: bool = True, declares_scopes: bool = True):
+                 cuda_needs: bool = True, declares_scopes: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
@@ -80,12 +80,13 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self.other_framework = False  # imports JAX, TensorFlow, ... (bindings._note_import)
         # anything in the module puts tensors or a model on a device, names one, or imports a module that may:
         # without it (a CPU notebook), its tensors are host tensors (step_marks._resolve)
-        self.places_on_device = False
+        self.places_on_device = False  # its own code places a tensor, or imports a framework that does
+        self.project_imports: set = set()  # the project modules it imports (whether they place: the facts')
         # CUDA by name (device_pins): a module that pins CUDA, never places on a device chosen at run time and
         # never names XLA or a TPU (``names_xla``, from its text) does not run on XLA (step_marks._resolve)
         self.names_xla = names_xla
-        # its text names bitsandbytes' 8/4-bit loading, torchao or triton (device_pins.mentions_cuda_kernels)
-        self.cuda_kernels = cuda_kernels
+        # its text names bitsandbytes, torchao, triton, CUDA or DeepSpeed (device_pins.mentions_cuda_needs)
+        self.cuda_needs = cuda_needs
         self.pins_cuda = False
         self.chooses_device = False
         # the plain names placements put tensors on (`x.to(device)`): a choice made at run time unless the

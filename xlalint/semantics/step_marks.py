@@ -23,6 +23,7 @@ from xlalint.semantics.syntax import (
     NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, name_words, own_nodes, positional_args,
     string_value,
 )
+from xlalint.semantics.unbound import uses_unbound_names
 
 
 class StepMarks:
@@ -112,13 +113,13 @@ class StepMarks:
             changed = False
             names = frozenset(k for k in bound if "." not in k)
             for key, body in bodies.items():
-                if key not in bound and device_pins.cuda_requirement(body, qualname=self.qualname,
-                                                                     bound=names) is not None:
+                if key not in bound and device_pins.cuda_requirement(body, qualname=self.qualname, bound=names,
+                                                                     placements=not self.names_xla) is not None:
                     bound.add(key)
                     changed = True
         names = frozenset(k for k in bound if "." not in k)
-        if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname,
-                                        bound=names) is not None:
+        if device_pins.cuda_requirement(self.module.body, main_block=True, qualname=self.qualname, bound=names,
+                                        placements=not self.names_xla) is not None:
             self.cuda_only = True
             self.top.excluded = True
             for f in funcs.values():
@@ -132,6 +133,23 @@ class StepMarks:
             for k, g in funcs.items():
                 if k.startswith(inner):
                     g.excluded = True
+
+    def _host_program(self) -> bool:
+        """The module is a whole program that runs on the host: a notebook, or a script (``if __name__ ==
+        "__main__":``, a loop at its top level) that no module of its project imports, which places nothing on a
+        device itself nor through the project modules it imports (``facts.places``), and binds every name it
+        uses (not a fragment whose ``model`` and ``loader`` come from elsewhere: ``unbound``)."""
+        if self.places_on_device:
+            return False
+        if not self.is_notebook:
+            if not any(type(st) in (cst.For, cst.While) or (type(st) is cst.If and device_pins.is_main_guard(st.test))
+                       for st in self.module.body):
+                return False
+            if self.facts is not None and self.facts.imported(self.module_name):
+                return False  # its functions may be handed tensors placed elsewhere
+        if self.project_imports and (self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports))):
+            return False
+        return not uses_unbound_names(self.module)
 
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the
@@ -155,11 +173,12 @@ class StepMarks:
             for f in funcs.values():
                 if f.pins_cuda and not f.chooses_device and f is not self.top:
                     f.excluded = True
-        if self.cuda_kernels and not self.cuda_only:  # a second look at the statements, only where it can matter
+        if self.cuda_needs and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
-        if self.is_notebook and not self.places_on_device:
-            # a notebook that puts no tensor on a device, names none and imports no project code that may (a
-            # tutorial on the CPU): its tensors live on the host, and nothing in it runs on XLA
+        if self._host_program():
+            # a notebook or a script that puts no tensor on a device, names none, imports no project code that may
+            # and makes what it uses itself (a tutorial on the CPU, pytorch/examples' REINFORCE): its tensors live
+            # on the host, and nothing in it runs on XLA
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True
@@ -244,9 +263,10 @@ class StepMarks:
         """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
         return self.steps.loop_trains(loop)
 
-    def _loop_hint(self, head, counts: bool = False) -> Optional[str]:
+    def _loop_hint(self, head, counts: bool = False, target=None) -> Optional[str]:
         """What a loop is, from the words of its header and its functions' names, and whether it runs
-        under ``torch.no_grad()`` (hot_loops)."""
+        under ``torch.no_grad()`` (hot_loops). A ``for`` whose ``target`` names a batch (``for batch_idx in
+        range(len(test_data_gen)):``) goes over data, never over token positions or environment steps."""
         names = []
         stack = [head]
         while stack and len(names) < 32:
@@ -265,7 +285,8 @@ class StepMarks:
             no_grad = no_grad or f.no_grad
             f = f.parent
         kind = H.loop_kind(H.words_of(*names))
-        if kind in (H.DECODE, H.ROLLOUT) and not counts and not _counts_positions(head):
+        if kind in (H.DECODE, H.ROLLOUT) and ((not counts and not _counts_positions(head)) or (
+                target is not None and {"batch", "batches"} & set(name_words(code_of(target))))):
             kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
         return kind if kind is not None else (H.EVAL if no_grad else None)
 

@@ -92,7 +92,7 @@ class Facts:
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa", "perm", "imp"):
+        elif op in ("clsm", "clsa", "perm", "imp", "plc"):
             self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
@@ -186,6 +186,33 @@ class Facts:
         mod, _, key = gkey.partition(":")
         s = self.summaries.get(mod)
         return s.get("periodic", {}).get(key) if s else None
+
+    def places(self, dotted: str, importer: str = "") -> bool:
+        """Importing ``dotted`` from ``importer`` may put tensors on a device: the module it names, its packages
+        or what they import in turn place one, import a framework that does (``summary["places"]``), or are
+        not known yet. A notebook importing only a plotting helper of its course (``from res.plot_lib import
+        set_default``) still runs on the host."""
+        hit = self.index.split(dotted, importer)
+        if hit is None:
+            return True
+        seen: set = set()
+        stack = [hit[0]]
+        while stack:
+            mod = stack.pop()
+            if mod in seen:
+                continue
+            seen.add(mod)
+            s = self.summaries.get(mod)
+            if s is None or s.get("places", True):
+                return True
+            parent = mod.rpartition(".")[0]
+            if parent in self.summaries:
+                stack.append(parent)  # importing `a.b` runs the package `a` first
+            for target in [*s["imports"].values(), *s.get("stars", ()), *s.get("nested_imports", ())]:
+                found = self.index.split(target, mod)
+                if found is not None:
+                    stack.append(found[0])
+        return False
 
     def imported(self, module: str) -> bool:
         """Some module of the project imports ``module`` (or a name from it)."""
@@ -386,7 +413,8 @@ class FactsView:
 
     def answer(self, key: str):
         memo = self.facts._answers
-        k = (self.module, key) if key.startswith("r|") else key  # only name resolution depends on the importer
+        # only name resolution depends on the importer (and what an imported module does, found by name)
+        k = (self.module, key) if key.startswith(("r|", "plc|")) else key
         if k not in memo:
             self.facts._remember(k, key, self._answer(key))
         return memo[k]
@@ -405,6 +433,8 @@ class FactsView:
             return f.periodic_method(arg)
         if op == "imp":
             return f.imported(arg)
+        if op == "plc":
+            return f.places(arg, self.module)
         if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
             return k[0] if k is not None else None
@@ -473,6 +503,9 @@ class FactsView:
 
     def imported(self, module: str) -> bool:
         return self._ask("imp|" + module)
+
+    def places(self, dotted: str) -> bool:
+        return self._ask("plc|" + dotted)
 
     # a class is read piece by piece: a module that asks one attribute is not walked again when another
     # changes

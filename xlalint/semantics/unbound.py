@@ -1,0 +1,82 @@
+"""Whether a module is a whole program or a fragment: does it use a name it never binds?
+
+A notebook or script that puts nothing on a device holds host tensors (``step_marks``), but only when it makes
+its model and data itself. A fragment (``for x in loader: loss = model(x)`` with ``model`` and ``loader`` bound
+nowhere: a snippet, a cell pasted from a larger program) uses objects made elsewhere, which may live on a
+device. Pure syntax, one pass over the module; any doubt (``from m import *``, ``exec``, ``globals()``) answers
+that it may be a fragment.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, target_names
+
+# names a notebook's kernel or a script's interpreter binds without the source binding them
+_PREBOUND = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__",
+                                        "display", "get_ipython", "In", "Out", "_", "__", "___"}
+
+
+def uses_unbound_names(module: cst.Module) -> bool:
+    """The module reads a name that no statement of it binds (an assignment, an import, a ``def``/``class``, a
+    parameter, a loop, ``with ... as``, ``except ... as``, a comprehension, ``:=``, ``global``), nor the
+    interpreter: it is a fragment of a larger program."""
+    bound: set = set()
+    used: set = set()
+    stack = [module]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.ImportFrom:
+            if type(n.names) is cst.ImportStar:
+                return True  # anything may come from it
+            for a in n.names:
+                bound.add(_alias_name(a))
+            continue
+        if t is cst.Import:
+            for a in n.names:
+                bound.add(_alias_name(a))
+            continue
+        if t in (cst.FunctionDef, cst.ClassDef):
+            bound.add(n.name.value)
+        elif t is cst.Param:
+            bound.add(n.name.value)
+        elif t in (cst.Assign,):
+            for tgt in n.targets:
+                bound.update(x.value for x in target_names(tgt.target))
+        elif t in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
+            bound.update(x.value for x in target_names(n.target))
+        elif t is cst.NamedExpr:
+            bound.update(x.value for x in target_names(n.target))
+        elif t is cst.WithItem and n.asname is not None:
+            bound.update(x.value for x in target_names(n.asname.name))
+        elif t is cst.ExceptHandler and n.name is not None:
+            bound.update(x.value for x in target_names(n.name.name))
+        elif t in (cst.Global, cst.Nonlocal):
+            bound.update(x.name.value for x in n.names)
+        elif t is cst.Call and type(n.func) is cst.Name and n.func.value in ("exec", "globals", "locals", "vars"):
+            return True  # names bound at run time
+        elif t is cst.Attribute:
+            stack.append(n.value)  # `a.b`: only `a` is a name read
+            continue
+        elif t is cst.Arg:
+            stack.append(n.value)  # `f(x=1)`: `x` is a keyword, no name read
+            continue
+        elif t is cst.Name:
+            used.add(n.value)
+            continue
+        if t in NODE_TYPES or t is cst.Module:
+            stack.extend(child_nodes(n))
+    return bool(used - bound - _PREBOUND)
+
+
+def _alias_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and type(alias.asname.name) is cst.Name:
+        return alias.asname.name.value
+    name = alias.name
+    while type(name) is cst.Attribute:
+        name = name.value
+    return name.value if type(name) is cst.Name else ""
