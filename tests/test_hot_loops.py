@@ -229,6 +229,55 @@ def test_rollout_loop():
     assert "every rollout step" in m and "once per rollout" in m
 
 
+def test_what_a_gym_environment_returns_is_host_data():
+    """Issue 32 cause 5 (round 15, read after scoring: lerobot's evaluation rollout): a Gym environment's step
+    returns NumPy observations, rewards and an info dict (`info["is_success"].tolist()`), and `.numpy()` of
+    anything is a host array (`reduce(...).numpy().mean().item()`): no device read. Its twin, the policy's
+    device action read to step the environment, stays a finding."""
+    found = lint("""
+        import einops
+        policy = torch.nn.Linear(4, 2).to(device)
+
+        def rollout(env, steps):
+            successes = []
+            for t in range(steps):
+                action = policy(torch.as_tensor(env.last_obs, device=device))
+                obs, reward, terminated, truncated, info = env.step(action.cpu().numpy())
+                ok = info["is_success"]
+                successes.append(torch.tensor(ok.tolist()))
+                rate = einops.reduce(torch.stack(successes, dim=1), "b n -> b", "any").numpy().mean()
+                print(f"{rate.item() * 100:.1f}%")
+        """)
+    assert [(ln, c) for ln, c, _m in found] == [(9, "XLA001")]
+
+
+def test_a_parameter_annotated_as_a_numpy_array_holds_host_data():
+    """Issue 32 cause 5 (round 15, read after scoring: lerobot's image writer): `image_array: np.ndarray` (or
+    `NDArray[np.float32]`) is a NumPy array, whatever a step passes it: its `.max().item()` reads no device
+    value. Its twin annotated `torch.Tensor` and handed a device tensor stays a finding."""
+    src = """
+        import numpy.typing as npt
+        policy = torch.nn.Linear(4, 2).to(device)
+
+        def to_pil(image_array: {ann}, range_check: bool = True):
+            if image_array.shape[0] == 3:
+                image_array = image_array.transpose(1, 2, 0)
+            if range_check:
+                return image_array.max().item()
+
+        def train(loader, opt):
+            for x in loader:
+                out = policy(x.to(device))
+                out.sum().backward()
+                opt.step()
+                to_pil(out)
+                torch_xla.sync()
+        """
+    for ann in ("np.ndarray", "npt.NDArray[np.float32]"):
+        assert lint(src.format(ann=ann)) == [], ann
+    assert [(ln, c) for ln, c, _m in lint(src.format(ann="torch.Tensor"))] == [(9, "XLA001")]
+
+
 # ---- hooks ------------------------------------------------------------------------------------------
 HOOKS = """
 import lightning.pytorch as L

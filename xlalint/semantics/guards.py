@@ -168,6 +168,8 @@ def _modulo_divisor(side) -> Optional[str]:
     while type(side) is cst.BinaryOperation and type(side.operator) is not cst.Modulo:
         side = side.left
     if type(side) is cst.BinaryOperation and type(side.operator) is cst.Modulo:
+        if set(name_words(code_of(side.right))) & _SHARD_WORDS:
+            return None  # `if i % ddp_world_size != ddp_rank: continue`: this process's share of the items, no period
         words = set(name_words(code_of(side.left)))
         # `(epoch + 1) % N` counts epochs; `(step + steps_per_epoch * epoch) % N` is a global step count
         counts_epochs = bool(words & _EPOCH_WORDS) and not words & _STEP_WORDS
@@ -175,6 +177,9 @@ def _modulo_divisor(side) -> Optional[str]:
     return None
 
 
+# the words of a count of processes or shards (`world_size`, `num_processes`, `num_replicas`): a modulo by one
+# deals the items out to the processes
+_SHARD_WORDS = frozenset({"world", "processes", "procs", "nprocs", "replicas", "shards", "num_shards", "ranks"})
 # the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
 _EPOCH_WORDS = frozenset({"epoch", "epochs"})
 # ... and of steps, which make a sum with the epoch a step count (`step + num_update_steps_per_epoch * epoch`)
@@ -246,7 +251,10 @@ _TRAIN_WORDS = frozenset({"train", "training"})
 # (OpenMMLab's models: `forward(img, img_metas, return_loss=True)`, its test-time path under `else:`)
 _TRAIN_FLAGS = frozenset({"train", "training", "is_train", "is_training", "return_loss"})
 _EVAL_FLAGS = frozenset({"is_eval", "eval_mode", "evaluating", "is_test", "test_mode", "is_inference"})
-_EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev"})
+# a mode compared with one of these is not training: `mode == "val"`, and the inference paths of a forward that
+# dispatches on its mode (`elif mode == "predict": return self.predict(...)`)
+_EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluation", "dev",
+                         "predict", "prediction", "inference", "infer", "generate", "generation"})
 
 
 def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:

@@ -13,6 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import device_pins, passthrough
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import flash_attention_class, onnx_export_class
@@ -272,8 +273,10 @@ class CallKinds:
         if rk == K.NOT_TENSOR:
             return K.NOT_TENSOR
         # Unknown receiver.
-        if meth in ("item", "tolist", "size", "dim", "numel", "ndimension", "nelement", "format", "join", "lower", "upper", "strip", "split", "startswith", "endswith", "replace", "keys"):
-            return K.NOT_TENSOR
+        if meth in ("item", "tolist", "size", "dim", "numel", "ndimension", "nelement", "format", "join", "lower", "upper", "strip", "split", "startswith", "endswith", "replace", "keys", "numpy"):
+            return K.NOT_TENSOR  # `.numpy()` of anything: a NumPy array on the host
+        if meth in ("step", "reset") and (H.words_of(last_name(recv) or "") or [""])[-1] in H.ENV_RECEIVER_WORDS:
+            return K.NOT_TENSOR  # a Gym environment's observations, rewards and info: NumPy arrays and Python values
         if meth == "per_device_loader":
             return K.LOADER
         if meth == "cpu":

@@ -104,6 +104,8 @@ class TensorInference:
                     return self._annotation_kind(inner.value)
             if base.split(".")[-1] == "Union" and ann.slice:
                 return self._union_kind([el.slice.value for el in ann.slice if type(el.slice) is cst.Index])
+            if base.split(".")[-1] == "NDArray":
+                return K.NOT_TENSOR  # numpy.typing's `NDArray[np.float32]`: a host array
             if base.split(".")[-1] in T.TENSOR_CONTAINER_ANNOTATIONS and ann.slice:
                 # tuple[Tensor, Tensor], list[Tensor], dict[str, Tensor]: a container of tensors
                 args = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
@@ -123,6 +125,8 @@ class TensorInference:
             return K.BOOL_TENSOR
         if last in ("int", "float", "bool", "str", "bytes", "complex", "Size"):
             return K.NOT_TENSOR
+        if last == "ndarray" and text in ("ndarray", "np.ndarray", "numpy.ndarray"):
+            return K.NOT_TENSOR  # a NumPy array: on the host
         return K.UNKNOWN
 
     def _union_kind(self, members):

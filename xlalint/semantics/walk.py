@@ -251,7 +251,7 @@ class StatementWalk:
         self._emit("For", node)
         self.walk(node.iter)
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter)),
+                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter), target=node.target),
                         outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
                         guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
         self.loops.append(loop)
@@ -266,9 +266,7 @@ class StatementWalk:
         self.walk_block(node.body)
         self.loop_stack.pop()
         loop.end_seq = self.seq
-        if loop.hint == H.EVAL and (loop.runs_model or loop.iterates_loader):
-            # an evaluation: a loop over a loader or running the model (not a no-grad loop over a prompt's parts)
-            self.func.loop_results |= _results_of(node.body)
+        self._note_evaluation(loop, node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
@@ -288,8 +286,18 @@ class StatementWalk:
         self.walk_block(node.body)
         self.loop_stack.pop()
         loop.end_seq = self.seq
+        self._note_evaluation(loop, node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
+
+    def _note_evaluation(self, loop: LoopInfo, body) -> None:
+        """What an evaluation loop computed is read once per evaluation after it (``loop_results``). An evaluation:
+        a loop over a loader or running the model, named for evaluation (not a no-grad loop over a prompt's
+        parts), or running the model under a periodic guard (a benchmark's loop every 250 steps, a sample's decode
+        loop in the log block), as long as it does not train (``_results_of``)."""
+        if (loop.hint == H.EVAL and (loop.runs_model or loop.iterates_loader)) or (
+                loop.runs_model and any(g[0] is not None for g in self.guards)):
+            self.func.loop_results |= _results_of(body)
 
     def _try(self, node) -> None:
         self.seq += 1
