@@ -93,6 +93,19 @@ def test_a_shell_escape_continued_on_indented_lines_is_one_command():
     assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]
 
 
+def test_ipython_autocall_escapes_and_an_indented_cell_are_valid():
+    """IPython's autocall escapes (`/print 1 2` is `print(1, 2)`, `,f a b` quotes its arguments) and a cell whose
+    code starts indented (pasted out of a block: IPython removes the first line's indentation) are valid cells,
+    not syntax errors; the indented cell is linted with its own columns, and fixed in place."""
+    cells = ["import torch\n/print 1 2\n,print a b\n;print c d",
+             "  for x in loader:\n      loss = model(x.to(device)).sum()\n      v = loss.item()\n  print(v)"]
+    findings = lint_source(make(cells), "n.ipynb")
+    assert [(f.cell, f.line, f.column, f.code) for f in findings] == [(2, 3, 11, "XLA001")]
+    program = notebook.build_program(json.loads(make(cells)))
+    fixed = program.text.replace("loss.item()", "loss.detach()")
+    assert program.cell_sources(fixed) == {2: cells[1].replace("loss.item()", "loss.detach()")}
+
+
 def test_a_future_import_opening_a_later_cell_is_valid():
     """vit-pytorch's notebook: `from __future__ import print_function` opens its second code cell, after a `!pip`
     cell. IPython compiles each cell alone, where the import is valid: no syntax error, the cells are linted."""

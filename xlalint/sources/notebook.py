@@ -35,7 +35,10 @@ SUFFIX = ".ipynb"
 # A notebook's outputs (images, logs) can be megabytes; only its code counts against max-file-size.
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 MAGIC_COMMENT = "# xlalint-magic"
-MARKER = re.compile(r"^# %% \[cell (\d+)\]\s*$")
+MARKER = re.compile(r"^(?:if True:  )?# %% \[cell (\d+)\]\s*$")
+# a cell whose code starts indented (pasted from a block): IPython removes the first line's indentation; its
+# marker opens a block instead, so that its lines keep their columns
+INDENTED_CELL = "if True:  "
 # Cell magics whose body is Python run by IPython as it is (timed, captured): their body is linted.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 _ASSIGN_MAGIC = re.compile(r"^[\w.\[\]\s,()*]+=\s*[%!]")
@@ -262,6 +265,8 @@ def is_magic(stripped: str) -> bool:
         return True
     if stripped[0] == "?" or (stripped.endswith("?") and "#" not in stripped):
         return True
+    if stripped[0] in "/,;" and len(stripped) > 1 and (stripped[1].isalpha() or stripped[1] == "_"):
+        return True  # IPython's autocall escapes: `/f 1 2` is `f(1, 2)`, `,f a b` is `f("a", "b")`: no Python line starts so
     return bool(_ASSIGN_MAGIC.match(stripped))
 
 
@@ -325,7 +330,8 @@ def build_program(nb) -> NotebookProgram:
             cells.append(Cell(number, src, line + 1, 0, [], skipped))
             line += 1
             continue
-        parts.append(f"# %% [cell {number}]")
+        first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
+        parts.append(f"{INDENTED_CELL if first[:1] in (' ', chr(9)) else ''}# %% [cell {number}]")
         cells.append(Cell(number, src, line + 1, len(lines), magics))
         parts.extend(lines)
         line += 1 + len(lines)
@@ -349,8 +355,10 @@ def program_text(data) -> Optional[str]:
 def is_program(data) -> bool:
     """``data`` is a program made by ``build_program`` (``--fix`` lints it again under the notebook's
     path), not a notebook's JSON."""
-    head = data[:16] if isinstance(data, (str, bytes)) else ""
-    return head.startswith(b"# %% [cell " if isinstance(head, bytes) else "# %% [cell ")
+    head = data[:32] if isinstance(data, (str, bytes)) else ""
+    if isinstance(head, bytes):
+        return head.startswith((b"# %% [cell ", INDENTED_CELL.encode() + b"# %% [cell "))
+    return head.startswith(("# %% [cell ", INDENTED_CELL + "# %% [cell "))
 
 
 # ---------------------------------------------------------------------------------------- writing
