@@ -169,12 +169,14 @@ def _straight_calls(node, qualname=None, bound=frozenset(), placements: bool = F
 
 
 def _places_on_cuda(call: cst.Call) -> bool:
-    """``model.cuda()``, ``x.to("cuda:0")``, ``torch.zeros(n, device="cuda")``: a placement on CUDA by name."""
+    """``model.cuda()``, ``x.to("cuda:0")``, ``torch.zeros(n, device="cuda")``: a placement on CUDA by name (not a
+    project function handed ``device="cuda"``: a notebook timing its predictions on the CPU, then on a GPU)."""
     if pin_of(call) != PIN:
         return False
     if type(call.func) is cst.Attribute and call.func.attr.value in ("cuda", "to"):
         return True
-    return any(a.keyword is not None and a.keyword.value == "device" for a in call.args)
+    return (dotted_name(call.func) or "").startswith("torch.") and any(
+        a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 
 def requires_cuda(module: cst.Module) -> Optional[str]:
