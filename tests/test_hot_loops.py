@@ -251,6 +251,26 @@ def test_what_a_gym_environment_returns_is_host_data():
     assert [(ln, c) for ln, c, _m in found] == [(9, "XLA001")]
 
 
+def test_a_flag_named_entry_of_a_dict_of_tensors_is_a_setting():
+    """Issue 32 cause 3 (optimum-neuron's generation loop, read): `model_kwargs["use_cache"]` (`"return_dict"`,
+    `"output_attentions"`) in a dict that holds the generation's tensors is a setting's flag, not a device tensor;
+    its twin, the mask beside it, is one."""
+    found = lint("""
+        def generate(model, input_ids, max_new_tokens, model_kwargs):
+            input_ids = input_ids.to(device)
+            model_kwargs = {k: v.to(device) for k, v in model_kwargs.items()}
+            with torch.no_grad():
+                for _ in range(max_new_tokens):
+                    out = model(input_ids, **model_kwargs)
+                    if model_kwargs["use_cache"]:
+                        model_kwargs["past"] = out.past
+                    if model_kwargs["attention_mask"].sum() > 3:
+                        break
+                    input_ids = torch.cat([input_ids, out.logits.argmax(-1)[:, None]], dim=-1)
+            return input_ids
+        """)
+    assert [(ln, c) for ln, c, _m in found if c == "XLA002"] == [(10, "XLA002")]
+
 def test_a_parameter_annotated_as_a_numpy_array_holds_host_data():
     """Issue 32 cause 5 (round 15, read after scoring: lerobot's image writer): `image_array: np.ndarray` (or
     `NDArray[np.float32]`) is a NumPy array, whatever a step passes it: its `.max().item()` reads no device

@@ -311,7 +311,7 @@ class TensorInference:
         if bk in (K.TENSORS, K.CPU_TENSORS) and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Slice:
             return bk  # `parts[1:]` of a tuple from chunk()/split(), of a batch: still a container
         if bk in (K.TENSORS, K.CPU_TENSORS) and _counter_key(e):
-            return K.UNKNOWN  # `ckpt_dict[training.STEPS_KEY]`, `state["epoch"]`: a run's count beside the tensors
+            return K.UNKNOWN  # `ckpt_dict[training.STEPS_KEY]`, `state["epoch"]`, `kwargs["use_cache"]`: not a tensor
         if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
@@ -326,10 +326,13 @@ class TensorInference:
 # the words of a key that holds a run's counter or seed in a dict of tensors (a checkpoint, a state dict):
 # `"epoch"`, `"global_step"`, `training.STEPS_KEY`, `"seed"`
 _COUNTER_KEY_WORDS = frozenset({"step", "steps", "epoch", "epochs", "seed", "iteration", "iterations", "iter"})
+# ... or a setting's flag beside the tensors of a generation's keyword arguments: `"use_cache"`, `"return_dict"`
+_FLAG_KEY_HEADS = frozenset({"use", "return", "output", "do", "is", "has"})
 
 
 def _counter_key(e: cst.Subscript) -> bool:
-    """The subscript's key names a counter (``_COUNTER_KEY_WORDS``): a string, or a constant's name."""
+    """The subscript's key names a counter (``_COUNTER_KEY_WORDS``) or a flag (``_FLAG_KEY_HEADS``): a string, or a
+    constant's name."""
     if len(e.slice) != 1 or type(e.slice[0].slice) is not cst.Index:
         return False
     idx = e.slice[0].slice.value
@@ -338,7 +341,9 @@ def _counter_key(e: cst.Subscript) -> bool:
         text = last_name(idx)
         if not (text or "").isupper():
             return False  # `batch[k]`: a loop's key, not a constant
-    return bool(text) and bool(_COUNTER_KEY_WORDS & set(name_words(text)))
+    words = name_words(text or "")
+    # `model_kwargs["use_cache"]`, `inputs["return_dict"]`, `kwargs["output_attentions"]`: a setting's flag
+    return bool(words) and (bool(_COUNTER_KEY_WORDS & set(words)) or (words[0] in _FLAG_KEY_HEADS and len(words) > 1))
 
 
 def element_key(e) -> Optional[str]:
