@@ -1029,3 +1029,26 @@ def test_attention_implementations_named_for_cuda_kernels_guard_code_that_never_
                 return x
         """)
     assert {(ln, c) for ln, c, _ in found} == {(6, "XLA002")}
+
+
+def test_a_tokenizer_call_before_the_loop_that_uses_it_pads_once():
+    """Issue 32 cause 2 (BLIP's VQA evaluation, bigcode's TokenizedDataset, read): the answer list tokenized with
+    `padding="longest"` once, before the loop whose every pass uses it, has one shape for the whole loop. Its
+    twin, the batch's texts tokenized inside the training loop, pads each batch to its own longest."""
+    found = lint("""
+        def evaluation(model, data_loader, tokenizer, answer_list):
+            answer_input = tokenizer(answer_list, padding="longest", return_tensors="pt").to(device)
+            results = []
+            for image, question in data_loader:
+                results.append(model(image.to(device), question, answer_input.input_ids))
+            return results
+
+        def train(model, data_loader, tokenizer, opt):
+            for texts, labels in data_loader:
+                enc = tokenizer(texts, padding=True, return_tensors="pt").to(device)
+                loss = model(**enc, labels=labels.to(device)).loss
+                loss.backward()
+                opt.step()
+                torch_xla.sync()
+        """)
+    assert [(ln, c) for ln, c, _m in found] == [(11, "XLA005")]

@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.syntax import (
-    bindings, child_nodes, keyword_arg, last_name, name_words, positional_args, string_value, target_names,
+    bindings, child_nodes, keyword_arg, last_name, name_words, names_in, positional_args, string_value, target_names,
 )
 
 
@@ -145,3 +145,20 @@ def bindings_of(scope, name: str) -> list:
     if any(p.name.value == name for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)):
         return [None]
     return [value for target, value in bindings(scope.body) if any(x.value == name for x in target_names(target))]
+
+
+def padded_before_its_loop(call: cst.Call, func_node) -> bool:
+    """The call is a statement of the function's own body (not in a loop) that binds its result, and a loop of
+    the same body after it uses that result: everything is padded at once, to one length, and every pass of the
+    loop uses that one shape (BLIP's answer list tokenized before the evaluation loop; a dataset's ``__iter__``
+    tokenizing all prompts, then yielding rows)."""
+    body = getattr(getattr(func_node, "body", None), "body", ())
+    for i, stmt in enumerate(body):
+        if not contains(stmt, call):
+            continue
+        if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1 or type(stmt.body[0]) is not cst.Assign:
+            return False
+        names = {n.value for t in stmt.body[0].targets for n in target_names(t.target)}
+        return bool(names) and any(type(later) in (cst.For, cst.While) and names & names_in(later)
+                                   for later in body[i + 1:])
+    return False

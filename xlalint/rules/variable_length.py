@@ -8,7 +8,8 @@ import libcst as cst
 
 from xlalint.rules import Rule, set_parts
 from xlalint.rules.padding_syntax import (
-    bindings_of, contains, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts, tokenizes_one_text,
+    bindings_of, contains, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts,
+    padded_before_its_loop, tokenizes_one_text,
 )
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
@@ -402,6 +403,8 @@ class UnbucketedVariableLength(Rule):
                     continue  # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`, only compared
                 if _one_off_literal(cand):
                     continue  # `tokenizer(["a prompt"], padding=True)` outside any loop: one shape, once
+                if not cand.ctx.loops and padded_before_its_loop(cand.node, cand.ctx.func.node):
+                    continue  # `answers = tokenizer(answer_list, padding=True)` before the loop that uses them
                 how, by_default = extra if isinstance(extra, tuple) else (extra, False)
                 self._emit(cand, _tokenizer_headline(self.text(cand.node.func), cand.node, how, by_default), FIX_PAD,
                            _max_length_padding(cand.node))
