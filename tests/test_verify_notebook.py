@@ -151,7 +151,8 @@ def test_by_cell_moves_every_place_of_the_script_and_no_other(tmp_path: Path):
 def test_the_judged_findings_are_the_notebooks_own_on_the_scripts_lines(tmp_path: Path):
     """The findings --verify judges are what `xlalint nb.ipynb` reports (the notebook linted where it
     is, as a notebook), on the script's lines: a CPU tutorial notebook that never places a tensor on a
-    device is host code there, while the same cells as a .py script would get an XLA001."""
+    device is host code there, while the same cells as a .py script (a module that is no program: no main block,
+    no loop at its top level) would get an XLA001."""
     from xlalint.verify import _default_findings_provider
     from xlalint.verify.by_cell import script_findings
 
@@ -164,8 +165,9 @@ def test_the_judged_findings_are_the_notebooks_own_on_the_scripts_lines(tmp_path
     (tmp_path / "cpu").mkdir()
     cpu = write_notebook(tmp_path / "cpu", [
         new_code_cell("import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)"),
-        new_code_cell("for step in range(100):\n    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
-                      "    loss.backward()\n    opt.step()\n    print(loss.item())\n")])
+        new_code_cell("def train(steps):\n    for step in range(steps):\n        loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+                      "        loss.backward()\n        opt.step()\n        print(loss.item())\n"),
+        new_code_cell("train(100)")])
     script, table = notebook.write_script(str(cpu), str(tmp_path / "out"))
     assert [f.code for f in _default_findings_provider([script])] == ["XLA001"]  # the script alone
     assert script_findings(str(cpu), script, table, _default_findings_provider)([script]) == []
