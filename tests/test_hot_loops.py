@@ -1034,8 +1034,16 @@ def test_attention_implementations_named_for_cuda_kernels_guard_code_that_never_
 def test_a_tokenizer_call_before_the_loop_that_uses_it_pads_once():
     """Issue 32 cause 2 (BLIP's VQA evaluation, bigcode's TokenizedDataset, read): the answer list tokenized with
     `padding="longest"` once, before the loop whose every pass uses it, has one shape for the whole loop. Its
-    twin, the batch's texts tokenized inside the training loop, pads each batch to its own longest."""
+    twin, the batch's texts tokenized inside the training loop, pads each batch to its own longest; so does a
+    server's prefill (optimum-tpu's), whose loop after the call goes over the padded batch's own rows: the function
+    runs per request batch."""
     found = lint("""
+        def prefill(model, tokenizer, slots):
+            inputs = tokenizer([s.text for s in slots], padding=True, return_tensors="pt")
+            for i, slot in enumerate(slots):
+                slot.reset(inputs.input_ids[i : i + 1].to(device))
+            return model(inputs.input_ids.to(device))
+
         def evaluation(model, data_loader, tokenizer, answer_list):
             answer_input = tokenizer(answer_list, padding="longest", return_tensors="pt").to(device)
             results = []
@@ -1051,4 +1059,4 @@ def test_a_tokenizer_call_before_the_loop_that_uses_it_pads_once():
                 opt.step()
                 torch_xla.sync()
         """)
-    assert [(ln, c) for ln, c, _m in found] == [(11, "XLA005")]
+    assert [(ln, c) for ln, c, _m in found] == [(3, "XLA005"), (17, "XLA005")]

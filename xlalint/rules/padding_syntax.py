@@ -149,9 +149,11 @@ def bindings_of(scope, name: str) -> list:
 
 def padded_before_its_loop(call: cst.Call, func_node) -> bool:
     """The call is a statement of the function's own body (not in a loop) that binds its result, and a loop of
-    the same body after it uses that result: everything is padded at once, to one length, and every pass of the
-    loop uses that one shape (BLIP's answer list tokenized before the evaluation loop; a dataset's ``__iter__``
-    tokenizing all prompts, then yielding rows)."""
+    the same body after it uses that result while going over a loader's batches, or yielding (a dataset's
+    ``__iter__``): everything is padded at once, to one length, and every batch or row has that one shape
+    (BLIP's answer list tokenized before the evaluation loop; bigcode's prompts tokenized, then yielded row by
+    row). Not a loop over the padded batch's own items (a server's prefill, called per request batch: each call
+    pads to its own longest)."""
     body = getattr(getattr(func_node, "body", None), "body", ())
     for i, stmt in enumerate(body):
         if not contains(stmt, call):
@@ -160,5 +162,29 @@ def padded_before_its_loop(call: cst.Call, func_node) -> bool:
             return False
         names = {n.value for t in stmt.body[0].targets for n in target_names(t.target)}
         return bool(names) and any(type(later) in (cst.For, cst.While) and names & names_in(later)
+                                   and (_yields(later) or (type(later) is cst.For and _over_a_loader(later.iter)))
                                    for later in body[i + 1:])
+    return False
+
+
+def _yields(node) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Yield:
+            return True
+        if type(n) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(child_nodes(n))
+    return False
+
+
+def _over_a_loader(it) -> bool:
+    """``data_loader``, ``enumerate(val_loader)``, ``tqdm(self.eval_dataloader)``: the batches of a loader."""
+    stack = [it]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.Name, cst.Attribute) and {"loader", "dataloader"} & set(name_words(last_name(n) or "")):
+            return True
+        if type(n) is cst.Call:
+            stack.extend(a.value for a in n.args)
     return False
