@@ -884,8 +884,11 @@ def test_a_script_that_never_places_a_tensor_on_a_device_is_host_code(tmp_path):
     nothing on a device, names none and imports no project code holds CPU tensors, as a notebook does: its
     `action.item()` is no XLA transfer. Its twins: the same script moving its policy and states to a device, and
     the same script imported by another module of the project (which may hand it device tensors)."""
-    for d in ("cpu", "dev", "imp"):
+    for d in ("cpu", "dev", "imp", "default"):
         (tmp_path / d).mkdir()
+    # a default device set for every tensor built without one places them all
+    default = REINFORCE.format(place="").replace("policy = Policy()", 'torch.set_default_device("xla")\npolicy = Policy()')
+    assert (26, "XLA001") in _lines_and_codes(tmp_path / "default", "reinforce.py", default)
     assert _lines_and_codes(tmp_path / "cpu", "reinforce.py", REINFORCE.format(place="")) == set()
     assert (25, "XLA001") in _lines_and_codes(tmp_path / "dev", "reinforce.py", REINFORCE.format(place=".to(device)"))
     _write(tmp_path / "imp", {"run.py": "from reinforce import select_action\n"})

@@ -527,7 +527,8 @@ def _writes_out(q, func, function_name: str) -> bool:
 
 
 # calls that put a model or tensors on a device (`.to(device)`, `.cuda()`, `accelerator.prepare(...)`)
-_DEVICE_METHODS = frozenset({"to", "cuda", "xla", "prepare", "xla_device", "device", "MpDeviceLoader"})
+_DEVICE_METHODS = frozenset({"to", "cuda", "xla", "prepare", "xla_device", "device", "MpDeviceLoader",
+                             "set_default_device", "set_default_tensor_type", "DataParallel", "DistributedDataParallel"})
 
 
 def _places_on_device(node: cst.Call) -> bool:
