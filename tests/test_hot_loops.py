@@ -271,6 +271,21 @@ def test_a_flag_named_entry_of_a_dict_of_tensors_is_a_setting():
         """)
     assert [(ln, c) for ln, c, _m in found if c == "XLA002"] == [(10, "XLA002")]
 
+def test_astype_is_numpy_or_pandas_never_a_tensor():
+    """Issue 32 cause 5 (open-instruct's table printer, read): `row.astype(str).tolist()` of a pandas row from
+    `df.iterrows()` reads no device value: a torch tensor has no `.astype`. The model's output read beside it
+    stays a finding."""
+    found = lint("""
+        def print_table(df, model, loader):
+            for x in loader:
+                out = model(x.to(device))
+                for _, row in df.iterrows():
+                    print(row.astype(str).tolist())
+                print(out.sum().item())
+                torch_xla.sync()
+        """)
+    assert [(ln, c) for ln, c, _m in found] == [(7, "XLA001")]
+
 def test_a_parameter_annotated_as_a_numpy_array_holds_host_data():
     """Issue 32 cause 5 (round 15, read after scoring: lerobot's image writer): `image_array: np.ndarray` (or
     `NDArray[np.float32]`) is a NumPy array, whatever a step passes it: its `.max().item()` reads no device
