@@ -331,6 +331,18 @@ def test_a_notebook_that_never_places_a_tensor_on_a_device_is_host_code():
     assert [(f.cell, f.line, f.code) for f in lint_source(make(on_device), "n.ipynb")] == [(2, 5, "XLA001")]
 
 
+def test_a_star_import_of_a_host_library_leaves_a_cpu_notebook_host_code():
+    """Issue 32 cause 5 (round 15, read: a course's truck backer-upper notebook): `from matplotlib.pylab import *`
+    binds the library's names, not a model or a loader: the notebook that places nothing is still whole, and host
+    code. A star import of project code may bind anything: there the notebook is a fragment, and stays XLA code."""
+    cells = ["from matplotlib.pylab import *\nimport torch\nmodel = torch.nn.Linear(4, 1)\n"
+             "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nx0 = zeros(4)",
+             "for step in range(100):\n    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+             "    loss.backward()\n    opt.step()\n    print(loss.item())\n"]
+    assert lint_source(make(cells), "n.ipynb") == []
+    project = [cells[0].replace("from matplotlib.pylab import *", "from utils import *"), cells[1]]
+    assert [(f.cell, f.line, f.code) for f in lint_source(make(project), "n.ipynb")] == [(2, 5, "XLA001")]
+
 def test_a_notebook_importing_project_code_that_places_nothing_is_still_host_code(tmp_path):
     """Issue 32 cause 5 (round 15, read after scoring: a course's graph-network notebook): the notebook imports
     its course's plotting helper (`from res.plot_lib import set_default`), which puts nothing on a device: the

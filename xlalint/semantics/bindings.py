@@ -9,7 +9,6 @@ and the containers a device tensor is put into. ``tensors`` reads these bindings
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import libcst as cst
@@ -22,6 +21,7 @@ from xlalint.semantics.syntax import (
     child_nodes, dotted_name, is_shape, last_name, name_words, names_in, positional_args, target_names,
 )
 from xlalint.semantics.tensors import element_key, element_key_of
+from xlalint.semantics.unbound import is_host_library
 
 
 class Bindings:
@@ -110,7 +110,7 @@ class Bindings:
         if full.startswith(_DEVICE_FRAMEWORKS):
             self.places_on_device = True  # torch_xla, accelerate, ...
         elif (self.facts.knows(full) if self.facts is not None
-              else full.partition(".")[0] not in _HOST_LIBRARIES and full.partition(".")[0] not in _STDLIB):
+              else not is_host_library(full)):
             # a project module (or, analysed alone, any module that may be one): it may place (step_marks asks)
             self.project_imports.add(full)
         if self.other_framework and not self.torch_compute:
@@ -601,12 +601,6 @@ _OTHER_FRAMEWORKS = frozenset({"jax", "jaxlib", "flax", "optax", "haiku", "tenso
                                "megengine", "oneflow", "jittor", "mxnet"})
 # torch's tools that programs of other frameworks borrow
 _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
-# libraries that place nothing on a device (a script importing only these and the standard library, analysed
-# alone, holds host tensors unless it places them itself)
-_HOST_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "numpy", "scipy", "pandas",
-                             "matplotlib", "PIL", "sklearn", "gym", "gymnasium", "tqdm", "einops", "seaborn", "cv2",
-                             "h5py", "yaml", "wandb", "tensorboardX", "networkx", "dgl", "IPython", "ipywidgets"})
-_STDLIB = frozenset(sys.stdlib_module_names)
 # frameworks that place tensors on devices for the program
 _DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers", "ignite",
                       "fastai", "composer", "speechbrain", "mmengine", "catalyst", "torchtune")

@@ -374,3 +374,10 @@ SINK_METHODS_BY_RECEIVER = {
 # `f"{meter}"`, `str(meter)`, `print(meter)`: Python calls these methods of the object's class; a project
 # class's method then runs as often as the formatting site (a call-graph edge from the site to it).
 FORMAT_DUNDERS = ("__format__", "__str__", "__repr__")
+
+
+# libraries that place nothing on a device (a script importing only these and the standard library holds host
+# tensors unless it places them itself: unbound.is_host_library)
+HOST_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "numpy", "scipy", "pandas",
+                            "matplotlib", "PIL", "sklearn", "gym", "gymnasium", "tqdm", "einops", "seaborn", "cv2",
+                            "h5py", "yaml", "wandb", "tensorboardX", "networkx", "dgl", "IPython", "ipywidgets"})

@@ -10,10 +10,20 @@ that it may be a fragment.
 from __future__ import annotations
 
 import builtins
+import sys
 
 import libcst as cst
 
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, target_names
+from xlalint.semantics import tables as T
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, target_names
+
+_STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def is_host_library(module: str) -> bool:
+    """``module`` belongs to the standard library or to a library that places nothing (``T.HOST_LIBRARIES``)."""
+    top = module.partition(".")[0]
+    return top in T.HOST_LIBRARIES or top in _STDLIB
 
 # names a notebook's kernel or a script's interpreter binds without the source binding them
 _PREBOUND = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__",
@@ -23,16 +33,22 @@ _PREBOUND = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__sp
 def uses_unbound_names(module: cst.Module) -> bool:
     """The module reads a name that no statement of it binds (an assignment, an import, a ``def``/``class``, a
     parameter, a loop, ``with ... as``, ``except ... as``, a comprehension, ``:=``, ``global``), nor the
-    interpreter: it is a fragment of a larger program."""
+    interpreter: it is a fragment of a larger program. A star import of project code may bind anything (a
+    fragment, as far as is known); one of a host library binds its own names, which cannot all be listed: the
+    module is taken as whole."""
     bound: set = set()
     used: set = set()
+    star = False
     stack = [module]
     while stack:
         n = stack.pop()
         t = type(n)
         if t is cst.ImportFrom:
             if type(n.names) is cst.ImportStar:
-                return True  # anything may come from it
+                if n.relative or n.module is None or not is_host_library(dotted_name(n.module) or ""):
+                    return True  # anything may come from it: a model, a loader
+                star = True  # `from matplotlib.pylab import *`: what it binds is the library's, never the program's
+                continue
             for a in n.names:
                 bound.add(_alias_name(a))
             continue
@@ -70,7 +86,7 @@ def uses_unbound_names(module: cst.Module) -> bool:
             continue
         if t in NODE_TYPES or t is cst.Module:
             stack.extend(child_nodes(n))
-    return bool(used - bound - _PREBOUND)
+    return not star and bool(used - bound - _PREBOUND)
 
 
 def _alias_name(alias: cst.ImportAlias) -> str:
