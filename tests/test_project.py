@@ -606,6 +606,14 @@ def test_a_plain_folder_named_is_one_project(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(drop)
     assert main(["--isolated", "--no-cache", "--output-format", "concise"]) == 1
     assert "tagger/losses.py:2:" in capsys.readouterr().out
+    # files named alone, in the folder that holds them: the current directory is their project's root
+    for named in (["tagger/losses.py"], ["tagger/losses.py", "train.py"]):
+        assert main(["--isolated", "--no-cache", "--output-format", "concise", *named]) == 1, named
+        assert "tagger/losses.py:2:" in capsys.readouterr().out
+    # ... but not a folder above the current directory: from tagger/, the file's own directory
+    monkeypatch.chdir(drop / "tagger")
+    assert main(["--isolated", "--no-cache", "--output-format", "concise", "losses.py"]) == 0
+    capsys.readouterr()
 
 
 def test_a_plain_folder_is_one_project_for_flake8_and_the_server_too(tmp_path, monkeypatch):

@@ -122,7 +122,10 @@ def _lint_files(files: list, settings, args, warn) -> list:
     from xlalint.run.project import lint_files
 
     cache = None if args.no_cache or not files else Cache.open(args.cache_dir, settings, warn)
-    folders = [p for p in (args.paths or ["."]) if p != "-" and os.path.isdir(p)]  # a plain folder named is one project
+    from xlalint.run.files import anchors_for
+
+    # a plain folder named is one project; files named alone in one belong to the current directory's
+    folders = anchors_for(files, [p for p in (args.paths or ["."]) if p != "-" and os.path.isdir(p)])
     return lint_files(files, settings, jobs=args.jobs or None, cache=cache, warn=warn, folders=folders)
 
 

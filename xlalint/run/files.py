@@ -24,6 +24,20 @@ def by_root(paths, folders=()) -> dict:
     return groups
 
 
+def anchors_for(paths, folders=()) -> list:
+    """Where files without a root marker belong (``by_root``): the folders the user named, else the current
+    directory when it holds every file named (``xlalint tagger/losses.py`` run in a plain folder: the file still
+    sees ``train.py`` beside it, which imports it), never the filesystem's root or the home directory."""
+    folders = list(folders)
+    if folders:
+        return folders
+    cwd = os.path.normpath(os.getcwd())
+    if cwd in _NEVER_ANCHORS:
+        return []
+    inside = [os.path.normpath(os.path.abspath(p)) for p in paths]
+    return [cwd] if inside and all(p.startswith(cwd.rstrip(os.sep) + os.sep) for p in inside) else []
+
+
 def root_for(path: str, anchors=()) -> str:
     """The project root of one file linted by a front end that names no folder (the flake8 plugin, the
     language server): ``anchors`` are where the user works (flake8's current directory, the editor's
