@@ -342,6 +342,10 @@ def test_a_star_import_of_a_host_library_leaves_a_cpu_notebook_host_code():
     assert lint_source(make(cells), "n.ipynb") == []
     project = [cells[0].replace("from matplotlib.pylab import *", "from utils import *"), cells[1]]
     assert [(f.cell, f.line, f.code) for f in lint_source(make(project), "n.ipynb")] == [(2, 5, "XLA001")]
+    # IPython lines may bind names the Python does not show (`files = !ls`, `%run utils.py`): still whole
+    magic = ["files = !ls data\n%run helpers.py\n" + cells[0].replace("from matplotlib.pylab import *\n", ""),
+             cells[1].replace("torch.randn(8, 4)", "load(files[0])")]
+    assert lint_source(make(magic), "n.ipynb") == []
 
 def test_a_notebook_importing_project_code_that_places_nothing_is_still_host_code(tmp_path):
     """Issue 32 cause 5 (round 15, read after scoring: a course's graph-network notebook): the notebook imports

@@ -191,6 +191,7 @@ def _analyse(text: str, path: str, codes: frozenset, module: str, is_package: bo
         rules = [r() for r in classes]
         model = SemanticModel(tree, rules, module_name=module, is_package=is_package, facts=view,
                               is_notebook=path.lower().endswith(".ipynb"), names_xla=mentions_xla(text),
+                              ipython_magics=nb.MAGIC_COMMENT in text,
                               cuda_needs=mentions_cuda_needs(text),
                               declares_scopes=_DECLARES_SCOPES.search(text) is not None)
         phase = "the semantic model's walk"

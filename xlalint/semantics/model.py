@@ -57,12 +57,15 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
                     TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
+                 ipython_magics: bool = False,
                  cuda_needs: bool = True, declares_scopes: bool = True):
         self.module = module
         self.rules = rules
         self.module_name = module_name  # dotted, for relative imports and project-wide keys
         self.is_package = is_package
         self.is_notebook = is_notebook  # the program of a .ipynb's code cells
+        # its cells hold IPython lines (`files = !ls`, `%run utils.py`, `%store -r x`), which may bind names
+        self.ipython_magics = ipython_magics
         self.facts = facts  # a project.FactsView, or None when the file is analysed alone
         self.steps: Optional[Steps] = None
         self.imports: dict[str, str] = {}

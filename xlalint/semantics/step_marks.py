@@ -138,7 +138,8 @@ class StepMarks:
         """The module is a whole program that runs on the host: a notebook, or a script (``if __name__ ==
         "__main__":``, a loop at its top level) that no module of its project imports, which places nothing on a
         device itself nor through the project modules it imports (``facts.places``), and binds every name it
-        uses (not a fragment whose ``model`` and ``loader`` come from elsewhere: ``unbound``)."""
+        uses (not a fragment whose ``model`` and ``loader`` come from elsewhere: ``unbound``; a notebook with
+        IPython lines is taken as whole, as its magics may bind names)."""
         if self.places_on_device:
             return False
         if not self.is_notebook:
@@ -149,7 +150,8 @@ class StepMarks:
                 return False  # its functions may be handed tensors placed elsewhere
         if self.project_imports and (self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports))):
             return False
-        return not uses_unbound_names(self.module)
+        # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
+        return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
 
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the
