@@ -884,8 +884,11 @@ def test_a_script_that_never_places_a_tensor_on_a_device_is_host_code(tmp_path):
     nothing on a device, names none and imports no project code holds CPU tensors, as a notebook does: its
     `action.item()` is no XLA transfer. Its twins: the same script moving its policy and states to a device, and
     the same script imported by another module of the project (which may hand it device tensors)."""
-    for d in ("cpu", "dev", "imp", "default"):
+    for d in ("cpu", "dev", "imp", "default", "lib"):
         (tmp_path / d).mkdir()
+    # a library that may place what it builds for the script (detectron2's trainer, ultralytics' YOLO)
+    lib = REINFORCE.format(place="").replace("import argparse\n", "import argparse\n\nimport detectron2\n")
+    assert (27, "XLA001") in _lines_and_codes(tmp_path / "lib", "reinforce.py", lib)
     # a default device set for every tensor built without one places them all
     default = REINFORCE.format(place="").replace("policy = Policy()", 'torch.set_default_device("xla")\npolicy = Policy()')
     assert (26, "XLA001") in _lines_and_codes(tmp_path / "default", "reinforce.py", default)

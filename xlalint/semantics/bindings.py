@@ -109,10 +109,12 @@ class Bindings:
             self.other_framework = True
         if full.startswith(_DEVICE_FRAMEWORKS):
             self.places_on_device = True  # torch_xla, accelerate, ...
-        elif (self.facts.knows(full) if self.facts is not None
-              else not is_host_library(full)):
-            # a project module (or, analysed alone, any module that may be one): it may place (step_marks asks)
-            self.project_imports.add(full)
+        elif self.facts is not None and self.facts.knows(full):
+            self.project_imports.add(full)  # a project module: it may place (step_marks asks the facts)
+        elif not is_host_library(full):
+            # a library that may place what it builds (detectron2's trainer, ultralytics' YOLO), or, analysed
+            # alone, a module that may be the project's: a script importing one is no host program
+            self.other_imports = True
         if self.other_framework and not self.torch_compute:
             # a JAX or TensorFlow program that only borrows torch's tools (TensorBoard, the DataLoader): its
             # arrays are not torch tensors, and nothing in it runs on torch_xla

@@ -85,6 +85,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         # without it (a CPU notebook), its tensors are host tensors (step_marks._resolve)
         self.places_on_device = False  # its own code places a tensor, or imports a framework that does
         self.project_imports: set = set()  # the project modules it imports (whether they place: the facts')
+        self.other_imports = False  # it imports a library that is neither the standard library nor a host library
         # CUDA by name (device_pins): a module that pins CUDA, never places on a device chosen at run time and
         # never names XLA or a TPU (``names_xla``, from its text) does not run on XLA (step_marks._resolve)
         self.names_xla = names_xla

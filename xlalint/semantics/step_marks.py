@@ -148,7 +148,9 @@ class StepMarks:
                 return False
             if self.facts is not None and self.facts.imported(self.module_name):
                 return False  # its functions may be handed tensors placed elsewhere
-        if self.project_imports and (self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports))):
+        if not self.is_notebook and self.other_imports:
+            return False  # a script that imports a library which may place for it
+        if self.project_imports and any(self.facts.places(m) for m in sorted(self.project_imports)):
             return False
         # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
         return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
