@@ -832,6 +832,10 @@ def test_a_function_that_asserts_cuda_is_available_is_not_xla_code(tmp_path):
         check='assert torch.cuda.is_available(), "Training currently requires at least one GPU."')) == set()
     assert _lines_and_codes(tmp_path, "train.py", DIT_TRAIN.format(
         check="if args.gpu_only:\n        assert torch.cuda.is_available()")) == {(15, "XLA001")}
+    # an argument check that raises before it ends no call early: every call that goes on reaches the assert
+    assert _lines_and_codes(tmp_path, "train.py", DIT_TRAIN.format(
+        check="if args.results_dir is None:\n        raise ValueError('--results-dir is required')\n    "
+              "assert torch.cuda.is_available(), 'Training currently requires at least one GPU.'")) == set()
 
 
 REINFORCE = '''import argparse

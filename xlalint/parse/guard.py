@@ -26,6 +26,7 @@ shallow enough for CPython's compile check below.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -303,12 +304,9 @@ def cpython_refuses(text: str, path: str = "<file>") -> Optional[Problem]:
 _PEP695 = re.compile(r"^[ \t]*(?:type[ \t]+\w+[ \t]*(?:\[|=)|(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[)")
 
 
-
 def _newer_construct(text: str, line: int) -> bool:
     """CPython refused the line for a construct of a newer Python than the one running xlalint (a 3.12
     project linted by Python 3.11)."""
-    import sys
-
     lines = text.splitlines()
     return sys.version_info < (3, 12) and 0 < line <= len(lines) and _PEP695.match(lines[line - 1]) is not None
 

@@ -147,13 +147,13 @@ def bindings_of(scope, name: str) -> list:
     return [value for target, value in bindings(scope.body) if any(x.value == name for x in target_names(target))]
 
 
-def padded_before_its_loop(call: cst.Call, func_node) -> bool:
+def padded_before_its_loop(call: cst.Call, func_node, over_data) -> bool:
     """The call is a statement of the function's own body (not in a loop) that binds its result, and a loop of
-    the same body after it uses that result while going over a loader's batches, or yielding (a dataset's
-    ``__iter__``): everything is padded at once, to one length, and every batch or row has that one shape
-    (BLIP's answer list tokenized before the evaluation loop; bigcode's prompts tokenized, then yielded row by
-    row). Not a loop over the padded batch's own items (a server's prefill, called per request batch: each call
-    pads to its own longest)."""
+    the same body after it uses that result while going over data (``over_data(loop)``: a loader's batches, or
+    the rows a dataset's ``__iter__`` yields, as the semantic model says): everything is padded at once, to one
+    length, and every batch or row has that one shape (BLIP's answer list tokenized before the evaluation loop;
+    bigcode's prompts tokenized, then yielded row by row). Not a loop over the padded batch's own items (a
+    server's prefill, called per request batch: each call pads to its own longest)."""
     body = getattr(getattr(func_node, "body", None), "body", ())
     for i, stmt in enumerate(body):
         if not contains(stmt, call):
@@ -161,30 +161,6 @@ def padded_before_its_loop(call: cst.Call, func_node) -> bool:
         if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1 or type(stmt.body[0]) is not cst.Assign:
             return False
         names = {n.value for t in stmt.body[0].targets for n in target_names(t.target)}
-        return bool(names) and any(type(later) in (cst.For, cst.While) and names & names_in(later)
-                                   and (_yields(later) or (type(later) is cst.For and _over_a_loader(later.iter)))
+        return bool(names) and any(type(later) in (cst.For, cst.While) and names & names_in(later) and over_data(later)
                                    for later in body[i + 1:])
-    return False
-
-
-def _yields(node) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Yield:
-            return True
-        if type(n) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            stack.extend(child_nodes(n))
-    return False
-
-
-def _over_a_loader(it) -> bool:
-    """``data_loader``, ``enumerate(val_loader)``, ``tqdm(self.eval_dataloader)``: the batches of a loader."""
-    stack = [it]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.Name, cst.Attribute) and {"loader", "dataloader"} & set(name_words(last_name(n) or "")):
-            return True
-        if type(n) is cst.Call:
-            stack.extend(a.value for a in n.args)
     return False

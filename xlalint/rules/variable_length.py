@@ -403,7 +403,10 @@ class UnbucketedVariableLength(Rule):
                     continue  # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`, only compared
                 if _one_off_literal(cand):
                     continue  # `tokenizer(["a prompt"], padding=True)` outside any loop: one shape, once
-                if not cand.ctx.loops and padded_before_its_loop(cand.node, cand.ctx.func.node):
+                if not cand.ctx.loops and padded_before_its_loop(
+                        cand.node, cand.ctx.func.node,
+                        lambda loop, f=cand.ctx.func: bool(f.yields) or (type(loop) is cst.For
+                                                                         and m.iterates_batches(loop.iter))):
                     continue  # `answers = tokenizer(answer_list, padding=True)` before the loop that uses them
                 how, by_default = extra if isinstance(extra, tuple) else (extra, False)
                 self._emit(cand, _tokenizer_headline(self.text(cand.node.func), cand.node, how, by_default), FIX_PAD,

@@ -142,8 +142,9 @@ def cuda_requirement(block, main_block: bool = False, qualname=None, bound=froze
             found = cuda_requirement(stmt.body.body, qualname=qualname, bound=bound, placements=placements)
             if found is not None:
                 return found
-        if t in (cst.If, cst.Try, cst.TryStar) and any(type(n) in (cst.Return, cst.Raise) for n in own_nodes(stmt)):
-            # `if not dist.is_initialized(): return x`: what follows runs only on some paths
+        if t in (cst.If, cst.Try, cst.TryStar) and any(type(n) is cst.Return for n in own_nodes(stmt)):
+            # `if not dist.is_initialized(): return x`: a call may complete without what follows (an `if` that only
+            # raises ends no call early: every call that goes on reaches the rest)
             return None
     return None
 

@@ -179,7 +179,7 @@ def _modulo_divisor(side) -> Optional[str]:
 
 # the words of a count of processes or shards (`world_size`, `num_processes`, `num_replicas`): a modulo by one
 # deals the items out to the processes
-_SHARD_WORDS = frozenset({"world", "processes", "procs", "nprocs", "replicas", "shards", "num_shards", "ranks"})
+_SHARD_WORDS = frozenset({"world", "processes", "procs", "nprocs", "replicas", "shards", "ranks"})
 # the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
 _EPOCH_WORDS = frozenset({"epoch", "epochs"})
 # ... and of steps, which make a sum with the epoch a step count (`step + num_update_steps_per_epoch * epoch`)

@@ -25,6 +25,7 @@ def is_host_library(module: str) -> bool:
     top = module.partition(".")[0]
     return top in T.HOST_LIBRARIES or top in _STDLIB
 
+
 # names a notebook's kernel or a script's interpreter binds without the source binding them
 _PREBOUND = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__",
                                         "display", "get_ipython", "In", "Out", "_", "__", "___"}
