@@ -106,6 +106,27 @@ def test_ipython_autocall_escapes_and_an_indented_cell_are_valid():
     assert program.cell_sources(fixed) == {2: cells[1].replace("loss.item()", "loss.detach()")}
 
 
+def test_a_line_inside_brackets_or_a_string_is_python_whatever_it_starts_with():
+    """A course notebook's `print('epoch %d, loss %.4f'` continued by `      % (epoch + 1, l))`: IPython reads its
+    syntax only where a logical line starts, so a continuation line that starts with `%`, `!` or `?` inside open
+    brackets, a triple-quoted string or after a backslash is Python, not a magic (and no syntax error)."""
+    cells = ["%matplotlib inline\nimport torch",
+             "for x in loader:\n"
+             "    l = model(x.to(device)).sum()\n"
+             "    print('loss %.4f, (done)'\n"
+             "          % (l.item()))\n"
+             "    doc = '''notes\n"
+             "!not a shell command\n"
+             "'''\n"
+             "    n = 3 \\\n"
+             "        % 2\n"
+             "    !echo done"]
+    findings = lint_source(make(cells), "n.ipynb")
+    assert [(f.cell, f.line, f.code) for f in findings] == [(2, 4, "XLA001")]
+    program = notebook.build_program(json.loads(make(cells)))
+    assert program.text.count(notebook.MAGIC_COMMENT) == 2  # `%matplotlib` and `!echo done`
+
+
 def test_a_future_import_opening_a_later_cell_is_valid():
     """vit-pytorch's notebook: `from __future__ import print_function` opens its second code cell, after a `!pip`
     cell. IPython compiles each cell alone, where the import is valid: no syntax error, the cells are linted."""

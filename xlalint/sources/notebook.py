@@ -293,6 +293,7 @@ def _cell_lines(src: str) -> tuple:
         out.append(f"pass  {MAGIC_COMMENT}")
         start = 1
     continued = False
+    open_code: tuple = ()
     indent = ""
     for ln in lines[start:]:
         stripped = ln.lstrip()
@@ -303,6 +304,10 @@ def _cell_lines(src: str) -> tuple:
             magics.append(ln)
             out.append(f"pass  {MAGIC_COMMENT}")
             continue
+        if open_code:  # `print('...'` then `      % (epoch, loss))`: a line inside brackets or a string is Python
+            out.append(ln)
+            open_code = _still_open(ln, open_code)
+            continue
         if continued or is_magic(stripped):
             if not continued:  # a continuation line (`!torchrun train.py \` then ` --lr 5e-5`) keeps the
                 indent = ln[: len(ln) - len(stripped)]  # indent of the line it continues, whatever its own
@@ -311,7 +316,42 @@ def _cell_lines(src: str) -> tuple:
             continued = ln.rstrip().endswith("\\")
         else:
             out.append(ln)
+            open_code = _still_open(ln, open_code)
     return out, magics, ""
+
+
+def _still_open(line: str, state: tuple) -> tuple:
+    """What a Python line leaves open for the next: (bracket depth, the quotes of an unfinished triple-quoted
+    string or "", a trailing backslash); empty when the next line starts a statement. IPython recognises its
+    syntax only where a logical line starts, and so does this."""
+    depth, quote = state[:2] if state else (0, "")
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if quote:  # inside a triple-quoted string
+            if c == "\\":
+                i += 2
+            elif line.startswith(quote, i):
+                i, quote = i + 3, ""
+            else:
+                i += 1
+            continue
+        if c == "#":
+            break
+        if c in "'\"":
+            if line.startswith(c * 3, i):
+                i, quote = i + 3, c * 3
+                continue
+            i += 1  # a one-line string: to its closing quote
+            while i < n and line[i] != c:
+                i += 2 if line[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    backslash = not quote and line.rstrip().endswith("\\")
+    return (depth, quote, backslash) if depth or quote or backslash else ()
 
 
 def build_program(nb) -> NotebookProgram:
