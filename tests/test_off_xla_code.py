@@ -838,6 +838,21 @@ def test_a_function_that_asserts_cuda_is_available_is_not_xla_code(tmp_path):
               "assert torch.cuda.is_available(), 'Training currently requires at least one GPU.'")) == set()
 
 
+def test_asserting_the_device_is_cuda_or_making_cuda_the_default_is_not_xla_code(tmp_path):
+    """Issue 32 cause 8 (round 16, read after scoring: llm.c's Llama 3 trainer): `assert device_type in {'cuda'}`,
+    `== "cuda"` or `"cuda" in device` on the straight line fails with the device set to XLA, and so does a
+    function that makes CUDA the default tensor type before building its model; what follows is not XLA code.
+    The twins accept another device (`in ("cuda", "cpu")`, `!= "mps"`) or set a CPU default, and stay."""
+    for check in ("assert device_type in {'cuda'}, 'GPU required to run LLaMA 3'", "assert device_type == 'cuda'",
+                  "assert 'cuda' in device_type", "torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)"):
+        assert _lines_and_codes(tmp_path, "train.py", DIT_TRAIN.format(
+            check=f"device_type = args.device\n    {check}")) == set(), check
+    for check in ("assert device_type in ('cuda', 'cpu')", "assert device_type != 'mps'",
+                  "torch.set_default_tensor_type(torch.FloatTensor)"):
+        assert _lines_and_codes(tmp_path, "train.py", DIT_TRAIN.format(
+            check=f"device_type = args.device\n    {check}")) == {(15, "XLA001")}, check
+
+
 REINFORCE = '''import argparse
 
 import torch

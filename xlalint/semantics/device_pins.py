@@ -134,7 +134,7 @@ def cuda_requirement(block, main_block: bool = False, qualname=None, bound=froze
         if t is cst.SimpleStatementLine:
             for small in stmt.body:
                 if type(small) is cst.Assert and asserts_cuda(small.test):
-                    return "assert torch.cuda.is_available()"
+                    return f"assert {code_of(small.test)}"
                 found = _straight_calls(small, qualname, bound, placements)
                 if found is not None:
                     return found
@@ -157,7 +157,7 @@ def _straight_calls(node, qualname=None, bound=frozenset(), placements: bool = F
         return None
     if type(node) is cst.Call:
         found = needs_cuda_call(node, qualname, bound)
-        if found is None and placements and _places_on_cuda(node):
+        if found is None and placements and (_places_on_cuda(node) or _sets_cuda_default(node)):
             found = code_of(node.func)  # `lm_net = lm_net.cuda()`: the model is on CUDA, whatever the batches are
         if found is not None:
             return found
@@ -496,8 +496,25 @@ def registers(module: cst.Module) -> bool:
 
 
 def asserts_cuda(test) -> bool:
-    """``assert torch.cuda.is_available(), "requires a GPU"``: the program says it cannot run without CUDA."""
-    return type(test) is cst.Call and pin_of(test, asserted=True) == PIN
+    """``assert torch.cuda.is_available(), "requires a GPU"``, ``assert device_type == "cuda"``, ``assert
+    device_type in {"cuda"}``, ``assert "cuda" in device``: the program says it cannot run without CUDA (a device
+    set to XLA fails the assertion). Not ``assert device in ("cuda", "cpu")``: it accepts another device."""
+    if type(test) is cst.Call:
+        return pin_of(test, asserted=True) == PIN
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    op, right = type(test.comparisons[0].operator), test.comparisons[0].comparator
+    if op is cst.Equal:
+        return _cuda_string(right) or _cuda_string(test.left)
+    if op is cst.In and _cuda_string(test.left):
+        return True  # `"cuda" in device`
+    return op is cst.In and type(right) in (cst.Set, cst.Tuple, cst.List) and bool(right.elements) and all(
+        _cuda_string(e.value) for e in right.elements)
+
+
+def _cuda_string(node) -> bool:
+    text = string_value(node)
+    return text is not None and (text == "cuda" or text.startswith("cuda:"))
 
 
 def gpu_actor(classdef: cst.ClassDef) -> bool:
