@@ -5,8 +5,12 @@ real-looking shapes (merge-NMS, a reward scorer, a beam search)."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
+from pathlib import Path
+
+from tests.conftest import run_xlalint
 from xlalint.analysis.source import lint_source
 
 HEAD = "import torch\nimport torch_xla\n"
@@ -153,3 +157,86 @@ def train(model, loader, SHOW):
         step(img)
 """
     assert lint(src) == {(read_line(src), "XLA001")}
+
+
+LOSSES = """
+def diou_loss(a, b):
+    assert (a >= b).all()
+    return (a - b).abs().sum()
+
+
+def box_loss(pred, gt, fg, box_reg_loss_type="smooth_l1", use_mask=True):
+    if box_reg_loss_type == "smooth_l1":
+        return (pred - gt).abs().sum()
+    elif box_reg_loss_type == "giou":
+        return (pred[fg] - gt[fg]).abs().sum()
+    elif box_reg_loss_type == "diou":
+        return diou_loss(pred, gt)
+    if not use_mask:
+        return (pred - gt).sum()
+    return pred[fg].sum()
+
+
+def train(model, loader, opt, cfg):
+    device = torch_xla.device()
+    for x, gt in loader:
+        pred = model(x.to(device))
+        fg = gt.to(device) > 0
+        loss = box_loss(pred, gt.to(device), fg, {args})
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_a_branch_on_a_parameter_runs_only_from_the_callers_whose_literals_take_it():
+    """Issue 32 cause 9 (round 16, read after scoring: detectron2's dense box loss): `if box_reg_loss_type ==
+    "diou":` in a function the step calls with `box_reg_loss_type="giou"` never runs from that call, nor does
+    what it calls (`diou_loss`'s assert); the "giou" branch does. A call that passes a variable (a config's
+    choice) may take every branch; a call that passes nothing takes the default's branch; after arms that all
+    return, the rest runs only when none was taken; a flag passed False takes `if not flag: return`."""
+    giou_mask, diou_assert, default_mask = (11, "XLA003"), (3, "XLA002"), (16, "XLA003")
+    assert lint(LOSSES.replace("{args}", 'box_reg_loss_type="giou"')) == {giou_mask}
+    assert lint(LOSSES.replace("{args}", '"diou"')) == {diou_assert}
+    assert lint(LOSSES.replace("{args}", "cfg.loss_type")) == {giou_mask, diou_assert, default_mask}
+    assert lint(LOSSES.replace("{args}", "box_reg_loss_type=cfg.loss_type")) == {giou_mask, diou_assert, default_mask}
+    # the default ("smooth_l1") returns before every masked line
+    assert lint(LOSSES.replace(", {args}", "")) == set()
+    assert diou_assert in lint(LOSSES.replace("{args}", "**cfg.loss_kwargs"))  # may name the type
+    assert lint(LOSSES.replace("{args}", '"other", use_mask=False')) == set()
+    assert lint(LOSSES.replace("{args}", '"other", use_mask=True')) == {default_mask}
+
+
+def test_the_path_a_message_names_is_a_caller_that_can_take_the_branch(tmp_path):
+    """Two callers in other modules, linted whole, one file at a time and from the cache: one passes "giou", the
+    other a config's choice. The "diou" branch's finding names the second (the first can never run it); with
+    only the first, the line is silent."""
+    losses = LOSSES.split("def train(")[0]
+    caller = """import torch
+import torch_xla
+from losses import box_loss
+
+
+def {name}(model, loader, opt, cfg):
+    device = torch_xla.device()
+    for x, gt in loader:
+        pred = model(x.to(device))
+        loss = box_loss(pred, gt.to(device), gt.to(device) > 0, {arg})
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+"""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "losses.py").write_text(HEAD + textwrap.dedent(losses))
+    (tmp_path / "detector.py").write_text(caller.format(name="train", arg='box_reg_loss_type="giou"'))
+    def diou(*args):
+        r = run_xlalint("--output-format", "json", "--isolated", *args, cwd=tmp_path)
+        assert r.returncode in (0, 1), r.stderr
+        return [f for f in json.loads(r.stdout) if Path(f["filename"]).name == "losses.py" and f["line"] == 5]
+
+    assert diou("--no-cache", ".") == []
+    (tmp_path / "finetune.py").write_text(caller.format(name="finetune", arg="cfg.loss_type"))
+    for args in (("--no-cache", "."), ("--no-cache", "losses.py"), ("losses.py",), ("losses.py",)):
+        found = diou(*args)
+        assert [f["code"] for f in found] == ["XLA002"], args
+        assert "finetune.py:10" in found[0]["message"] and "detector.py" not in found[0]["message"], args

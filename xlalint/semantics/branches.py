@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import constants, device_pins, narrowing
+from xlalint.semantics import argument_tests, constants, device_pins, narrowing
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -24,7 +24,7 @@ from xlalint.semantics.syntax import assigned_names, last_name, name_words, name
 class Branches:
     """The walk of ``if``, ``x if t else y``, ``a and b`` and ``assert``."""
 
-    def _if(self, node: cst.If) -> None:
+    def _if(self, node: cst.If, elif_: bool = False) -> None:
         self.seq += 1
         prev = self.stmt
         self.stmt = node
@@ -39,7 +39,9 @@ class Branches:
         decided = self.decided(node.test)
         conditional = not device_pins.is_main_guard(node.test)  # a script's `if __name__ == "__main__":` always runs
         self.cond_depth += conditional
-        self.guards.append((period, polarity == "non-xla" or decided is False, once))
+        params = self.fixed_parameters()
+        self.guards.append((period, polarity == "non-xla" or decided is False, once,
+                            argument_tests.tests_of(node.test, params) if params else ()))
         mode = mode_test(node.test)
         self.eval_depth += mode == "eval"
         # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
@@ -75,18 +77,22 @@ class Branches:
         self.eval_depth -= mode == "eval"
         self.guards.pop()
         if node.orelse is not None:
-            self.guards.append((None, polarity == "xla" or decided is True, False))
+            self.guards.append((None, polarity == "xla" or decided is True, False,
+                                argument_tests.tests_of(node.test, params, negate=True) if params else ()))
             self.eval_depth += mode == "train"
             # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch
             other = self.narrow(tested, K.NOT_TENSOR)
             if type(node.orelse) is cst.If:
-                self._if(node.orelse)
+                self._if(node.orelse, elif_=True)
             else:
                 self.walk_block(node.orelse.body)
             self.restore(other)
             self.eval_depth -= mode == "train"
             self.guards.pop()
         self.cond_depth -= conditional
+        rest = () if elif_ or not params else _tests_after(node, params)
+        if rest:  # `if kind == "giou": return ...` then `elif kind == "diou": return ...`: the rest, neither
+            self.guards.append((None, False, False, rest))
         if node.orelse is None and ends_block(node.body):
             if polarity == "xla" or decided is True:
                 # `if on_tpu: return pad(..., "max_length")`: the rest of this block runs off XLA only
@@ -135,6 +141,17 @@ class Branches:
             self.error_depth -= 1
         if self.cond_depth == 0 and not self.loop_stack:
             self._note_asserted(node)
+
+    def fixed_parameters(self) -> dict:
+        """The walked function's parameters its body never binds again (``argument_tests``), once per function."""
+        node = self.func.node
+        if type(node) is not cst.FunctionDef:
+            return {}
+        key = ("fixed params", id(node))
+        found = self._module_class_memo.get(key)
+        if found is None:
+            found = self._module_class_memo[key] = argument_tests.fixed_parameters(node)
+        return found
 
     # tests the source decides (constants) ---------------------------------
     def decided(self, test) -> Optional[bool]:
@@ -235,3 +252,18 @@ def _debug_flag(test) -> bool:
 _DUMP_FLAG_WORDS = frozenset({"debug", "dump", "visualize", "vis"})
 _DUMPED_THINGS = frozenset({"results", "images", "outputs", "preds", "predictions", "samples", "masks", "plots",
                             "figures", "visualizations", "vis"})
+
+
+def _tests_after(node: cst.If, params: dict) -> tuple:
+    """The tests of the function's parameters the statements after an ``if``/``elif`` chain run under, when
+    every arm leaves the block and no ``else`` does (``argument_tests``)."""
+    out: tuple = ()
+    while True:
+        if not ends_block(node.body):
+            return ()
+        out += argument_tests.tests_of(node.test, params, negate=True)
+        if node.orelse is None:
+            return out
+        if type(node.orelse) is not cst.If:
+            return ()
+        node = node.orelse

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import argument_tests
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import seeds as S
@@ -96,7 +97,7 @@ class CallSites:
                     self.compiled_names.add(n)
         self._note_hot(node, func)
         callee = self.callee_key(func)
-        ctx = self.step_context()
+        ctx = self.step_context(argument_tests.call_arguments(node) if callee is not None else None)
         if callee is not None and (not self._rewalking_quietly or callee.startswith(H.CALLABLE_PREFIX)):
             # a callback's call is known only once its parameter is (a walk again): recorded then too
             self._record_call_site(callee, node, func)

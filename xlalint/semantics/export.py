@@ -54,7 +54,8 @@ class Export:
                 i = ctx_ids[id(ctx)] = len(ctxs)
                 ctxs.append([f.key if f is not self.top else "", [loop_ids[id(lp)] for lp in ctx.loops if id(lp) in loop_ids],
                              ctx.period, ctx.non_xla, ctx.closure or f.closure, ctx.seq, ctx.error_path, ctx.once, line,
-                             ctx.eval_only, ctx.period_outside])
+                             ctx.eval_only, ctx.period_outside, [list(t) for t in ctx.tests],
+                             None if ctx.args is None else [list(a) for a in ctx.args]])
             return i
 
         funcs = {}

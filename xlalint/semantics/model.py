@@ -173,7 +173,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self.func = self.top
         self.class_key: Optional[str] = None
         self.loop_stack: list[LoopInfo] = []
-        self.guards: list[tuple] = []  # (period or None, non_xla bool, once bool)
+        # (period or None, non_xla bool, once bool[, the tests of the function's parameters it makes])
+        self.guards: list[tuple] = []
         self._type_tested: list[str] = []  # names under `if isinstance(v, torch.Tensor):` (maybe a tensor, maybe not)
         self.closure_depth = 0
         self.error_depth = 0
@@ -184,20 +185,25 @@ class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, C
         self.stmt: Optional[cst.CSTNode] = None
         self.top_index = 0
 
-    def step_context(self) -> Ctx:
-        """A handle on where the walk is now; resolved with ``frequency(ctx)`` after the walk."""
+    def step_context(self, args: Optional[tuple] = None) -> Ctx:
+        """A handle on where the walk is now; resolved with ``frequency(ctx)`` after the walk. ``args``: at a
+        call site, what the call passes (``argument_tests.call_arguments``)."""
         period = None
         non_xla = False
         once = False
         at = 0
-        for i, (p, nx, o) in enumerate(self.guards):
+        tests: tuple = ()
+        for i, g in enumerate(self.guards):
+            p, nx, o = g[:3]
             if p is not None:
                 period, at = p, i
             non_xla = non_xla or nx
             once = once or o
+            tests += g[3] if len(g) > 3 else ()
         return Ctx(self.func, tuple(self.loop_stack), period, non_xla, self.closure_depth > 0, self.seq,
                    self.error_depth > 0, once, eval_only=self.eval_depth > 0,
-                   period_outside=period is not None and bool(self.loop_stack) and at < self.loop_stack[-1].guard_depth)
+                   period_outside=period is not None and bool(self.loop_stack) and at < self.loop_stack[-1].guard_depth,
+                   tests=tests, args=args)
 
     def chosen_device_names(self) -> set:
         """The names placements used (``device_names_used``) that hold a device chosen at run time: not only

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from xlalint.semantics import argument_tests
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import name_words
@@ -122,6 +123,10 @@ class Ctx:
     # the period guard is outside the innermost loop: `if step % eval_every == 0: for batch in val_loader:`
     # runs the loop every N steps, and each of its batches (not every N batches)
     period_outside: bool = False
+    # the tests of its function's parameters it runs under (`if loss_type == "diou":`), and at a call site what
+    # the call passes (None: not a call site): argument_tests
+    tests: tuple = ()
+    args: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -344,14 +349,14 @@ class Steps:
         for loop in reversed(loops):  # the innermost step loop in this function
             if self.is_step_loop(loop):
                 if not self.loop_trains(loop):
-                    ff = self.function_frequency(ctx.func, passer)
+                    ff = self.function_frequency(ctx.func, passer, ctx.tests)
                     if ff.level == PERIODIC and ff.hot is None:
                         # `for x, y in loader: total += loss_of(x, y).item()` in a function run every N
                         # steps (an evaluation): its loop does not train, so it is an evaluation loop
                         # inside the training, not the training's own step loop
                         break
                 return self._in_loop(ctx, loop, self.hot_kind(loop, True))
-        ff = ff or self.function_frequency(ctx.func, passer)
+        ff = ff or self.function_frequency(ctx.func, passer, ctx.tests)
         if not ff.per_step:
             for loop in reversed(loops):  # else the innermost hot loop (decoding, evaluation, ...)
                 if self.is_hot_loop(loop):
@@ -457,17 +462,21 @@ class Steps:
             self._callers = out
         return self._callers
 
-    def function_frequency(self, f: FuncInfo, passer: Optional[str] = None) -> Frequency:
+    def function_frequency(self, f: FuncInfo, passer: Optional[str] = None, tests: tuple = ()) -> Frequency:
         """How often a call of ``f`` runs: the most often of its call sites. ``passer``: ``f`` runs here as
         a callback, and only that function (the one it is local to) can have passed it, so only its own call
         sites of ``f`` count (`compute_features(sample_fn, ...)` called by a training script and by a
-        sampling script, each with its own `sample_fn`), where it calls ``f`` itself."""
+        sampling script, each with its own `sample_fn`), where it calls ``f`` itself. ``tests``: asked for a
+        line under tests of ``f``'s parameters, so only the call sites whose arguments may pass them count
+        (``argument_tests``: `_loss(..., box_reg_loss_type="giou")` never runs its `"diou"` branch)."""
         callers = self.callers().get(f.key, ())
         if passer is not None:
             own = [c for c in callers if c.func.key == passer or c.func.key.startswith(passer + ".<locals>.")]
             callers, passer = (own, passer) if own else (callers, None)
+        if tests:
+            callers = [c for c in callers if argument_tests.compatible(tests, c.args)]
         cache = self._freq
-        key = f.key if passer is None else (f.key, passer)
+        key = (f.key, passer, tests) if tests else f.key if passer is None else (f.key, passer)
         if key in cache:
             return cache[key]
         if f.closure or f.excluded:

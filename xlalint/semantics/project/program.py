@@ -171,7 +171,9 @@ class Program:
         ctxs = []
         for fk, loop_ids, period, non_xla, closure, seq, error, once, line, *more in s["ctxs"]:
             ctxs.append(Ctx(funcs.get(fk, top), tuple(loops[i] for i in loop_ids), period, non_xla, closure, seq,
-                            error, once, line, bool(more and more[0]), len(more) > 1 and bool(more[1])))
+                            error, once, line, bool(more and more[0]), len(more) > 1 and bool(more[1]),
+                            tuple(tuple(t) for t in more[2]) if len(more) > 2 else (),
+                            tuple(tuple(a) for a in more[3]) if len(more) > 3 and more[3] is not None else None))
         self.ctxs[mod] = ctxs
         for key, rec in s["funcs"].items():
             f = funcs[key]

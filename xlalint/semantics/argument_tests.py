@@ -1,0 +1,160 @@
+"""Branches a caller's arguments decide: ``if box_reg_loss_type == "diou":`` in a function that one caller
+calls with ``box_reg_loss_type="giou"`` never runs from that caller.
+
+The walk notes, for each branch of a function, the tests it makes of the function's own parameters (a
+parameter the body never binds again) against literals (``param == "diou"``, ``param is None``, ``if
+param:``), and for each call site the literal values it passes. When the steps ask how often a line runs
+(``steps.Steps.function_frequency``), a call site whose literals make one of the line's tests false is not a
+way the line runs: the frequency, and the path its message names, come from the other call sites (a caller
+that passes a variable, ``self.box_reg_loss_type``, may take the branch). As pyright narrows a declared
+literal type at a call, from what the source shows: an argument that is not a literal decides nothing.
+
+A test is a tuple ``(name, index, default, op, value)``: the parameter's name, its position among the
+positional parameters after ``self``/``cls`` (None: keyword-only), its default (``NO_DEFAULT`` when it has no
+literal one), ``op`` one of ``==``, ``!=``, ``truthy``, ``falsy``, and the literal. A call's arguments are a
+tuple of ``(key, known, value)``: a parameter name or a position, whether the argument is a literal, and
+the literal; ``("*", True, True)`` when the call unpacks ``*args``/``**kwargs`` (a parameter it does not name
+may still be given). Plain data, kept in the project summaries.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from xlalint.semantics.syntax import assigned_names
+
+NO_DEFAULT = "<no default>"
+_VARIES = object()
+_STAR = "*"
+
+
+def literal(node) -> object:
+    """``True``/``False``/``None``, an integer or a plain string literal, else ``_VARIES``."""
+    t = type(node)
+    if t is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if t in (cst.Integer, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001 - a literal libcst cannot evaluate decides nothing
+            return _VARIES
+        return value if isinstance(value, (int, str)) else _VARIES
+    if t is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
+        inner = literal(node.expression)
+        return -inner if isinstance(inner, int) else _VARIES
+    return _VARIES
+
+
+def fixed_parameters(node: cst.FunctionDef) -> dict:
+    """The parameters the function's body never binds again: name -> (position or None, literal default)."""
+    p = node.params
+    positional = [*p.posonly_params, *p.params]
+    if positional and positional[0].name.value in ("self", "cls"):
+        positional = positional[1:]
+    rebound = assigned_names(node.body)
+    out = {}
+    for i, param in enumerate(positional):
+        out[param.name.value] = (i, _default(param))
+    for param in p.kwonly_params:
+        out[param.name.value] = (None, _default(param))
+    return {k: v for k, v in out.items() if k not in rebound}
+
+
+def _default(param: cst.Param) -> object:
+    if param.default is None:
+        return NO_DEFAULT
+    value = literal(param.default)
+    return NO_DEFAULT if value is _VARIES else value
+
+
+def tests_of(test, params: dict, negate: bool = False) -> tuple:
+    """What ``test`` (or its negation) being true says of ``params`` (``fixed_parameters``): the tests a
+    branch's body runs under. ``a and b`` holds both (its negation says nothing); ``not a`` flips."""
+    t = type(test)
+    if t is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return tests_of(test.expression, params, not negate)
+    if t is cst.BooleanOperation:
+        if type(test.operator) is (cst.Or if negate else cst.And):
+            return tests_of(test.left, params, negate) + tests_of(test.right, params, negate)
+        return ()
+    if t is cst.Name and test.value in params:
+        return (_test(test.value, params, "falsy" if negate else "truthy", None),)
+    if t is not cst.Comparison or len(test.comparisons) != 1:
+        return ()
+    comp = test.comparisons[0]
+    left, right, op = test.left, comp.comparator, type(comp.operator)
+    if type(left) is not cst.Name or left.value not in params:
+        left, right = right, left
+    if type(left) is not cst.Name or left.value not in params:
+        return ()
+    value = literal(right)
+    if value is _VARIES:
+        return ()
+    if op in (cst.Equal, cst.Is):
+        equal = True
+    elif op in (cst.NotEqual, cst.IsNot):
+        equal = False
+    else:
+        return ()
+    if op in (cst.Is, cst.IsNot) and value is not None and not isinstance(value, bool):
+        return ()
+    return (_test(left.value, params, "==" if equal != negate else "!=", value),)
+
+
+def _test(name: str, params: dict, op: str, value) -> tuple:
+    index, default = params[name]
+    return (name, index, default, op, value)
+
+
+def call_arguments(call: cst.Call) -> tuple:
+    """What a call passes: ``((key, known, value), ...)`` (see the module's docstring)."""
+    out = []
+    position = 0
+    star = False
+    for a in call.args:
+        if a.star:
+            star = True
+            continue
+        if a.keyword is not None:
+            key = a.keyword.value
+        elif star:
+            continue  # after `*args`, a positional argument's position is unknown
+        else:
+            key, position = position, position + 1
+        value = literal(a.value)
+        out.append((key, True, value) if value is not _VARIES else (key, False, None))
+    if star:
+        out.append((_STAR, True, True))
+    return tuple(out)
+
+
+def compatible(tests: tuple, args: Optional[tuple]) -> bool:
+    """Whether a call site passing ``args`` (None: not known) may run a line under ``tests``."""
+    if not tests or args is None:
+        return True
+    given = {k: (known, v) for k, known, v in args}
+    star = _STAR in given
+    for name, index, default, op, value in tests:
+        found = given.get(name) or (given.get(index) if index is not None else None)
+        if found is not None:
+            known, passed = found
+            if not known:
+                continue  # a variable: it may take the branch
+        elif star or default == NO_DEFAULT:
+            continue  # an unpacked container may give it
+        else:
+            passed = default
+        if not _holds(op, passed, value):
+            return False
+    return True
+
+
+def _holds(op: str, passed, value) -> bool:
+    if op == "truthy":
+        return bool(passed)
+    if op == "falsy":
+        return not passed
+    same = passed == value and type(passed) is type(value)
+    return same if op == "==" else not same
