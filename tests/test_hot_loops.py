@@ -271,6 +271,30 @@ def test_a_flag_named_entry_of_a_dict_of_tensors_is_a_setting():
         """)
     assert [(ln, c) for ln, c, _m in found if c == "XLA002"] == [(10, "XLA002")]
 
+
+def test_what_takes_a_string_index_is_not_a_tensor():
+    """Issue 32 cause 3 (round 16, read after scoring: sd-scripts' trainers): `for attrs in batch["custom_attributes"]`
+    then `attrs["diff_output_preservation"]`: no tensor takes a string index, so the element is a dict (the
+    batch's list of per-item settings), not a row of a device tensor. The twin, a row of the labels, is one."""
+    found = lint("""
+        def train(model, loader, opt, accelerator):
+            model, opt, loader = accelerator.prepare(model, opt, loader)
+            for batch in loader:
+                loss = model(batch["images"])
+                if "custom_attributes" in batch:
+                    for i, attrs in enumerate(batch["custom_attributes"]):
+                        if "preserve" in attrs and attrs["preserve"]:
+                            loss = loss * 2
+                for i, row in enumerate(batch["labels"]):
+                    if row[0] > 0:
+                        loss = loss + 1
+                accelerator.backward(loss)
+                opt.step()
+                torch_xla.sync()
+        """)
+    assert [(ln, c) for ln, c, _m in found] == [(10, "XLA008"), (11, "XLA002")]
+
+
 def test_astype_is_numpy_or_pandas_never_a_tensor():
     """Issue 32 cause 5 (open-instruct's table printer, read): `row.astype(str).tolist()` of a pandas row from
     `df.iterrows()` reads no device value: a torch tensor has no `.astype`. The model's output read beside it
