@@ -16,6 +16,7 @@ import libcst as cst
 from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
+from xlalint.semantics import value_uses
 from xlalint.semantics.steps import FuncInfo
 from xlalint.semantics.syntax import (
     child_nodes, dotted_name, is_shape, last_name, name_words, names_in, positional_args, target_names,
@@ -202,8 +203,8 @@ class Bindings:
                 ek = K.TENSOR
             parts = self._annotated_parts(held, len(elts)) or self._next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
-                for e, pk in zip(elts, parts):
-                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
+                for e, pk in zip(elts, parts):  # an item its returns leave unknown stays so (`(Hp, Wp)`)
+                    self._bind_target(e.value, None, pk)
                 return
             for e in elts:
                 if type(e) is cst.StarredElement:
@@ -283,7 +284,9 @@ class Bindings:
         if type(value) is not cst.Call:
             return None
         f = self._callee_of(value.func)
-        returned = f.return_parts if f is not None else None
+        if f is None:
+            return self._project_parts(value.func, n)
+        returned = f.return_parts
         if returned and len(returned) == n and not f.passes:
             from_returns = [K.UNKNOWN if p is None else p for p in returned]
         else:
@@ -298,6 +301,16 @@ class Bindings:
         if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
             return from_returns
         return [self._annotation_kind(a) for a in items]
+
+    def _project_parts(self, func, n: int):
+        """The kinds of the ``n`` items of the tuple a function of another project module returns (its
+        summary's ``return_parts``: ``windows, pad_hw = window_partition(x, 14)``), else None."""
+        q = self.qualname(func) if self.facts is not None else None
+        if q is None or not self.facts.knows(q):
+            return None
+        r = self.facts.resolve(q)
+        parts = self.facts.return_parts(r[1]) if r is not None and r[0] == "func" else None
+        return [K.UNKNOWN if p is None else p for p in parts] if parts and len(parts) == n else None
 
     def _next_parts(self, value, n: int):
         """``x, y, state = next(loader)`` of a project generator that yields ``n``-tuples: each item as
@@ -411,6 +424,7 @@ class Bindings:
         is_forward = info.root and name == "forward"
         is_step_method = name in ("training_step", "validation_step", "test_step", "predict_step")
         receivers = None  # _container_receivers(node), computed when a guess needs it
+        sizes = None  # value_uses.size_names(node), likewise
         autograd_function = (bool(all_params) and all_params[0].name.value == "ctx") or bool(
             info.class_key and self.classes.get(info.class_key, {}).get("autograd")
         )
@@ -432,6 +446,8 @@ class Bindings:
                     k = K.UNKNOWN
                 elif pname in (receivers := receivers if receivers is not None else _container_receivers(node)):
                     k = K.UNKNOWN  # `cache.get(i)`, `cache.update(i, kv)`: an object, not a tensor
+                elif pname in (sizes := sizes if sizes is not None else value_uses.size_names(node)):
+                    k = K.UNKNOWN  # `x.view(B, H, W, C)`: a size, a Python int (`forward(self, x, H, W)`)
                 elif p.default is None or (type(p.default) is cst.Name and p.default.value == "None"):
                     k = K.TENSOR
                     self._bind_name(pname, k)

@@ -63,7 +63,8 @@ class Export:
             funcs[key] = [f.name, f.class_key, f.root, f.closure, f.step_call_outside_loops, f.barrier_outside_loops,
                           f.trains_outside_loops, f.call_return_kind, [(callee_ref(c), ctx_id(x)) for c, x in f.calls],
                           [(s, callee_ref(c) if c is not None else None, u) for s, c, u in f.sync_points], f.sets_up,
-                          f.runs_model, f.excluded, f.no_grad]
+                          f.runs_model, f.excluded, f.no_grad,
+                          list(f.return_parts) if f.return_parts and not f.passes else None]
         top_calls = [(callee_ref(c), ctx_id(x)) for c, x in self.top.calls]
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],

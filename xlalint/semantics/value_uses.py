@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.semantics.syntax import last_name, names_in
+from xlalint.semantics.syntax import dotted_name, last_name, names_in, own_nodes
 
 # calls that only look at their arguments
 _INSPECTING_BUILTINS = frozenset({"len", "print", "isinstance", "repr", "str", "type", "id", "hash", "bool", "format"})
@@ -73,3 +73,47 @@ class ValueUses:
                 return True
             todo.extend(t for (f, t), srcs in self._sources.items() if f == fid and n in srcs)
         return False
+
+
+# calls whose positional arguments are sizes (a tensor's methods, torch's factories, the builtin `range`), and
+# `F.pad`'s widths
+_SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full",
+                           "unflatten", "tile"})
+_SIZE_FUNCTIONS = frozenset({"zeros", "ones", "empty", "rand", "randn", "arange", "range", "full"})
+_PAD_FUNCTIONS = frozenset({"pad"})
+
+
+def size_names(node) -> set:
+    """The names a function uses as sizes: an argument of ``x.view(B, H, W, C)``, ``torch.zeros(n, d)``,
+    ``range(n)``, a width of ``F.pad(x, (0, W % 2))``, alone or in arithmetic (``H * W``, ``H // 2``). A
+    parameter used so is a Python int where the code is written for tensors (issue 32 cause 3: a Swin block's
+    ``forward(self, x, H, W)``); reading one there would be the bug itself, so its other uses are not guessed."""
+    out: set = set()
+    for n in own_nodes(node.body) if type(node) is cst.FunctionDef else ():
+        if type(n) is not cst.Call:
+            continue
+        func = n.func
+        name = last_name(func)
+        positional = [a.value for a in n.args if a.keyword is None and not a.star]
+        if type(func) is cst.Attribute and name in _SIZE_METHODS:
+            sizes = positional
+        elif name in _SIZE_FUNCTIONS and (type(func) is cst.Name or dotted_name(func.value) == "torch"):
+            sizes = positional[:1] if name == "full" else positional
+        elif name in _PAD_FUNCTIONS and len(positional) > 1:
+            sizes = [positional[1]]
+        else:
+            continue
+        for s in sizes:
+            for part in s.elements if type(s) in (cst.Tuple, cst.List) else [s]:
+                out.update(_arithmetic_names(part.value if type(part) in (cst.Element, cst.StarredElement) else part))
+    return out
+
+
+def _arithmetic_names(e) -> set:
+    if type(e) is cst.Name:
+        return {e.value}
+    if type(e) is cst.BinaryOperation:
+        return _arithmetic_names(e.left) | _arithmetic_names(e.right)
+    if type(e) is cst.UnaryOperation:
+        return _arithmetic_names(e.expression)
+    return set()

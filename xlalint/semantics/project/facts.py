@@ -181,6 +181,14 @@ class Facts:
         rec = s["funcs"].get(key) if s else None
         return rec[7] if rec else K.UNKNOWN
 
+    def return_parts(self, gkey: str):
+        """The kinds of the items of the tuple a function returns on every path (``return windows, (Hp, Wp)``),
+        None where one is not known; None when it does not return one tuple shape."""
+        mod, _, key = gkey.partition(":")
+        s = self.summaries.get(mod)
+        rec = s["funcs"].get(key) if s else None
+        return rec[14] if rec and len(rec) > 14 else None
+
     def periodic(self, gkey: str) -> Optional[str]:
         """The period of a function that returns a periodic test (``step % N == 0``), or None."""
         mod, _, key = gkey.partition(":")
@@ -427,6 +435,8 @@ class FactsView:
             return list(r) if r is not None else None
         if op == "ret":
             return f.returns(arg)
+        if op == "retp":
+            return f.return_parts(arg)
         if op == "per":
             return f.periodic(arg)
         if op == "perm":
@@ -494,6 +504,9 @@ class FactsView:
 
     def returns(self, gkey: str):
         return self._ask("ret|" + gkey)
+
+    def return_parts(self, gkey: str):
+        return self._ask("retp|" + gkey)
 
     def periodic(self, gkey: str) -> Optional[str]:
         return self._ask("per|" + gkey)

@@ -1,0 +1,122 @@
+"""Python values that are not device tensors (issue 32, cause 3): sizes handed to a module's `forward`, the int
+items of a tuple a helper of another module returns. Each with its twin that stays a finding."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.conftest import run_xlalint
+from xlalint.analysis.source import lint_source
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport torch_xla\n"
+
+
+def lint(body: str) -> set:
+    src = HEAD + textwrap.dedent(body)
+    return {(f.line - HEAD.count("\n"), f.code) for f in lint_source(src, "model.py")}
+
+
+MERGING = """
+class PatchMerging(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.reduction = nn.Linear(4 * dim, 2 * dim)
+
+    def forward(self, x, H, W):
+        B, L, C = x.shape
+        assert L == H * W, "input feature has wrong size"
+        {use}
+        pad_input = (H % 2 == 1) or (W % 2 == 1)
+        if pad_input:
+            {pad}
+        return self.reduction(x)
+"""
+
+
+def test_a_forward_parameter_used_as_a_size_is_a_python_int():
+    """Round 16, read after scoring (detectron2's Swin backbone): `forward(self, x, H, W)` with `x.view(B, H, W, C)`
+    is handed the spatial size as ints; `L == H * W`, `H % 2 == 1` and the flag built from them are Python
+    values. Its twin, a parameter never used as a size (a mask), is still a tensor when tested."""
+    pad = "x = F.pad(x, (0, 0, 0, W % 2, 0, H % 2))"
+    assert lint(MERGING.replace("{use}", "x = x.view(B, H, W, C)").replace("{pad}", pad)) == set()
+    assert lint(MERGING.replace("{use}", "x = x.reshape(B, H * W // 4, 4 * C)").replace("{pad}", pad)) == set()
+    assert lint(MERGING.replace("{use}", "x = x.new_zeros(B, H, W, C) + x").replace("{pad}", "x = x + 1")) == set()
+    # never used as a size: `forward`'s inputs are tensors, and testing them is a host read
+    assert lint(MERGING.replace("{use}", "x = x * H").replace("{pad}", "x = x + W")) == {
+        (9, "XLA002"), (11, "XLA002"), (12, "XLA002")}
+
+
+UTILS = '''import torch
+import torch.nn.functional as F
+
+
+def window_partition(x, window_size):
+    B, H, W, C = x.shape
+    pad_h = (window_size - H % window_size) % window_size
+    pad_w = (window_size - W % window_size) % window_size
+    if pad_h > 0 or pad_w > 0:
+        x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
+    Hp, Wp = H + pad_h, W + pad_w
+    windows = x.view(-1, window_size, window_size, C)
+    return windows, {second}
+
+
+def window_unpartition(windows, window_size, pad_hw, hw):
+    Hp, Wp = pad_hw
+    H, W = hw
+    x = windows.view(-1, Hp, Wp, windows.shape[-1])
+    if Hp > H or Wp > W:
+        x = x[:, :H, :W, :].contiguous()
+    return x
+'''
+
+ATTENTION = '''import torch
+import torch.nn as nn
+import torch_xla
+
+from utils import window_partition, window_unpartition
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, window):
+        super().__init__()
+        self.qkv = nn.Linear(dim, dim)
+        self.window = window
+
+    def forward(self, x):
+        hw = x.shape[1:3]
+        q, pad_hw = window_partition(self.qkv(x), self.window)
+        return window_unpartition(q, self.window, pad_hw, hw)
+
+
+def train(model, loader, opt):
+    device = torch_xla.device()
+    for x in loader:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+'''
+
+
+def test_the_int_items_of_a_tuple_another_module_returns_are_not_tensors(tmp_path):
+    """Round 16, read after scoring (detectron2's ViT windows): `q, pad_hw = window_partition(x, w)` of another
+    module returning `windows, (Hp, Wp)`: `pad_hw` is what its returns say, not a device tensor, so `Hp > H`
+    in the helper it is handed to is a Python test; linted whole, one file at a time and from the cache. The
+    twin returns the mask it computed in place of the sizes: testing it is a host read."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "attention.py").write_text(ATTENTION)
+
+    def utils_findings(*args):
+        r = run_xlalint("--output-format", "json", "--isolated", *args, cwd=tmp_path)
+        assert r.returncode in (0, 1), r.stderr
+        return {(f["line"], f["code"]) for f in json.loads(r.stdout) if Path(f["filename"]).name == "utils.py"}
+
+    (tmp_path / "utils.py").write_text(UTILS.replace("{second}", "(Hp, Wp)"))
+    for args in (("--no-cache", "."), ("--no-cache", "utils.py"), ("utils.py",), ("utils.py",)):
+        assert utils_findings(*args) == set(), args
+    (tmp_path / "utils.py").write_text(UTILS.replace("{second}", "(x.sum(-1) > 0, x.sum(-1) > 0)"))
+    for args in (("--no-cache", "."), ("--no-cache", "utils.py"), ("utils.py",)):
+        assert (20, "XLA002") in utils_findings(*args), args
