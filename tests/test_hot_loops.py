@@ -1040,6 +1040,24 @@ def test_a_flash_attention_flag_guards_code_that_never_runs_on_xla():
     assert {(ln, c) for ln, c, _ in found} == {(7, "XLA001")}
 
 
+def test_a_branch_taken_only_while_torch_traces_never_runs_in_an_xla_step():
+    """Issue 32 cause 7 (round 16, read after scoring: detectron2's ImageList): `if torch.compiler.is_compiling():
+    torch._check(u0.item() >= 0)` runs while dynamo traces (likewise `torch.jit.is_scripting()`/`is_tracing()`),
+    never in the eager, lazy XLA step; the same read under a plain flag stays."""
+    body = """
+        class Model(torch.nn.Module):
+            def forward(self, x, sizes):
+                u0 = sizes.max() - x.shape[-1]
+                if not torch.jit.is_scripting():
+                    if version_ok and {test}:
+                        torch._check(u0.item() >= 0)
+                return x
+        """
+    for test in ("torch.compiler.is_compiling()", "torch._dynamo.is_compiling()", "torch.jit.is_tracing()"):
+        assert lint(body.replace("{test}", test)) == [], test
+    assert {(ln, c) for ln, c, _ in lint(body.replace("{test}", "self.check"))} == {(7, "XLA001")}
+
+
 def test_a_loop_that_stops_after_its_first_few_passes_is_no_step():
     # llm-foundry's dataloader `__main__`: `for i, batch in enumerate(dataloader): if i >= 5: break` peeks at
     # five batches; the same loop without the early break reads every batch

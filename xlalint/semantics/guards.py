@@ -257,6 +257,11 @@ _EVAL_WORDS = frozenset({"valid", "val", "validation", "test", "eval", "evaluati
                          "predict", "prediction", "inference", "infer", "generate", "generation"})
 
 
+# torch's "am I being traced?" tests: their branches run while dynamo, TorchScript or export trace the code, never in
+# the eager (lazy XLA) step
+_TRACING_TESTS = frozenset({"is_compiling", "is_dynamo_compiling", "is_scripting", "is_tracing", "is_exporting"})
+
+
 def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
     """'non-xla' when the test is true only off XLA (``device.type != "xla"``), 'xla' for the opposite.
     ``names``: a name's polarity when it was bound to such a test (``mps = "mps" in device.type``)."""
@@ -311,6 +316,8 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
             result = "xla"
         elif (n == "is_available" and "cuda" in (dotted_name(test.func) or "")) or n.startswith("is_flash_attn"):
             result = "non-xla"
+        elif n in _TRACING_TESTS and (dotted_name(test.func) or "").startswith("torch."):
+            result = "non-xla"  # `torch.compiler.is_compiling()`: true only while dynamo traces, not in a lazy XLA step
     elif type(test) in (cst.Name, cst.Attribute):
         n = (last_name(test) or "").lower().lstrip("_")
         if n in ("use_xla", "is_xla", "on_xla", "using_xla", "use_tpu", "on_tpu", "is_tpu", "xla", "tpu"):
