@@ -295,6 +295,33 @@ def test_what_takes_a_string_index_is_not_a_tensor():
     assert [(ln, c) for ln, c, _m in found] == [(10, "XLA008"), (11, "XLA002")]
 
 
+def test_a_method_no_tensor_has_says_its_receiver_is_not_a_tensor():
+    """Issue 32 cause 3 (round 16, read after scoring: detectron2's mmdet wrapper): `gt[0].has("gt_masks")` of
+    `Instances` moved with `.to(device)`: `torch.Tensor` has no `has` (the table is generated from the installed
+    torch), so the call's result is not a device tensor. The twin, a tensor method's result, is one."""
+    body = """
+        def train(model, loader, opt):
+            for batched_inputs in loader:
+                gt = [x["instances"].to(device) for x in batched_inputs]
+                if gt[0].{method}:
+                    print("masks")
+                loss = model(batched_inputs, gt)
+                loss.backward()
+                opt.step()
+                torch_xla.sync()
+        """
+    assert lint(body.replace("{method}", 'has("gt_masks")')) == []
+    assert {(ln, c) for ln, c, _ in lint(body.replace("{method}", "any()"))} == {(5, "XLA002")}
+
+
+def test_the_tensor_attribute_table_is_the_installed_torchs():
+    """The generated table is what `scripts/gen_tensor_methods.py` writes for the torch installed here."""
+    import torch
+
+    from xlalint.semantics.tensor_methods import TENSOR_ATTRIBUTES
+    assert TENSOR_ATTRIBUTES == {n for n in dir(torch.Tensor) if not n.startswith("_")}
+
+
 def test_astype_is_numpy_or_pandas_never_a_tensor():
     """Issue 32 cause 5 (open-instruct's table printer, read): `row.astype(str).tolist()` of a pandas row from
     `df.iterrows()` reads no device value: a torch tensor has no `.astype`. The model's output read beside it

@@ -16,6 +16,7 @@ from xlalint.semantics import device_pins, passthrough
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
+from xlalint.semantics.tensor_methods import TENSOR_ATTRIBUTES
 from xlalint.semantics.guards import flash_attention_class, onnx_export_class
 from xlalint.semantics.tensors import element_key_of
 from xlalint.semantics.syntax import (
@@ -219,6 +220,10 @@ class CallKinds:
                 # a tensor has no .items(): this "tensor" is a dict of them (a criterion's loss dict,
                 # a model output), and its values are device tensors
                 return _DICT_OUTPUT_METHODS[meth]
+            if meth not in TENSOR_ATTRIBUTES:
+                # `instances.has("gt_masks")`: a tensor has no such method, so the receiver is not the tensor it
+                # was taken for (an object moved with `.to(device)`), and what it returns is not known
+                return K.UNKNOWN
             if meth in T.NON_TENSOR_METHODS or meth.startswith("is_"):
                 return K.NOT_TENSOR  # `.is_contiguous()`, `.is_floating_point()`: Python bools
             if meth == "cpu":
