@@ -99,6 +99,52 @@ def test_a_branch_taken_only_while_evaluating_says_every_evaluation_batch(tmp_pa
     assert "every step" in msgs[10]
 
 
+
+POOLERS = '''import torch
+
+
+def boxes_to_rois(boxes, sizes):
+    indices = torch.repeat_interleave(torch.arange(len(sizes), device=boxes.device), sizes)
+    return torch.cat([indices[:, None].float(), boxes], dim=1)
+
+
+class ROIPooler(torch.nn.Module):
+    def forward(self, x, boxes, sizes):
+        {pooler_body}
+        return x[:, :1] * rois.sum()
+'''
+
+EXPORT = '''import torch
+
+import poolers
+
+
+class ExportROIPooler(poolers.ROIPooler):
+    def forward(self, x, boxes, sizes):
+        assert not self.training
+        rois = poolers.boxes_to_rois(boxes, sizes)
+        print(rois.sum().item())
+        return x[:, :1] * rois.sum()
+'''
+
+
+def test_a_forward_that_asserts_it_is_not_training_runs_every_evaluation_batch(tmp_path):
+    """Issue 32 cause 9 (round 16, read after scoring: detectron2's Caffe2 export pooler): `assert not
+    self.training` at the top of a `forward` makes the rest of it evaluation-only: its own read says "every
+    evaluation batch", and a helper it shares with the training `forward` is named by the training path
+    ("every step"), never by the export one; with the training `forward` not calling it, by the export one."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "export.py").write_text(EXPORT)
+    (tmp_path / "poolers.py").write_text(POOLERS.replace("{pooler_body}", "rois = boxes_to_rois(boxes, sizes)"))
+    found = _lint(tmp_path)
+    export = _messages(found, "export.py")
+    assert list(export) == [10] and "every evaluation batch" in export[10], export
+    shared = _messages(found, "poolers.py", "XLA003")
+    assert list(shared) == [5] and "every step" in shared[5] and "export.py" not in shared[5], shared
+    (tmp_path / "poolers.py").write_text(POOLERS.replace("{pooler_body}", "rois = boxes"))
+    shared = _messages(_lint(tmp_path), "poolers.py", "XLA003")
+    assert list(shared) == [5] and "every evaluation batch" in shared[5] and "export.py:9" in shared[5], shared
+
 def test_the_inference_path_of_a_forward_that_dispatches_on_its_mode_says_every_evaluation_batch(tmp_path):
     """Issue 32 cause 9 (round 15, read after scoring: lerobot's Wall-X policy): `forward(mode=...)` trains when
     the mode is empty and runs `self.predict(...)` under `elif mode == "predict":`: the prediction is inference,

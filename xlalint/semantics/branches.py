@@ -141,6 +141,10 @@ class Branches:
             self.error_depth -= 1
         if self.cond_depth == 0 and not self.loop_stack:
             self._note_asserted(node)
+            if self.func is not self.top and mode_test(node.test) == "eval":
+                # `assert not self.training` (an export or inference-only `forward`): the rest of the function runs
+                # only while evaluating (the function's walk resets the depth when it ends)
+                self.eval_depth += 1
 
     def fixed_parameters(self) -> dict:
         """The walked function's parameters its body never binds again (``argument_tests``), once per function."""

@@ -500,8 +500,8 @@ class Steps:
                 continue  # generate() called per prompt: its own loops say how often its parts run
             any_site = True
             all_after = all_after and fr.after_sync
-            if fr.level > best.level:
-                best, best_ctx = fr, ctx
+            if fr.level > best.level or (fr.level == best.level and best.hot is not None and fr.hot is None):
+                best, best_ctx = fr, ctx  # the most often; of as often, a training step's path before a hot loop's
         if any_site:
             best = Frequency(best.level, best.period, all_after, best.loop, (best_ctx,) + best.via, best.hot, best.within)
         cache[key] = best

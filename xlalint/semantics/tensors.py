@@ -312,10 +312,6 @@ class TensorInference:
             return bk  # `parts[1:]` of a tuple from chunk()/split(), of a batch: still a container
         if bk in (K.TENSORS, K.CPU_TENSORS) and _counter_key(e):
             return K.UNKNOWN  # `ckpt_dict[training.STEPS_KEY]`, `state["epoch"]`, `kwargs["use_cache"]`: not a tensor
-        if bk in (K.TENSOR, K.CPU_TENSOR) and _string_key(e):
-            # `attrs["diff_output_preservation"]` of an element of a batch's list of dicts: no tensor takes a
-            # string index, so what is indexed is not the tensor it was taken for
-            return K.UNKNOWN
         if bk in (K.TENSORS, K.TENSOR):
             return K.TENSOR
         if bk in (K.CPU_TENSORS, K.CPU_TENSOR):
@@ -348,10 +344,6 @@ def _counter_key(e: cst.Subscript) -> bool:
     words = name_words(text or "")
     # `model_kwargs["use_cache"]`, `inputs["return_dict"]`, `kwargs["output_attentions"]`: a setting's flag
     return bool(words) and (bool(_COUNTER_KEY_WORDS & set(words)) or (words[0] in _FLAG_KEY_HEADS and len(words) > 1))
-
-
-def _string_key(e: cst.Subscript) -> bool:
-    return len(e.slice) == 1 and type(e.slice[0].slice) is cst.Index and string_value(e.slice[0].slice.value) is not None
 
 
 def element_key(e) -> Optional[str]:

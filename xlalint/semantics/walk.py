@@ -24,7 +24,7 @@ from xlalint.semantics.guards import ends_with, period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
-    own_nodes, positional_args, string_value,
+    own_nodes, positional_args, string_value, target_names,
 )
 
 
@@ -259,6 +259,11 @@ class StatementWalk:
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
                 and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
             self._bind_name(node.target.value, K.NOT_TENSOR)  # for k in batch: batch[k] = ...: keys of a dict
+        for name in target_names(node.target):
+            if self.kind(name) in (K.TENSOR, K.CPU_TENSOR) and _string_keyed(node.body, name.value):
+                # `for attrs in batch["custom_attributes"]: ... attrs["diff_output_preservation"]`: no row of a
+                # tensor takes a string index, so the items are dicts (a batch's per-item settings), not tensors
+                self._bind_name(name.value, K.UNKNOWN)
         self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
@@ -453,6 +458,15 @@ def _results_of(body) -> set:
 
 def _is_self_attribute(node) -> bool:
     return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self"
+
+
+def _string_keyed(body, name: str) -> bool:
+    """``body`` subscripts the bare name ``name`` with a string (``attrs["key"]``)."""
+    for n in own_nodes(body):
+        if (type(n) is cst.Subscript and type(n.value) is cst.Name and n.value.value == name and len(n.slice) == 1
+                and type(n.slice[0].slice) is cst.Index and string_value(n.slice[0].slice.value) is not None):
+            return True
+    return False
 
 
 def _indexes_by(body, container: Optional[str], name: str) -> bool:
