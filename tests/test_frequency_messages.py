@@ -969,6 +969,35 @@ def test_a_lazy_init_of_the_objects_state_runs_once_not_every_call(tmp_path):
     assert 8 not in found and 11 in found
 
 
+def test_a_block_that_gives_an_object_the_attribute_it_lacks_runs_once(tmp_path):
+    """Round 16, read after scoring (detectron2's COCO evaluator): `if not hasattr(self._metadata, "json_file"):`
+    converts the dataset and sets `self._metadata.json_file`: once, not at every evaluation. A block that tests
+    the attribute but sets another runs every time."""
+    src = (
+        "import torch\nimport torch_xla\n"
+        "def convert(model, dataset):\n"
+        "    first = dataset[0].to(torch_xla.device())\n"
+        "    out = model(first)\n"
+        "    return out.sum().item()\n"
+        "class Evaluator:\n"
+        "    def __init__(self, model, dataset, meta):\n"
+        "        self.meta = meta\n"
+        "        if not hasattr(self.meta, 'json_file'):\n"
+        "            self.meta.{attr} = convert(model, dataset)\n"
+        "def train(model, loader, opt, dataset, meta):\n"
+        "    for step, x in enumerate(loader):\n"
+        "        model(x.to(torch_xla.device())).sum().backward()\n"
+        "        if step % 100 == 0:\n"
+        "            Evaluator(model, dataset, meta)\n"
+        "        opt.step()\n"
+        "        torch_xla.sync()\n"
+    )
+    (tmp_path / "t.py").write_text(src.replace("{attr}", "json_file"))
+    assert {f.line for f in _lint(tmp_path)} == set()
+    (tmp_path / "t.py").write_text(src.replace("{attr}", "areas"))
+    assert {f.line for f in _lint(tmp_path)} == {6}
+
+
 def test_a_post_processors_forward_runs_every_evaluation_batch(tmp_path):
     """DETR's `PostProcessPanoptic.forward` turns the model's outputs into predictions for the evaluation:
     not a training step. Any other module's forward is still every step."""

@@ -58,7 +58,23 @@ def runs_once(test, body, counters, loop=None) -> bool:
         return type(op) in (cst.GreaterThanEqual, cst.GreaterThan) and _leaves(body)
     if type(test) in (cst.Name, cst.Attribute):
         return any(w in ("last", "final", "done", "finished") for w in name_words(last_name(test) or ""))
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _sets_what_it_lacks(test.expression, body)
     return False
+
+
+def _sets_what_it_lacks(test, body) -> bool:
+    """``if not hasattr(self._metadata, "json_file"): ... self._metadata.json_file = path``: the block gives the
+    object what it tested for, so it runs on the first call only (a dataset converted once, a cache built)."""
+    if not (type(test) is cst.Call and type(test.func) is cst.Name and test.func.value == "hasattr"
+            and len(test.args) == 2):
+        return False
+    obj, attr = dotted_name(test.args[0].value), string_value(test.args[1].value)
+    if obj is None or attr is None:
+        return False
+    name = f"{obj}.{attr}"
+    return any(dotted_name(x) == name for target, _ in bindings(body)
+               for x in ([e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]))
 
 
 def _fills_to_a_bound(side, body) -> bool:
