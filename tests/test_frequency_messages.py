@@ -998,6 +998,49 @@ def test_a_block_that_gives_an_object_the_attribute_it_lacks_runs_once(tmp_path)
     assert {f.line for f in _lint(tmp_path)} == {6}
 
 
+SAMPLE_IMAGES = """import torch
+import torch_xla
+
+
+def sample_images(args, epoch, steps, model, x):
+    if steps == 0:
+        if not args.sample_at_first:
+            return
+    else:
+        if args.sample_every_n_steps is None and args.sample_every_n_epochs is None:
+            return
+        if args.sample_every_n_epochs is not None:
+            if epoch is None or epoch % args.sample_every_n_epochs != 0:
+                return
+        else:
+            {step_exit}
+    image = model(x)
+    print(image.cpu())
+
+
+def train(args, model, loader, opt):
+    for step, x in enumerate(loader):
+        x = x.to(torch_xla.device())
+        model(x).sum().backward()
+        sample_images(args, None, step, model, x)
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_exits_in_the_arms_of_an_if_else_make_the_rest_periodic(tmp_path):
+    """Round 16, read after scoring (sd-scripts' `sample_images`): `if steps == 0: (if not first: return) else:
+    (... if steps % every != 0 or epoch is not None: return)`: every path that goes on passed a periodic exit (or
+    runs once, at the start): the rest runs every N steps. The twin's step arm has no periodic exit."""
+    exit_ = "if steps % args.sample_every_n_steps != 0 or epoch is not None:\n                return"
+    (tmp_path / "t.py").write_text(SAMPLE_IMAGES.replace("{step_exit}", exit_))
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert list(msgs) == [19] and "every `args.sample_every_n_steps` steps" in msgs[19], msgs
+    (tmp_path / "t.py").write_text(SAMPLE_IMAGES.replace("{step_exit}", "pass"))
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert list(msgs) == [18] and "every step" in msgs[18], msgs
+
+
 def test_a_post_processors_forward_runs_every_evaluation_batch(tmp_path):
     """DETR's `PostProcessPanoptic.forward` turns the model's outputs into predictions for the evaluation:
     not a training step. Any other module's forward is still every step."""

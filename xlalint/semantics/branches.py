@@ -15,7 +15,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import (
-    ends_block, ends_with, first_pass_of, mode_test, negated_period, period_of,
+    FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, mode_test, negated_period, period_of, rest_after,
     runs_once, stops_after_few, xla_polarity,
 )
 from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
@@ -90,6 +90,15 @@ class Branches:
             self.eval_depth -= mode == "train"
             self.guards.pop()
         self.cond_depth -= conditional
+        if not elif_ and not (node.orelse is None and ends_block(node.body)):
+            # `if steps == 0: (if not first: return) else: (if steps % every != 0: return)`: the rest runs every N
+            # steps, as after a plain `if steps % every != 0: return`
+            state = rest_after(node, self.predicate_period,
+                               lambda t, b: runs_once(t, b, self.func.step_counters, loop))
+            if state == ONCE:
+                self.guards.append((None, False, True))
+            elif state not in (FREE, NEVER):
+                self.guards.append((state, False, False))
         rest = () if elif_ or not params else _tests_after(node, params)
         if rest:  # `if kind == "giou": return ...` then `elif kind == "diou": return ...`: the rest, neither
             self.guards.append((None, False, False, rest))

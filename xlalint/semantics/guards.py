@@ -217,7 +217,66 @@ def negated_period(test, predicate=None) -> Optional[str]:
         return None
     if type(test) is cst.BinaryOperation and type(test.operator) is cst.Modulo:
         return _modulo_divisor(test)
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        # `if steps % N != 0 or epoch is not None: return`: what goes on passed both, the period among them
+        return negated_period(test.left, predicate) or negated_period(test.right, predicate)
     return None
+
+
+# How the statements after a compound `if` are reached (``rest_after``): on no path, freely, only on the run's
+# first pass, or only every N steps
+NEVER, FREE, ONCE = "never", "free", "once"
+
+
+def rest_after(node: cst.If, predicate, once) -> object:
+    """How the code after an ``if``/``elif``/``else`` runs, from the exits in its arms: NEVER (every arm leaves),
+    ONCE, the period N (a string: every path that goes on passed ``if steps % N != 0: return`` or a test
+    that runs once), or FREE. ``sample_images``'s ``if steps == 0: if not first: return`` then ``else: ... if
+    steps % every != 0: return``: the rest runs every N steps (and once at the start). ``once(test, body)``:
+    the test runs its body once (``runs_once``); ``predicate``: as ``negated_period``'s."""
+    states = []
+    arm: object = node
+    while type(arm) is cst.If:
+        body = _block_state(arm.body.body if type(arm.body) is cst.IndentedBlock else (), predicate, once)
+        if body == FREE and once(arm.test, arm.body):
+            body = ONCE
+        elif body == NEVER and arm.orelse is None:
+            body = negated_period(arm.test, predicate) or FREE  # the implicit `else` goes on
+            states.append(body)
+            return _join(states)
+        states.append(body)
+        arm = arm.orelse
+    if arm is None:
+        states.append(FREE)
+    else:
+        states.append(_block_state(arm.body.body if type(arm.body) is cst.IndentedBlock else (), predicate, once))
+    return _join(states)
+
+
+def _block_state(stmts, predicate, once) -> object:
+    """How the end of a block is reached (see ``rest_after``)."""
+    for stmt in stmts:
+        if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Return, cst.Raise) for s in stmt.body):
+            return NEVER
+        if type(stmt) is cst.If:
+            state = rest_after(stmt, predicate, once)
+            if state != FREE:
+                return state  # NEVER, or the rest of the block is guarded
+    return FREE
+
+
+def _join(states) -> object:
+    """The arms' states joined: the code after runs as often as its most frequent way in."""
+    going = [s for s in states if s != NEVER]
+    if not going:
+        return NEVER
+    if FREE in going:
+        return FREE
+    periods = [s for s in going if s != ONCE]
+    if not periods:
+        return ONCE
+    # every N steps on one arm, every M epochs on the other (a setting picks one): periodic, named by the steps'
+    return next((p for p in periods if "epoch" not in p.lower()), periods[0])
 
 
 
