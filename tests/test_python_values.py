@@ -1,5 +1,5 @@
-"""Python values that are not device tensors (issue 32, cause 3): sizes handed to a module's `forward`, the int
-items of a tuple a helper of another module returns. Each with its twin that stays a finding."""
+"""Values that are not device tensors (issue 32, causes 3 and 5): sizes handed to a module's `forward`, the int
+items of a tuple a helper of another module returns, a host copy a method just stored. Each with its twin that stays a finding."""
 
 from __future__ import annotations
 
@@ -120,3 +120,34 @@ def test_the_int_items_of_a_tuple_another_module_returns_are_not_tensors(tmp_pat
     (tmp_path / "utils.py").write_text(UTILS.replace("{second}", "(x.sum(-1) > 0, x.sum(-1) > 0)"))
     for args in (("--no-cache", "."), ("--no-cache", "utils.py"), ("utils.py",)):
         assert (20, "XLA002") in utils_findings(*args), args
+
+
+SCHEDULER = """
+class Scheduler:
+    def __init__(self, n, device):
+        sigmas = torch.linspace(1, 0, n, device=device)
+        self.sigmas = sigmas{place}
+        self.sigma_min = self.sigmas[-1].item()
+
+    def set_timesteps(self, sigmas):
+        self.sigmas = torch.cat([sigmas, torch.zeros(1, device=sigmas.device)])
+        return self.sigmas[0].item()
+
+
+def train(model, loader, opt):
+    device = torch_xla.device()
+    for x in loader:
+        sched = Scheduler(10, device)
+        print(sched.set_timesteps(model(x.to(device))))
+        model(x.to(device)).sum().backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_what_a_method_just_stored_on_self_is_what_it_reads_back():
+    """Issue 32 cause 5 (round 16, read after scoring: sd-scripts' flow-matching scheduler): `self.sigmas =
+    sigmas.to("cpu")` then `self.sigmas[-1].item()` in the same method reads the host copy it just stored,
+    whatever another method stores there (a device tensor, read on line 10). The twin stores the device tensor."""
+    assert lint(SCHEDULER.replace("{place}", '.to("cpu")')) == {(5, "XLA001"), (10, "XLA001")}
+    assert lint(SCHEDULER.replace("{place}", "")) == {(6, "XLA001"), (10, "XLA001")}

@@ -229,6 +229,8 @@ class Bindings:
                     order = self._func_order.setdefault(self.func.key, len(self._func_order))
                     entries.append((order, len(entries), self.func.key, kind, _is_number_literal(value)))
                     attrs[name] = attribute_kind(entries)
+                    if self.func is not self.top:  # what the function itself just stored (`self.sigmas = s.to("cpu")`)
+                        self.func.env["self." + name] = kind
                     # where each assignment runs: one made after the step's barrier holds computed data
                     self.classes[cls].setdefault("writes", {}).setdefault(name, []).append(
                         (self.step_context(), _no_new_ops(value)))

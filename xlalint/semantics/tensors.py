@@ -247,6 +247,9 @@ class TensorInference:
         attr = e.attr.value
         base = e.value
         if type(base) is cst.Name and base.value == "self":
+            own = self.func.env.get("self." + attr)
+            if own in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
+                return own  # `self.sigmas = sigmas.to("cpu")` then `self.sigmas[-1].item()`: the host copy it stored
             cls = self.current_class()
             if cls is not None and cls in self.classes:
                 attrs = self.classes[cls]["attrs"]
