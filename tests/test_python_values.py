@@ -1,5 +1,6 @@
 """Values that are not device tensors (issue 32, causes 3 and 5): sizes handed to a module's `forward`, the int
-items of a tuple a helper of another module returns, a host copy a method just stored. Each with its twin that stays a finding."""
+items of a tuple a helper of another module returns, a host copy a method just stored. Each with its twin that
+stays a finding."""
 
 from __future__ import annotations
 
