@@ -1115,6 +1115,29 @@ def test_attention_implementations_named_for_cuda_kernels_guard_code_that_never_
     assert {(ln, c) for ln, c, _ in found} == {(6, "XLA002")}
 
 
+def test_a_loop_nested_in_one_before_training_runs_once():
+    """Issue 32 cause 4 (round 16, read after scoring: sd-scripts' sample-prompt cache): `for prompt_dict in
+    prompts: for p in [prompt, negative]: cache[p] = encode(p)` before the training loop runs once per run, the
+    inner loop too. The twin caches inside the training loop."""
+    body = """
+        def train(model, encoder, loader, opt, prompts):
+            cache = {}
+            {cache_before}
+            for x in loader:
+                {cache_inside}
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                torch_xla.sync()
+        """
+    caching = ("for prompt in prompts:\n{i}    for p in [prompt['prompt'], prompt['negative']]:\n"
+               "{i}        emb = encoder(p.to(device))\n{i}        cache[p] = emb[emb > 0]")
+    before = body.replace("{cache_before}", caching.format(i=" " * 12)).replace("{cache_inside}", "pass")
+    assert lint(before) == []
+    inside = body.replace("{cache_before}", "pass").replace("{cache_inside}", caching.format(i=" " * 16))
+    assert {(ln, c) for ln, c, _ in lint(inside)} == {(9, "XLA003")}
+
+
 def test_a_tokenizer_call_before_the_loop_that_uses_it_pads_once():
     """Issue 32 cause 2 (BLIP's VQA evaluation, bigcode's TokenizedDataset, read): the answer list tokenized with
     `padding="longest"` once, before the loop whose every pass uses it, has one shape for the whole loop. Its

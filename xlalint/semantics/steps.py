@@ -388,8 +388,11 @@ class Steps:
     def before_training(self, loop: LoopInfo) -> bool:
         """A loop of a function's own body (not nested in another of its loops) that does not train, followed
         in the same function by the loop that trains: work done once before training (generating class
-        images, caching embeddings, a baseline evaluation), not per step."""
-        if loop.outer is not None or not loop.end_seq or self.loop_trains(loop):
+        images, caching embeddings, a baseline evaluation), not per step; and a loop nested in one
+        (`for prompt in prompts: for p in (prompt, negative): cache[p] = encode(p)`)."""
+        while loop.outer is not None:
+            loop = loop.outer
+        if not loop.end_seq or self.loop_trains(loop):
             return False
         return any(lp.seq > loop.end_seq and self.is_step_loop(lp) and self.loop_trains(lp)
                    for lp in self._loops_of.get(id(loop.func), ()))
