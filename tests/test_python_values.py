@@ -152,3 +152,46 @@ def test_what_a_method_just_stored_on_self_is_what_it_reads_back():
     whatever another method stores there (a device tensor, read on line 10). The twin stores the device tensor."""
     assert lint(SCHEDULER.replace("{place}", '.to("cpu")')) == {(5, "XLA001"), (10, "XLA001")}
     assert lint(SCHEDULER.replace("{place}", "")) == {(6, "XLA001"), (10, "XLA001")}
+
+
+ENCODE = """
+def encode(ids, text_encoder, unwrapped: Optional[{ann}] = None):
+    out = text_encoder(ids)
+    unwrapped = unwrapped or text_encoder
+    return out.last_hidden_state
+
+
+def encode_tokens(ids, models):
+    text_encoder, text_encoder2, unwrapped = models
+    return encode(ids, text_encoder2, unwrapped)
+
+
+def train(model, loader, opt, accelerator):
+    device = torch_xla.device()
+    text_encoder = load_text_encoder().to(device)
+    for ids, x in loader:
+        cond = encode_tokens(ids.to(device), [text_encoder, text_encoder, text_encoder])
+        model(x.to(device), cond).sum().backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_a_parameter_annotated_with_a_model_class_is_a_model():
+    """Issue 32 cause 3 (round 16, read after scoring: sd-scripts' SDXL text encoding): `unwrapped_text_encoder2:
+    Optional[CLIPTextModelWithProjection]` tested by `or` is a model (or None), not a tensor: a class named as a
+    model (`...Model...`, `...ForCausalLM`, `...Encoder`) in an annotation. Annotated `torch.Tensor`, the test is
+    a host read."""
+    head = "from typing import Optional\n"
+    for ann in ("CLIPTextModelWithProjection", "LlamaForCausalLM", "T5EncoderModel", "nn.Module"):
+        assert lint(head + ENCODE.replace("{ann}", ann)) == set(), ann
+    assert lint(head + ENCODE.replace("{ann}", "torch.Tensor")) == {(5, "XLA002")}
+
+
+def test_class_names_that_say_model():
+    from xlalint.semantics.tensors import _names_a_model_class as says_model
+    for name in ("CLIPTextModelWithProjection", "UNet2DConditionModel", "LlamaForCausalLM", "AutoencoderKL",
+                 "Qwen2VLForConditionalGeneration", "Module", "PreTrainedModel"):
+        assert says_model(name), name
+    for name in ("Tensor", "Generator", "BatchEncoding", "TensorDict", "DataLoader", "Optimizer", "Accelerator"):
+        assert not says_model(name), name

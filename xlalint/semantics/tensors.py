@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import re
+
 import libcst as cst
 
 from xlalint.semantics import kinds as K
@@ -127,6 +129,8 @@ class TensorInference:
             return K.NOT_TENSOR
         if last == "ndarray" and text in ("ndarray", "np.ndarray", "numpy.ndarray"):
             return K.NOT_TENSOR  # a NumPy array: on the host
+        if last[:1].isupper() and _names_a_model_class(last):
+            return K.MODULE  # `CLIPTextModelWithProjection`, `T5EncoderModel`, `nn.Module`: a model, not a tensor
         return K.UNKNOWN
 
     def _union_kind(self, members):
@@ -374,3 +378,17 @@ def _a_size(e) -> bool:
             return True
         return type(e.func) is cst.Name and e.func.value == "len"
     return False
+
+
+_CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def _names_a_model_class(name: str) -> bool:
+    """A class name that says it is a model: a word of ``MODEL_NAME_WORDS`` in its CamelCase (``...ModelWith
+    Projection``, ``UNet2D...``, ``...ForCausalLM``), an ``...Encoder``/``...Decoder``, or a task head
+    (``...ForConditionalGeneration``)."""
+    if name == "Generator":
+        return False  # `torch.Generator`: a random number generator
+    words = [w.lower() for w in _CAMEL_WORDS.findall(name)]
+    return bool(set(words) & T.MODEL_NAME_WORDS) or "for" in words[1:] or any(
+        w.endswith(("encoder", "decoder")) for w in words)
