@@ -203,7 +203,12 @@ class Bindings:
                 ek = K.TENSOR
             parts = self._annotated_parts(held, len(elts)) or self._next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
-                for e, pk in zip(elts, parts):  # an item its returns leave unknown stays so (`(Hp, Wp)`)
+                for e, pk in zip(elts, parts):
+                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
+                return
+            parts = self._project_parts(held.func, len(elts)) if type(held) is cst.Call else None
+            if parts is not None:  # of another module's function, from its summary: an item its returns leave
+                for e, pk in zip(elts, parts):  # unknown stays so (`windows, (Hp, Wp)`: the sizes)
                     self._bind_target(e.value, None, pk)
                 return
             for e in elts:
@@ -286,9 +291,7 @@ class Bindings:
         if type(value) is not cst.Call:
             return None
         f = self._callee_of(value.func)
-        if f is None:
-            return self._project_parts(value.func, n)
-        returned = f.return_parts
+        returned = f.return_parts if f is not None else None
         if returned and len(returned) == n and not f.passes:
             from_returns = [K.UNKNOWN if p is None else p for p in returned]
         else:
