@@ -352,6 +352,21 @@ def test_a_notebook_that_never_places_a_tensor_on_a_device_is_host_code():
     assert [(f.cell, f.line, f.code) for f in lint_source(make(on_device), "n.ipynb")] == [(2, 5, "XLA001")]
 
 
+def test_star_parameters_are_names_a_cpu_notebook_binds():
+    """Round 16, read after scoring (a course notebook's blocks): `def __init__(self, **kwargs):
+    super().__init__(**kwargs)` binds `kwargs`: the notebook is still whole, and its CPU `forward` reads a host
+    tensor. Its twin places the input on the device."""
+    cells = ["import torch\nfrom torch import nn",
+             "class FancyMLP(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
+             "        super().__init__(*args, **kwargs)\n        self.linear = nn.Linear(20, 20)\n\n"
+             "    def forward(self, x):\n        x = self.linear(x)\n        while x.norm().item() > 1:\n"
+             "            x /= 2\n        return x.sum()",
+             "net = FancyMLP()\nx = torch.randn(2, 20)\nnet(x)"]
+    assert lint_source(make(cells), "n.ipynb") == []
+    on_device = cells[:2] + [cells[2].replace("torch.randn(2, 20)", "torch.randn(2, 20).to(device)")]
+    assert [(f.cell, f.line, f.code) for f in lint_source(make(on_device), "n.ipynb")] == [(2, 8, "XLA001")]
+
+
 def test_a_star_import_of_a_host_library_leaves_a_cpu_notebook_host_code():
     """Issue 32 cause 5 (round 15, read: a course's truck backer-upper notebook): `from matplotlib.pylab import *`
     binds the library's names, not a model or a loader: the notebook that places nothing is still whole, and host

@@ -61,6 +61,8 @@ def uses_unbound_names(module: cst.Module) -> bool:
             bound.add(n.name.value)
         elif t is cst.Param:
             bound.add(n.name.value)
+        elif t is cst.Parameters:  # `*args`, `**kwargs`: fields the tree's walk leaves out
+            bound.update(p.name.value for p in (n.star_arg, n.star_kwarg) if type(p) is cst.Param)
         elif t in (cst.Assign,):
             for tgt in n.targets:
                 bound.update(x.value for x in target_names(tgt.target))
