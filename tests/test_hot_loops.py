@@ -337,6 +337,22 @@ def test_astype_is_numpy_or_pandas_never_a_tensor():
         """)
     assert [(ln, c) for ln, c, _m in found] == [(7, "XLA001")]
 
+
+def test_asnumpy_is_mxnets_conversion_to_numpy():
+    """Round 16, read after scoring (a course's MXNet data helper): `y = Y.asnumpy()` then `y[0, 0][0].tolist()`
+    reads a NumPy array: torch has no `.asnumpy()`. Its twin reads the batch's device tensor."""
+    body = """
+        def dump(model, train_iter, ctx):
+            for batch in train_iter:
+                Y = batch.label[0].as_in_context(ctx)
+                y = Y{conv}
+                print(y[0, 0][0].tolist())
+                torch_xla.sync()
+        """
+    assert lint(body.replace("{conv}", ".asnumpy()")) == []
+    assert [(ln, c) for ln, c, _m in lint(body.replace("{conv}", ".to(device)"))] == [(6, "XLA001")]
+
+
 def test_a_parameter_annotated_as_a_numpy_array_holds_host_data():
     """Issue 32 cause 5 (round 15, read after scoring: lerobot's image writer): `image_array: np.ndarray` (or
     `NDArray[np.float32]`) is a NumPy array, whatever a step passes it: its `.max().item()` reads no device

@@ -212,8 +212,8 @@ class CallKinds:
             return K.TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN  # dist.sample()
         if cls_key is not None:  # trainer.step(batch): what the method returns
             return self._method_return(cls_key, meth)
-        if meth == "astype":
-            return K.NOT_TENSOR  # NumPy's and pandas' conversion (a torch tensor has none): a host array
+        if meth in ("astype", "asnumpy"):
+            return K.NOT_TENSOR  # NumPy's and pandas' conversion, MXNet's to NumPy (a torch tensor has neither)
         if rk in K.ANY_TENSOR:
             cpu = rk == K.CPU_TENSOR
             if meth in _DICT_OUTPUT_METHODS and not cpu:
