@@ -389,7 +389,10 @@ class Steps:
         """A loop of a function's own body (not nested in another of its loops) that does not train, followed
         in the same function by the loop that trains: work done once before training (generating class
         images, caching embeddings, a baseline evaluation), not per step; and a loop nested in one
-        (`for prompt in prompts: for p in (prompt, negative): cache[p] = encode(p)`)."""
+        (`for prompt in prompts: for p in (prompt, negative): cache[p] = encode(p)`), unless it goes over a
+        loader's batches (a preprocessing pass over a dataset, per split: each batch costs what it reads)."""
+        if loop.outer is not None and loop.iterates_loader:
+            return False
         while loop.outer is not None:
             loop = loop.outer
         if not loop.end_seq or self.loop_trains(loop):
