@@ -104,6 +104,7 @@ class LoopInfo:
     end_seq: int = 0  # and after its body: a context of the function with seq > end_seq runs after it
     guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
     off_xla: bool = False  # one of those guards says it never runs on XLA (a GPU actor's method, `if use_cuda:`)
+    few: bool = False  # it goes over a list, tuple or set written out (`for p in [prompt, negative]:`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -389,9 +390,9 @@ class Steps:
         """A loop of a function's own body (not nested in another of its loops) that does not train, followed
         in the same function by the loop that trains: work done once before training (generating class
         images, caching embeddings, a baseline evaluation), not per step; and a loop nested in one
-        (`for prompt in prompts: for p in (prompt, negative): cache[p] = encode(p)`), unless it goes over a
-        loader's batches (a preprocessing pass over a dataset, per split: each batch costs what it reads)."""
-        if loop.outer is not None and loop.iterates_loader:
+        (`for prompt in prompts: for p in (prompt, negative): cache[p] = encode(p)`) over a few items written out
+        (not a loader's batches: a preprocessing pass over a dataset, per split, costs what it reads per batch)."""
+        if loop.outer is not None and not loop.few:
             return False
         while loop.outer is not None:
             loop = loop.outer

@@ -253,7 +253,8 @@ class StatementWalk:
         loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
                         cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter), target=node.target),
                         outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
+                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
+                        few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
         self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
