@@ -195,3 +195,32 @@ def test_class_names_that_say_model():
         assert says_model(name), name
     for name in ("Tensor", "Generator", "BatchEncoding", "TensorDict", "DataLoader", "Optimizer", "Accelerator"):
         assert not says_model(name), name
+
+
+def test_an_arithmetic_helper_returns_where_its_arguments_live():
+    """Round 15, read after scoring (flux's `time_shift(mu, sigma, t)` on a schedule built by `torch.linspace`
+    without a device): a function whose return is arithmetic of its parameters and numbers gives a host tensor
+    for host arguments, a device tensor for a device one, and what its own walk saw for arguments not known."""
+    import libcst as cst
+
+    from xlalint.semantics import kinds as K
+    from xlalint.semantics import passthrough as P
+
+    func = cst.parse_module("def time_shift(mu, sigma, t):\n"
+                            "    return math.exp(mu) / (math.exp(mu) + (1 / t - 1) ** sigma)\n").body[0]
+    ret = func.body.body[0].body[0].value
+    spec = P.spec_of_return(ret, func)
+    assert spec and {how for _, _, how in spec} == {P.ARITH}
+    kind = K.passthrough(spec, K.TENSOR)
+    call = cst.parse_expression("time_shift(mu, 1.0, timesteps)")
+    for t, expected in ((K.CPU_TENSOR, K.CPU_TENSOR), (K.TENSOR, K.TENSOR), (K.UNKNOWN, K.TENSOR),
+                        (K.NOT_TENSOR, K.NOT_TENSOR)):
+        kinds = {"mu": K.NOT_TENSOR, "1.0": K.NOT_TENSOR, "timesteps": t}
+        assert P.at_call(kind, call, lambda e: kinds[cst.Module([]).code_for_node(e)]) == expected, t
+    # `math.exp(mu)` is a Python float whatever `mu` is: an unknown `mu` leaves the schedule on the host
+    kinds = {"mu": K.UNKNOWN, "1.0": K.NOT_TENSOR, "timesteps": K.CPU_TENSOR}
+    assert P.at_call(kind, call, lambda e: kinds[cst.Module([]).code_for_node(e)]) == K.CPU_TENSOR
+    # a parameter used otherwise (a method call on it, a global beside it) is no arithmetic passthrough
+    for body in ("return t.exp() * mu", "return t * SCALE"):
+        other = cst.parse_module(f"def f(mu, t):\n    {body}\n").body[0]
+        assert P.spec_of_return(other.body.body[0].body[0].value, other) is None, body

@@ -154,16 +154,26 @@ def callable_keys(kind):
 _PASSTHROUGH = "arg:"
 
 
-def passthrough(parts) -> str:
-    return _PASSTHROUGH + ",".join(f"{i}/{name}/{int(called)}" for i, name, called in parts)
+def passthrough(parts, fallback=None) -> str:
+    """``fallback``: what the function returns as its own walk saw it, for a call whose arguments of an
+    arithmetic (``passthrough.ARITH``) are not known."""
+    text = _PASSTHROUGH + ",".join(f"{i}/{name}/{int(how)}" for i, name, how in parts)
+    return text + "|" + fallback if isinstance(fallback, str) and "|" not in fallback else text
+
+
+def passthrough_fallback(kind):
+    """The ``fallback`` of a passthrough kind, else UNKNOWN."""
+    if isinstance(kind, str) and kind.startswith(_PASSTHROUGH) and "|" in kind:
+        return kind.partition("|")[2]
+    return UNKNOWN
 
 
 def passthrough_spec(kind):
     """The parts of a passthrough kind, else None."""
     if isinstance(kind, str) and kind.startswith(_PASSTHROUGH):
         out = []
-        for part in kind[len(_PASSTHROUGH):].split(","):
-            i, name, called = part.split("/")
-            out.append((int(i), name, called == "1"))
+        for part in kind[len(_PASSTHROUGH):].partition("|")[0].split(","):
+            i, name, how = part.split("/")
+            out.append((int(i), name, int(how)))
         return tuple(out)
     return None

@@ -4,7 +4,10 @@
 device tensor at another; a single return kind for the function would make every call's result a tensor
 (issue 33, item 10). A plain function whose every ``return`` gives back a parameter (``return val``,
 ``return d() if callable(d) else d``, ``return a or b``) gets a passthrough kind instead (``kinds.passthrough``),
-exported like any return kind, and a call resolves it with its own arguments (``at_call``).
+exported like any return kind, and a call resolves it with its own arguments (``at_call``). So does one whose
+returns are arithmetic of its parameters and numbers (``def time_shift(mu, sigma, t): return math.exp(mu) /
+(math.exp(mu) + (1 / t - 1) ** sigma)``): the result lives where the call's tensor arguments live (a schedule
+built on the CPU and passed to it stays on the CPU).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from xlalint.semantics import kinds as K
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
-# parts of a spec: (position, name, called): the parameter at `position` (keyword `name`) is returned
-# as it is (called False) or called and its result returned (called True: unknown at any call)
+# parts of a spec: (position, name, how): the parameter at `position` (keyword `name`) is returned as it is
+# (AS_IS), called and its result returned (CALLED: unknown at any call), or computed with (ARITH)
+AS_IS, CALLED, ARITH = 0, 1, 2
+
 
 
 def _params(node) -> list:
@@ -33,7 +38,7 @@ def spec_of_return(value, node) -> Optional[tuple]:
         return None
     params = _params(node)
     parts: list = []
-    return tuple(parts) if _visit(value, params, parts) and any(not called for _, _, called in parts) else None
+    return tuple(parts) if _visit(value, params, parts) and any(how != CALLED for _, _, how in parts) else None
 
 
 def _visit(e, params: list, parts: list) -> bool:
@@ -42,15 +47,41 @@ def _visit(e, params: list, parts: list) -> bool:
     ``return`` walked (``run.memory`` freezes what survives a walk: it would stay for the whole run)."""
     t = type(e)
     if t is cst.Name and e.value in params:
-        parts.append((params.index(e.value), e.value, False))
+        parts.append((params.index(e.value), e.value, AS_IS))
         return True
     if t is cst.Call and type(e.func) is cst.Name and e.func.value in params:
-        parts.append((params.index(e.func.value), e.func.value, True))
+        parts.append((params.index(e.func.value), e.func.value, CALLED))
         return True
     if t is cst.IfExp:
         return _visit(e.body, params, parts) and _visit(e.orelse, params, parts)
     if t is cst.BooleanOperation:
         return _visit(e.left, params, parts) and _visit(e.right, params, parts)
+    if t in (cst.BinaryOperation, cst.UnaryOperation) and type(getattr(e, "operator", None)) is not cst.MatrixMultiply:
+        inner: list = []
+        if not all(_arithmetic(x, params, inner) for x in ((e.left, e.right) if t is cst.BinaryOperation
+                                                          else (e.expression,))):
+            return False
+        parts.extend(inner)
+        return True
+    return False
+
+
+def _arithmetic(e, params: list, parts: list) -> bool:
+    """``e`` is numbers, parameters, arithmetic of them and ``math`` calls on them (the parameters met outside
+    ``math`` calls appended to ``parts`` as ARITH)."""
+    t = type(e)
+    if t in (cst.Integer, cst.Float):
+        return True
+    if t is cst.Name and e.value in params:
+        parts.append((params.index(e.value), e.value, ARITH))
+        return True
+    if t is cst.BinaryOperation:
+        return _arithmetic(e.left, params, parts) and _arithmetic(e.right, params, parts)
+    if t is cst.UnaryOperation:
+        return _arithmetic(e.expression, params, parts)
+    if (t is cst.Call and type(e.func) is cst.Attribute and type(e.func.value) is cst.Name
+            and e.func.value.value == "math" and not any(a.keyword or a.star for a in e.args)):
+        return all(_arithmetic(a.value, params, []) for a in e.args)  # `math.exp(mu)`: a Python float, always
     return False
 
 
@@ -72,18 +103,26 @@ def at_call(kind, call: cst.Call, kind_of):
     positional = [a.value for a in call.args if a.keyword is None]
     keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
     result, seen = K.UNKNOWN, False
-    for position, name, called in spec:
+    computed, arith = K.UNKNOWN, False  # the kind of the arithmetic of the ARITH parts, and whether there is one
+    for position, name, how in spec:
         arg = positional[position] if position < len(positional) else keywords.get(name)
         if arg is None:
             continue  # its default: the function's own value, not a tensor passed here
         k = kind_of(arg)
-        if called:
+        if how == ARITH:
+            computed, arith = (K.arithmetic(computed, k) if arith else k), True
+            continue
+        if how == CALLED:
             # `d()` runs only when `d` is callable: a literal or a tensor passed here is not, so that arm
             # gives nothing at this call; anything else may be a function whose result is unknown
             if type(arg) in _LITERALS or k in K.ANY_TENSOR or k in (K.TENSORS, K.CPU_TENSORS):
                 continue
             return K.UNKNOWN
         result, seen = (k, True) if not seen else (K.join(result, k), True)
+    if arith:
+        if computed is K.UNKNOWN:  # an argument of the arithmetic not known here: what the function's walk saw
+            computed = K.passthrough_fallback(kind)
+        result = computed if not seen else K.join(result, computed)
     return result
 
 

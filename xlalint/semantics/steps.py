@@ -83,7 +83,9 @@ class FuncInfo:
     def call_return_kind(self):
         """What a call of it returns: its return kind, or for a function that returns one of its arguments
         a passthrough kind that each call resolves with its own arguments (passthrough.at_call)."""
-        return K.passthrough(self.passes) if self.passes else self.return_kind
+        if not self.passes:
+            return self.return_kind
+        return K.passthrough(self.passes, self.return_kind if any(how == 2 for _, _, how in self.passes) else None)
 
 
 @dataclass(eq=False)
