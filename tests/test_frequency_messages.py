@@ -825,6 +825,31 @@ def test_an_exporter_writing_weights_to_a_file_copies_them_on_purpose(tmp_path):
     assert {(f.line, f.code) for f in _lint(tmp_path)} == {(12, "XLA001")}
 
 
+def test_a_function_that_caches_on_the_host_copies_on_purpose(tmp_path):
+    """Round 16, read after scoring (sd-scripts' `cache_batch_latents`): a function named for caching that moves
+    what it computed to the host (`vae.encode(x).latent_dist.sample().to("cpu")`, kept for later epochs)
+    copies on purpose, as a checkpoint writer does. The same copy in a function that does not cache stays."""
+    src = (
+        "import torch\nimport torch_xla\n"
+        "def {name}(vae, images, infos):\n"
+        "    latents = vae(images).to('cpu')\n"
+        "    for info, latent in zip(infos, latents):\n"
+        "        info.latents = latent\n"
+        "def main(vae, model, loader, opt, infos):\n"
+        "    device = torch_xla.device()\n"
+        "    for x in loader:\n"
+        "        x = x.to(device)\n"
+        "        {name}(vae, x, infos)\n"
+        "        model(x).sum().backward()\n"
+        "        opt.step()\n"
+        "        torch_xla.sync()\n"
+    )
+    (tmp_path / "t.py").write_text(src.replace("{name}", "cache_batch_latents"))
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == set()
+    (tmp_path / "t.py").write_text(src.replace("{name}", "encode_batch_latents"))
+    assert {(f.line, f.code) for f in _lint(tmp_path)} == {(4, "XLA001")}
+
+
 
 def test_a_guard_on_an_epoch_counter_counts_epochs_not_steps(tmp_path):
     """Issue 32 cause 9: `if epoch % args.val_frequency == 0:` before an evaluation loop runs it once in N

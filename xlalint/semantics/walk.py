@@ -394,7 +394,7 @@ class StatementWalk:
         q = self.qualname(node.func)
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
-        if not self.func.saves and _writes_out(q, node.func, self.func.name):
+        if not self.func.saves and _writes_out(q, node, self.func.name):
             self.func.saves = True
         if not self.names_xla and not self.chooses_device:
             self.note_placement(node)
@@ -530,15 +530,25 @@ _SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpo
 # an exporter or serializer (`serialize_fp32(file, tensor)`, `export_weights`) writing bytes to a file
 _FILE_WRITES = frozenset({"write", "tofile"})
 _EXPORT_WORDS = frozenset({"export", "serialize"})
-_SAVE_WORDS = frozenset({"save", "saving", "checkpoint", "ckpt", "export", "dump", "serialize"})
+_SAVE_WORDS = frozenset({"save", "saving", "checkpoint", "ckpt", "export", "dump", "serialize",
+                         # `cache_batch_latents()` encodes a batch once and keeps (or writes) its latents on the host
+                         "cache", "caching"})
 
 
-def _writes_out(q, func, function_name: str) -> bool:
-    """The call saves (``torch.save``, ``.save_pretrained``, ...), or writes to a file in an exporter or
-    serializer (``file.write(b)`` in ``serialize_fp32``)."""
+def _writes_out(q, node: cst.Call, function_name: str) -> bool:
+    """The call saves (``torch.save``, ``.save_pretrained``, ...), writes to a file in an exporter or
+    serializer (``file.write(b)`` in ``serialize_fp32``), or copies to the host in a function that caches
+    (``latents = vae.encode(x).latent_dist.sample().to("cpu")`` in ``cache_batch_latents``: kept for later
+    epochs, on the host on purpose)."""
+    func = node.func
     last = last_name(func)
-    return (q in _SAVE_CALLS or last in _SAVE_METHODS
-            or last in _FILE_WRITES and bool(_EXPORT_WORDS & set(name_words(function_name))))
+    if q in _SAVE_CALLS or last in _SAVE_METHODS:
+        return True
+    words = set(name_words(function_name))
+    if last in _FILE_WRITES and _EXPORT_WORDS & words:
+        return True
+    return bool(words & {"cache", "caching"}) and type(func) is cst.Attribute and (
+        last == "cpu" or last == "to" and bool(node.args) and string_value(node.args[0].value) == "cpu")
 
 
 # calls that put a model or tensors on a device (`.to(device)`, `.cuda()`, `accelerator.prepare(...)`)
