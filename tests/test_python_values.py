@@ -224,3 +224,45 @@ def test_an_arithmetic_helper_returns_where_its_arguments_live():
     for body in ("return t.exp() * mu", "return t * SCALE"):
         other = cst.parse_module(f"def f(mu, t):\n    {body}\n").body[0]
         assert P.spec_of_return(other.body.body[0].body[0].value, other) is None, body
+
+
+AGENTS = """
+import numpy as np
+
+
+def forward_agents(policies, batch, device):
+    results = []
+    for agent_id, policy in policies.items():
+        idx = np.nonzero(batch.agent_id == agent_id)[0]
+        if len(idx) == 0:
+            results.append(({flag}, np.array([-1]), None))
+            continue
+        out = policy(batch.obs[idx].to(device))
+        results.append(({flag2}, idx, out))
+    acts = []
+    for has_data, idx, out in results:
+        if has_data:
+            acts.append(out)
+        if out.sum() > 0:
+            acts.append(out)
+    return acts
+
+
+def train(policies, loader, opt):
+    device = torch_xla.device()
+    for batch in loader:
+        acts = forward_agents(policies, batch, device)
+        torch.stack(acts).sum().backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_the_items_of_tuples_appended_to_a_list_keep_their_kinds():
+    """Issue 32 cause 3 (round 16, read after scoring: tianshou's multi-agent policy): `results.append((False,
+    idx, Batch()))` / `results.append((True, idx, out))` then `for has_data, idx, out in results: if has_data:`
+    tests a Python bool; `out` stays what the policy returned (its test is a host read). The twin appends the
+    policy's mask in the first position."""
+    assert lint(AGENTS.replace("{flag}", "False").replace("{flag2}", "True")) == {(18, "XLA002")}
+    twin = AGENTS.replace("{flag}", "torch.zeros(1, device=device) > 0").replace("{flag2}", "out.sum() > 0")
+    assert lint(twin) == {(16, "XLA002"), (18, "XLA002")}

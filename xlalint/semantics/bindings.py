@@ -354,6 +354,30 @@ class Bindings:
         if found and k == K.NOT_TENSOR and container.value not in self.imports:
             self._bind_name(container.value, K.TENSORS)
 
+    def note_appended_items(self, container, value) -> None:
+        """``results.append((False, idx, out))``: a local list of tuples keeps the kinds of each position, joined
+        over its appends, so that ``for has_data, idx, out in results:`` binds a flag, not a tensor."""
+        if type(container) is not cst.Name or self.func is self.top:
+            return
+        key = container.value + _ITEMS
+        if type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
+            self.func.env[key] = False
+            return
+        parts = tuple(self.kind(e.value) for e in value.elements)
+        before = self.func.env.get(key)
+        if before is None:
+            self.func.env[key] = parts
+        elif before is not False:
+            self.func.env[key] = (tuple(K.join(a, b) for a, b in zip(before, parts)) if len(before) == len(parts)
+                                  else False)
+
+    def _appended_items(self, iterable, n: int):
+        """The kinds of the ``n`` positions of the tuples appended to a local list (``note_appended_items``)."""
+        if type(iterable) is not cst.Name:
+            return None
+        parts = self.func.env.get(iterable.value + _ITEMS)
+        return parts if parts and len(parts) == n else None
+
     def _host_batch_if_moved(self, node: cst.For) -> None:
         """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
         device itself iterates host batches (unless the loader is known to be a device loader): only what
@@ -419,6 +443,13 @@ class Bindings:
             for e, pk in zip(target.elements, parts):  # `for x, y, names in batches(...)`: each as yielded
                 self._bind_target(e.value, None, pk)
             return
+        if type(target) in (cst.Tuple, cst.List) and not any(type(e) is cst.StarredElement for e in target.elements):
+            items = self._appended_items(iter_expr, len(target.elements))
+            if items is not None:  # `for has_data, idx, out in results:` of `results.append((True, idx, out))`
+                ek = K.element_of(k) if k is not K.UNKNOWN else K.UNKNOWN
+                for e, pk in zip(target.elements, items):
+                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else K.element_of(ek))
+                return
         self._bind_target(target, None, K.element_of(k))
 
     def _bind_params(self, node: cst.FunctionDef, info: FuncInfo) -> None:
@@ -580,6 +611,7 @@ def _items_bound(body, names: set) -> set:
 
 # Methods a torch.Tensor does not have, that caches, dicts and lists do: a parameter whose body calls one
 # (`cache.get(i)`, `past_key_values.get_seq_length()`) is not a tensor, whatever its name suggests
+_ITEMS = "<items>"  # env key suffix: the kinds of a local list's appended tuples, position by position
 _NOT_TENSOR_METHODS = frozenset({"get", "update", "keys", "items", "append", "extend", "pop", "setdefault",
                                  "insert", "remove", "clear", "get_seq_length", "get_max_length", "reset"})
 

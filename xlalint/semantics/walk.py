@@ -416,6 +416,8 @@ class StatementWalk:
             for a in node.args:
                 if a.star != "*":
                     self._holds(node.func.value, self.kind(a.value))
+            if node.func.attr.value == "append" and len(node.args) == 1:
+                self.note_appended_items(node.func.value, node.args[0].value)
         self._register_buffer(node)
         self._note_call(node, q)
 
