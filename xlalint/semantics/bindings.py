@@ -201,12 +201,12 @@ class Bindings:
                 ek = K.NOT_TENSOR
             if kind == K.ITEMS:
                 ek = K.TENSOR
-            parts = self._annotated_parts(held, len(elts)) or self._next_parts(value, len(elts))
+            parts = self.annotated_parts(held, len(elts)) or self.next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
                 for e, pk in zip(elts, parts):
                     self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
                 return
-            parts = self._project_parts(held.func, len(elts)) if type(held) is cst.Call else None
+            parts = self.project_parts(held.func, len(elts)) if type(held) is cst.Call else None
             if parts is not None:  # of another module's function, from its summary: an item its returns leave
                 for e, pk in zip(elts, parts):  # unknown stays so (`windows, (Hp, Wp)`: the sizes)
                     self._bind_target(e.value, None, pk)
@@ -284,47 +284,6 @@ class Bindings:
                 self._element_prefixes.add(name + "[")
                 self.func.env[key] = self.kind(el.value)
 
-    def _annotated_parts(self, value, n: int):
-        """The kinds of the ``n`` items of the tuple a call of a function of this module returns, from its
-        return annotation (``-> Tuple[torch.Tensor, int]``), else from its ``return`` statements where they
-        all agree (``return hidden, n_img``), else None."""
-        if type(value) is not cst.Call:
-            return None
-        f = self._callee_of(value.func)
-        returned = f.return_parts if f is not None else None
-        if returned and len(returned) == n and not f.passes:
-            from_returns = [K.UNKNOWN if p is None else p for p in returned]
-        else:
-            from_returns = None
-        if f is None or (type(value.func) is not cst.Name and not f.key.endswith(".forward")):
-            return from_returns
-        node = f.node
-        ann = node.returns.annotation if type(node) is cst.FunctionDef and node.returns is not None else None
-        if type(ann) is not cst.Subscript or (dotted_name(ann.value) or "").rpartition(".")[2] not in ("Tuple", "tuple"):
-            return from_returns
-        items = [el.slice.value for el in ann.slice if type(el.slice) is cst.Index]
-        if len(items) != n or len(ann.slice) != n or any(type(a) is cst.Ellipsis for a in items):
-            return from_returns
-        return [self._annotation_kind(a) for a in items]
-
-    def _project_parts(self, func, n: int):
-        """The kinds of the ``n`` items of the tuple a function of another project module returns (its
-        summary's ``return_parts``: ``windows, pad_hw = window_partition(x, 14)``), else None."""
-        q = self.qualname(func) if self.facts is not None else None
-        if q is None or not self.facts.knows(q):
-            return None
-        r = self.facts.resolve(q)
-        parts = self.facts.return_parts(r[1]) if r is not None and r[0] == "func" else None
-        return [K.UNKNOWN if p is None else p for p in parts] if parts and len(parts) == n else None
-
-    def _next_parts(self, value, n: int):
-        """``x, y, state = next(loader)`` of a project generator that yields ``n``-tuples: each item as
-        yielded (``kinds.generator_parts``), else None."""
-        if type(value) is not cst.Call or not value.args or not self.is_builtin(value.func, "next"):
-            return None
-        parts = K.generator_parts(self.kind(value.args[0].value))
-        return list(parts) if parts is not None and len(parts) == n else None
-
     def _callee_of(self, func) -> Optional[FuncInfo]:
         """The function of this module a call of ``func`` runs: ``f(...)`` or ``self.m(...)``, else None."""
         if type(func) is cst.Name:
@@ -353,30 +312,6 @@ class Bindings:
         found, k = self._env_lookup(container.value)
         if found and k == K.NOT_TENSOR and container.value not in self.imports:
             self._bind_name(container.value, K.TENSORS)
-
-    def note_appended_items(self, container, value) -> None:
-        """``results.append((False, idx, out))``: a local list of tuples keeps the kinds of each position, joined
-        over its appends, so that ``for has_data, idx, out in results:`` binds a flag, not a tensor."""
-        if type(container) is not cst.Name or self.func is self.top:
-            return
-        key = container.value + _ITEMS
-        if type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
-            self.func.env[key] = False
-            return
-        parts = tuple(self.kind(e.value) for e in value.elements)
-        before = self.func.env.get(key)
-        if before is None:
-            self.func.env[key] = parts
-        elif before is not False:
-            self.func.env[key] = (tuple(K.join(a, b) for a, b in zip(before, parts)) if len(before) == len(parts)
-                                  else False)
-
-    def _appended_items(self, iterable, n: int):
-        """The kinds of the ``n`` positions of the tuples appended to a local list (``note_appended_items``)."""
-        if type(iterable) is not cst.Name:
-            return None
-        parts = self.func.env.get(iterable.value + _ITEMS)
-        return parts if parts and len(parts) == n else None
 
     def _host_batch_if_moved(self, node: cst.For) -> None:
         """``for batch in data_loader: batch[k] = batch[k].to(device)``: a loop that moves its batch to the
@@ -444,7 +379,7 @@ class Bindings:
                 self._bind_target(e.value, None, pk)
             return
         if type(target) in (cst.Tuple, cst.List) and not any(type(e) is cst.StarredElement for e in target.elements):
-            items = self._appended_items(iter_expr, len(target.elements))
+            items = self.appended_items(iter_expr, len(target.elements))
             if items is not None:  # `for has_data, idx, out in results:` of `results.append((True, idx, out))`
                 ek = K.element_of(k) if k is not K.UNKNOWN else K.UNKNOWN
                 for e, pk in zip(target.elements, items):
@@ -611,7 +546,6 @@ def _items_bound(body, names: set) -> set:
 
 # Methods a torch.Tensor does not have, that caches, dicts and lists do: a parameter whose body calls one
 # (`cache.get(i)`, `past_key_values.get_seq_length()`) is not a tensor, whatever its name suggests
-_ITEMS = "<items>"  # env key suffix: the kinds of a local list's appended tuples, position by position
 _NOT_TENSOR_METHODS = frozenset({"get", "update", "keys", "items", "append", "extend", "pop", "setdefault",
                                  "insert", "remove", "clear", "get_seq_length", "get_max_length", "reset"})
 

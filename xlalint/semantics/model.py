@@ -30,6 +30,7 @@ from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.branches import Branches
 from xlalint.semantics.callables import Callables
 from xlalint.semantics.calls import CallSites
+from xlalint.semantics.tuple_items import TupleItems
 from xlalint.semantics.export import Export
 from xlalint.semantics.module_calls import ModuleCalls
 from xlalint.semantics.narrowing import Narrowing
@@ -53,8 +54,8 @@ def _handlers(rule_class) -> tuple:
 _COUNTING_ITERABLES = frozenset({"range", "enumerate", "reversed", "tqdm", "trange", "count", "iter"})
 
 
-class SemanticModel(StatementWalk, Branches, Bindings, CallSites, ModuleCalls, Callables, StepMarks, Rewalk, Export, CallKinds,
-                    TensorInference, Narrowing):
+class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, ModuleCalls, Callables, StepMarks,
+                    Rewalk, Export, CallKinds, TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
                  ipython_magics: bool = False,
