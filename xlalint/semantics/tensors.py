@@ -384,11 +384,9 @@ _CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
 def _names_a_model_class(name: str) -> bool:
-    """A class name that says it is a model: a word of ``MODEL_NAME_WORDS`` in its CamelCase (``...ModelWith
-    Projection``, ``UNet2D...``, ``...ForCausalLM``), an ``...Encoder``/``...Decoder``, or a task head
-    (``...ForConditionalGeneration``)."""
-    if name == "Generator":
-        return False  # `torch.Generator`: a random number generator
+    """A class name that says it is a model: the word Model or Module in its CamelCase (``CLIPTextModelWith
+    Projection``, ``UNet2DConditionModel``, ``nn.Module``) or a task head (``LlamaForCausalLM``,
+    ``...ForConditionalGeneration``). Not the other words of a model's variable names: a CTC ``Decoder``, a
+    ``LabelEncoder`` or a ``torch.Generator`` are no models."""
     words = [w.lower() for w in _CAMEL_WORDS.findall(name)]
-    return bool(set(words) & T.MODEL_NAME_WORDS) or "for" in words[1:] or any(
-        w.endswith(("encoder", "decoder")) for w in words)
+    return bool({"model", "module"} & set(words)) or "for" in words[1:]
