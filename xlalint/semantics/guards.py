@@ -187,6 +187,8 @@ def _modulo_divisor(side) -> Optional[str]:
         if set(name_words(code_of(side.right))) & _SHARD_WORDS:
             return None  # `if i % ddp_world_size != ddp_rank: continue`: this process's share of the items, no period
         words = set(name_words(code_of(side.left)))
+        if words & _SIZE_WORDS:
+            return None  # `if height % 8 != 0 or width % 8 != 0: raise`: a size's divisibility, no period
         # `(epoch + 1) % N` counts epochs; `(step + steps_per_epoch * epoch) % N` is a global step count
         counts_epochs = bool(words & _EPOCH_WORDS) and not words & _STEP_WORDS
         return code_of(side.right) + (EPOCHS if counts_epochs else "")
@@ -196,6 +198,9 @@ def _modulo_divisor(side) -> Optional[str]:
 # the words of a count of processes or shards (`world_size`, `num_processes`, `num_replicas`): a modulo by one
 # deals the items out to the processes
 _SHARD_WORDS = frozenset({"world", "processes", "procs", "nprocs", "replicas", "shards", "ranks"})
+# the words of a size (`height % 8`, `len(x) % block_size`, `x.shape[-1] % 64`): its divisibility is no period
+_SIZE_WORDS = frozenset({"height", "width", "size", "sizes", "len", "length", "shape", "dim", "dims", "channels",
+                         "resolution", "numel"})
 # the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
 _EPOCH_WORDS = frozenset({"epoch", "epochs"})
 # ... and of steps, which make a sum with the epoch a step count (`step + num_update_steps_per_epoch * epoch`)
