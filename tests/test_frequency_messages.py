@@ -1065,7 +1065,7 @@ def test_exits_in_the_arms_of_an_if_else_make_the_rest_periodic(tmp_path):
     msgs = _messages(_lint(tmp_path), "t.py")
     assert list(msgs) == [18] and "every step" in msgs[18], msgs
     # a size's divisibility (`height % 8`) is no period (sd-scripts' image generator checked it, then raised)
-    size = "if x.shape[-1] % 8 != 0 or args.height % 8 != 0:\n                raise ValueError('size')"
+    size = "if args.height % 8 != 0 or args.width % 8 != 0:\n                raise ValueError('size')"
     (tmp_path / "t.py").write_text(SAMPLE_IMAGES.replace("{step_exit}", size))
     msgs = _messages(_lint(tmp_path), "t.py")
     assert list(msgs) == [19] and "every step" in msgs[19], msgs

@@ -198,9 +198,9 @@ def _modulo_divisor(side) -> Optional[str]:
 # the words of a count of processes or shards (`world_size`, `num_processes`, `num_replicas`): a modulo by one
 # deals the items out to the processes
 _SHARD_WORDS = frozenset({"world", "processes", "procs", "nprocs", "replicas", "shards", "ranks"})
-# the words of a size (`height % 8`, `len(x) % block_size`, `x.shape[-1] % 64`): its divisibility is no period
-_SIZE_WORDS = frozenset({"height", "width", "size", "sizes", "len", "length", "shape", "dim", "dims", "channels",
-                         "resolution", "numel"})
+# the words of an image's size (`height % 8`, `width % 64`): its divisibility is no period (not `len(...)` or
+# `.size(1)`: a decoded sequence's length counts its steps)
+_SIZE_WORDS = frozenset({"height", "width", "resolution", "channels"})
 # the words of a counter of epochs: `epoch`, `cur_epoch`, `self.current_epoch`, `(epoch_idx + 1)`
 _EPOCH_WORDS = frozenset({"epoch", "epochs"})
 # ... and of steps, which make a sum with the epoch a step count (`step + num_update_steps_per_epoch * epoch`)
