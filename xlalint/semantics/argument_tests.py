@@ -23,28 +23,22 @@ from typing import Optional
 
 import libcst as cst
 
+from xlalint.semantics import constants
 from xlalint.semantics.syntax import assigned_names
 
 NO_DEFAULT = "<no default>"
-_VARIES = object()
+_VARIES = constants.VARIES
 _STAR = "*"
 
 
 def literal(node) -> object:
-    """``True``/``False``/``None``, an integer or a plain string literal, else ``_VARIES``."""
-    t = type(node)
-    if t is cst.Name and node.value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[node.value]
-    if t in (cst.Integer, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # noqa: BLE001 - a literal libcst cannot evaluate decides nothing
-            return _VARIES
-        return value if isinstance(value, (int, str)) else _VARIES
-    if t is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
+    """``True``/``False``/``None``, an integer (``-1`` too) or a plain string literal (``constants.literal``: the
+    same literals a constant is bound to), else ``_VARIES``; a float decides no equality test."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
         inner = literal(node.expression)
         return -inner if isinstance(inner, int) else _VARIES
-    return _VARIES
+    value = constants.literal(node)
+    return value if value is None or isinstance(value, (int, str)) else _VARIES
 
 
 def fixed_parameters(node: cst.FunctionDef) -> dict:

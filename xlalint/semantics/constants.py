@@ -24,6 +24,14 @@ from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_na
 _VARIES = object()
 
 
+def literal(node) -> object:
+    """``_literal`` for the other parts of the model: the literal's value, or ``VARIES``."""
+    return _literal(node)
+
+
+VARIES = _VARIES
+
+
 def _literal(node) -> object:
     """The value of ``True``/``False``/``None``, an integer, a float or a plain string literal, else _VARIES."""
     t = type(node)

@@ -72,9 +72,7 @@ def _sets_what_it_lacks(test, body) -> bool:
     obj, attr = dotted_name(test.args[0].value), string_value(test.args[1].value)
     if obj is None or attr is None:
         return False
-    name = f"{obj}.{attr}"
-    return any(dotted_name(x) == name for target, _ in bindings(body)
-               for x in ([e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]))
+    return _binds(body, f"{obj}.{attr}")
 
 
 def _fills_to_a_bound(side, body) -> bool:
@@ -103,8 +101,11 @@ def _lazy_init(sides, body) -> bool:
     if len(none) != 1 or len(attr) != 1:
         return False
     name = dotted_name(attr[0]) or ""
-    if not name.startswith("self."):
-        return False
+    return name.startswith("self.") and _binds(body, name)
+
+
+def _binds(body, name: str) -> bool:
+    """``body`` assigns the dotted name ``name`` (``self.inv_freq = ...``, ``meta.json_file, x = ...``)."""
     return any(dotted_name(x) == name for target, _ in bindings(body)
                for x in ([e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]))
 
