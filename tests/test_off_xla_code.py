@@ -16,8 +16,10 @@ device and from who imports a module. Each case has its twin that stays a findin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from tests.conftest import run_xlalint
 from xlalint.config import build_settings
 from xlalint.run.project import lint_files
 from xlalint.semantics.project import marked_root
@@ -915,3 +917,77 @@ def test_a_script_that_never_places_a_tensor_on_a_device_is_host_code(tmp_path):
     assert (25, "XLA001") in _lines_and_codes(tmp_path / "dev", "reinforce.py", REINFORCE.format(place=".to(device)"))
     _write(tmp_path / "imp", {"run.py": "from reinforce import select_action\n"})
     assert (25, "XLA001") in _lines_and_codes(tmp_path / "imp", "reinforce.py", REINFORCE.format(place=""))
+
+
+RL_INIT = "from rl.ppo import ppo\n"
+RL_CORE = """import torch
+import torch.nn as nn
+
+
+class ActorCritic(nn.Module):
+    def __init__(self, obs_dim, act_dim):
+        super().__init__()
+        self.pi = nn.Linear(obs_dim, act_dim)
+        self.v = nn.Linear(obs_dim, 1)
+"""
+RL_PPO = """import gym
+import numpy as np
+import torch
+from torch.optim import Adam
+
+import rl.core as core
+
+
+class Buffer:
+    def __init__(self, size, obs_dim):
+        self.obs = np.zeros((size, obs_dim), dtype=np.float32)
+        self.ret = np.zeros(size, dtype=np.float32)
+
+    def get(self):
+        data = dict(obs=self.obs, ret=self.ret)
+        return {k: torch.as_tensor(v, dtype=torch.float32) for k, v in data.items()}
+
+
+def ppo(env_fn, epochs=50, steps=4000, lr=1e-3):
+    env = env_fn()
+    ac = core.ActorCritic(env.observation_space.shape[0], env.action_space.n)
+    config = locals()
+    buf = Buffer(steps, env.observation_space.shape[0])
+    opt = Adam(ac.parameters(), lr=lr)
+
+    def update():
+        data = buf.get()
+        loss = ((ac.v(data["obs"]).squeeze(-1) - data["ret"]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for epoch in range(epochs):
+        print(epoch, update(), config["lr"])
+
+
+if __name__ == "__main__":
+    ppo(lambda: gym.make("CartPole-v1"))
+"""
+
+
+def test_an_rl_library_that_places_nothing_anywhere_runs_on_the_host(tmp_path):
+    """spinningup's shape: `ppo()` builds its network and its batches itself (from NumPy buffers) and trains them,
+    imported by its package; nothing in the project puts anything on a device: its `.item()` reads a host tensor
+    (linted whole, one file at a time and from the cache). `locals()` in it binds no name: the module is whole.
+    Its twin moves the network and the batch to a device chosen at run time: the read is a finding."""
+    _write(tmp_path, {"pyproject.toml": "", "rl/__init__.py": RL_INIT, "rl/core.py": RL_CORE, "rl/ppo.py": RL_PPO})
+
+    def found(*args):
+        r = run_xlalint("--output-format", "json", "--isolated", *args, cwd=tmp_path)
+        assert r.returncode in (0, 1), r.stderr
+        return {(Path(f["filename"]).name, f["line"], f["code"]) for f in json.loads(r.stdout)}
+
+    for args in (("--no-cache", "."), ("--no-cache", "rl/ppo.py"), ("rl/ppo.py",), ("rl/ppo.py",)):
+        assert found(*args) == set(), args
+    placed = RL_PPO.replace("    opt = Adam(", "    device = torch.device(args_device)\n    ac.to(device)\n    opt = Adam(").replace(
+        "def ppo(env_fn,", "def ppo(env_fn, args_device,").replace('data = buf.get()', 'data = {k: v.to(device) for k, v in buf.get().items()}')
+    (tmp_path / "rl" / "ppo.py").write_text(placed.replace('gym.make("CartPole-v1"))', 'gym.make("CartPole-v1"), "cuda")'))
+    for args in (("--no-cache", "."), ("--no-cache", "rl/ppo.py"), ("rl/ppo.py",), ("rl/ppo.py",)):
+        assert found(*args) == {("ppo.py", 34, "XLA001")}, args

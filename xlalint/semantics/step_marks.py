@@ -146,14 +146,22 @@ class StepMarks:
             if not any(type(st) in (cst.For, cst.While) or (type(st) is cst.If and device_pins.is_main_guard(st.test))
                        for st in self.module.body):
                 return False
-            if self.facts is not None and self.facts.imported(self.module_name):
-                return False  # its functions may be handed tensors placed elsewhere
+            if self.facts is not None and self.facts.imported(self.module_name) and not (
+                    self._trains() and not self.facts.places_anywhere()):
+                # its functions may be handed tensors placed elsewhere; not when it trains itself and
+                # nothing in its project places anything (spinningup's `ppo()`, imported by its package and its
+                # runner: it builds its networks and its batches itself, from NumPy buffers)
+                return False
         if not self.is_notebook and self.other_imports:
             return False  # a script that imports a library which may place for it
         if self.project_imports and any(self.facts.places(m) for m in sorted(self.project_imports)):
             return False
         # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
         return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
+
+    def _trains(self) -> bool:
+        """Some function of the module calls backward() or an optimizer step itself."""
+        return any(lp.trains for lp in self.loops) or any(f.trains_outside_loops for f in self.funcs.values())
 
     def _resolve(self) -> None:
         """After the walk: closures and compiled functions, parameters from call sites, and the

@@ -76,8 +76,8 @@ def uses_unbound_names(module: cst.Module) -> bool:
             bound.update(x.value for x in target_names(n.name.name))
         elif t in (cst.Global, cst.Nonlocal):
             bound.update(x.name.value for x in n.names)
-        elif t is cst.Call and type(n.func) is cst.Name and n.func.value in ("exec", "globals", "locals", "vars"):
-            return True  # names bound at run time
+        elif t is cst.Call and type(n.func) is cst.Name and n.func.value in ("exec", "globals", "vars"):
+            return True  # names bound at run time (`globals()[name] = ...`); `locals()` binds none (a config dump)
         elif t is cst.Attribute:
             stack.append(n.value)  # `a.b`: only `a` is a name read
             continue

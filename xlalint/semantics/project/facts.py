@@ -92,7 +92,7 @@ class Facts:
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa", "perm", "imp", "plc"):
+        elif op in ("clsm", "clsa", "perm", "imp", "plc", "plcany"):
             self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
@@ -221,6 +221,12 @@ class Facts:
                 if found is not None:
                     stack.append(found[0])
         return False
+
+    def places_anywhere(self) -> bool:
+        """Some module of the project puts a tensor on a device, names one or imports a framework that does
+        (``summary["places"]``), or is not walked yet: a project whose code places nothing anywhere (an RL
+        library that builds its networks and its batches itself, from NumPy) runs on the host."""
+        return any(s.get("places", True) for s in self.summaries.values())
 
     def imported(self, module: str) -> bool:
         """Some module of the project imports ``module`` (or a name from it)."""
@@ -445,6 +451,8 @@ class FactsView:
             return f.imported(arg)
         if op == "plc":
             return f.places(arg, self.module)
+        if op == "plcany":
+            return f.places_anywhere()
         if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
             return k[0] if k is not None else None
@@ -519,6 +527,9 @@ class FactsView:
 
     def places(self, dotted: str) -> bool:
         return self._ask("plc|" + dotted)
+
+    def places_anywhere(self) -> bool:
+        return self._ask("plcany|")
 
     # a class is read piece by piece: a module that asks one attribute is not walked again when another
     # changes
