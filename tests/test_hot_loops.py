@@ -1183,3 +1183,69 @@ def test_a_tokenizer_call_before_the_loop_that_uses_it_pads_once():
                 torch_xla.sync()
         """)
     assert [(ln, c) for ln, c, _m in found] == [(3, "XLA005"), (17, "XLA005")]
+
+
+def test_a_tokenizer_call_on_a_batch_of_one_text_pads_nothing():
+    """Issue 32 cause 2 (lerobot's task-text encoder and its annotation processor, read): `tokenizer([text],
+    padding=True)` tokenizes a batch of one written out: padding to the longest pads nothing, so a message saying
+    each batch is padded to its own longest names no cause there. Its twin, the batch's texts, stays a finding."""
+    body = """
+        def train(model, data_loader, tokenizer, processor, opt):
+            for task, texts, images in data_loader:
+                enc = tokenizer({texts}, padding=True, return_tensors="pt").to(device)
+                inputs = processor(text={texts}, images=images, padding=True, return_tensors="pt").to(device)
+                loss = model(**enc, **inputs).loss
+                loss.backward()
+                opt.step()
+                torch_xla.sync()
+        """
+    assert lint(body.replace("{texts}", "[task]")) == []
+    assert [(ln, c) for ln, c, _m in lint(body.replace("{texts}", "texts"))] == [(4, "XLA005"), (5, "XLA005")]
+
+
+SAMPLER = """
+def sample_heun(denoiser, x, sigmas):
+    for i in range(len(sigmas) - 1):
+        x = x + (denoiser(x, sigmas[i]) - x) * (sigmas[i + 1] - sigmas[i])
+    return x
+
+def sample_euler(denoiser, x, sigmas):
+    for i in range(len(sigmas) - 1):
+        x = x + denoiser(x, sigmas[i]) * 0.1
+    return x
+
+class Denoiser:
+    def denoise(self, model, x_t, sigma):
+        return model(x_t, sigma)
+
+def karras_sample(diffusion, model, shape, sigmas, sampler="heun"):
+    sample_fn = {"heun": sample_heun, "euler": sample_euler}[sampler]
+
+    def denoiser(x_t, sigma):
+        return diffusion.denoise(model, x_t, sigma).clamp(-1, 1)
+
+    return sample_fn(denoiser, torch.randn(*shape, device=device), sigmas)
+
+def main(args, model, feature_model, loader):
+    diffusion = Denoiser()
+    model.to(device).eval()
+    all_labels, all_feats = [], []
+    {loop}
+        classes = torch.randint(0, 1000, (args.batch_size,), device=device)
+        sample = karras_sample(diffusion, model, (args.batch_size, 3, 64, 64), args.sigmas)
+        feats = feature_model(sample)
+        all_feats.append(feats.cpu().numpy())
+        all_labels.append(classes.cpu().numpy())
+    return all_feats, all_labels
+"""
+
+
+def test_a_loop_whose_every_iteration_runs_a_whole_sampling_is_not_a_hot_loop():
+    """Issue 32 cause 4 (consistency_models' sampling scripts, read): each iteration of a loop over generated batches
+    runs a whole multistep sampling (`karras_sample` picks its sampler from a table of functions by name: any of
+    them runs, each a loop of model calls) and then the Inception features of the batch; gathering the batch's
+    features and labels to the host is once per sampling run, not a per-step cost, as for `model.generate()` per
+    prompt. Its twin goes over a loader's batches: an evaluation loop, whose per-batch copies stay findings."""
+    assert lint(SAMPLER.replace("{loop}", "while len(all_labels) * args.batch_size < args.num_samples:")) == []
+    found = lint(SAMPLER.replace("{loop}", "for batch in loader:"))
+    assert [(ln, c) for ln, c, _m in found] == [(32, "XLA001"), (33, "XLA001")]

@@ -903,8 +903,9 @@ if __name__ == "__main__":
 def test_a_script_that_never_places_a_tensor_on_a_device_is_host_code(tmp_path):
     """Issue 32 cause 5 (round 9, read: pytorch/examples' REINFORCE and regression scripts): a program that puts
     nothing on a device, names none and imports no project code holds CPU tensors, as a notebook does: its
-    `action.item()` is no XLA transfer. Its twins: the same script moving its policy and states to a device, and
-    the same script imported by another module of the project (which may hand it device tensors)."""
+    `action.item()` is no XLA transfer, also when a module that places nothing imports it. Its twins: the same
+    script moving its policy and states to a device, and the same script imported by a module of the project that
+    places tensors on a device (which may hand it device tensors)."""
     for d in ("cpu", "dev", "imp", "default", "lib"):
         (tmp_path / d).mkdir()
     # a library that may place what it builds for the script (detectron2's trainer, ultralytics' YOLO)
@@ -915,7 +916,11 @@ def test_a_script_that_never_places_a_tensor_on_a_device_is_host_code(tmp_path):
     assert (26, "XLA001") in _lines_and_codes(tmp_path / "default", "reinforce.py", default)
     assert _lines_and_codes(tmp_path / "cpu", "reinforce.py", REINFORCE.format(place="")) == set()
     assert (25, "XLA001") in _lines_and_codes(tmp_path / "dev", "reinforce.py", REINFORCE.format(place=".to(device)"))
+    # imported by a module that places nothing either: nothing in the project can hand it device tensors
     _write(tmp_path / "imp", {"run.py": "from reinforce import select_action\n"})
+    assert _lines_and_codes(tmp_path / "imp", "reinforce.py", REINFORCE.format(place="")) == set()
+    _write(tmp_path / "imp", {"run.py": "import torch\nfrom reinforce import select_action\n\n"
+                                        "select_action(torch.zeros(4).to(torch.device('xla')))\n"})
     assert (25, "XLA001") in _lines_and_codes(tmp_path / "imp", "reinforce.py", REINFORCE.format(place=""))
 
 

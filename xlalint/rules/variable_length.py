@@ -403,6 +403,8 @@ class UnbucketedVariableLength(Rule):
                     continue  # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`, only compared
                 if _one_off_literal(cand):
                     continue  # `tokenizer(["a prompt"], padding=True)` outside any loop: one shape, once
+                if _one_text(cand.node):
+                    continue  # `processor(text=[prompt], padding=True)`: a batch of one, padding pads nothing
                 if not cand.ctx.loops and padded_before_its_loop(
                         cand.node, cand.ctx.func.node,
                         lambda loop, f=cand.ctx.func: bool(f.yields) or (type(loop) is cst.For
@@ -631,6 +633,14 @@ def _max_length_padding(call: cst.Call):
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",
             'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')
+
+
+def _one_text(call: cst.Call) -> bool:
+    """The call tokenizes a batch of one written out (``tokenizer([text], padding=True)``, ``processor(text=[t],
+    ...)``): padding to the longest pads nothing; its length is the text's own, which no padding option names."""
+    args = positional_args(call)
+    texts = args[0] if args else keyword_arg(call, "text")
+    return type(texts) in (cst.List, cst.Tuple) and len(texts.elements) == 1 and type(texts.elements[0]) is cst.Element
 
 
 def _one_off_literal(cand) -> bool:

@@ -35,6 +35,13 @@ class Callables:
         if t is cst.Lambda:
             key = self._lambda_keys.get(id(e))
             return K.callables([f"{self.module_name}:{key}"]) if key is not None and key in self.funcs else None
+        if t is cst.Subscript and type(e.value) is cst.Dict:
+            # `{"heun": sample_heun, "euler": sample_euler}[sampler]`: a table of functions picked by a key,
+            # any of them (a sampler chosen by name)
+            ks = [self.callable_kind(el.value) for el in e.value.elements if type(el) is cst.DictElement]
+            if ks and all(ks) and len(ks) == len(e.value.elements):
+                return K.callables([c for k in ks for c in K.callable_keys(k)])
+            return None
         if t in (cst.List, cst.Tuple):
             ks = [self.callable_kind(el.value) for el in e.elements]
             if ks and all(ks):

@@ -305,10 +305,17 @@ class Steps:
             self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())))
 
     def is_hot_loop(self, loop: LoopInfo) -> bool:
-        """The loop runs the model on every iteration (a decoding, evaluation or rollout loop)."""
+        """The loop runs the model on every iteration (a decoding, evaluation or rollout loop). Not one whose
+        every iteration also runs a whole decode or sampling (a function with a hot loop of its own), unless it
+        goes over a loader's batches: an iteration is a whole run, and what it reads once per run (the
+        generated batch's features, gathered to the host beside the images) is not a per-step cost, as for a
+        loop calling `model.generate()` per prompt."""
         if loop.func.excluded:
             return False
-        return loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))
+        calls = loop.calls
+        if not (loop.runs_model or any(self.runs_model(t) for c in calls for t in self.targets(c))):
+            return False
+        return loop.iterates_loader or not any(self._whole(t) for c in calls for t in self.targets(c))
 
     def _trains_key(self, key: str) -> bool:
         return self._through_calls(self._trains, key, lambda f: f.trains_outside_loops)
