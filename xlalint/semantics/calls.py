@@ -139,6 +139,8 @@ class CallSites:
             k = self.kind(a.value)
             if k is K.UNKNOWN or k == K.NOT_TENSOR:
                 k = self.callable_kind(a.value) or k  # `on_token=print_token`: the callee may call it
+            elif k == K.MODULE:
+                k = self._module_of_class(a.value)  # `train_fn(model, ...)`: which forward `model(...)` runs there
             if a.star == "**":  # f(**losses): only the callee's **kwargs learns from it (_param_seeds)
                 if "**" not in kw or k in K.HOLDS_DEVICE_TENSOR:
                     kw["**"] = k
@@ -152,6 +154,13 @@ class CallSites:
             self.callable_sites_added = True
             for local in self._local_targets(callee):  # this module's callbacks learn from it
                 self.call_sites.setdefault(local, []).append((self.func.key, pos, kw, False))
+
+    def _module_of_class(self, e):
+        """A module argument's kind for a call site: of its project class when the source shows it."""
+        cls = self.module_class_of(e)
+        if cls is None:
+            return K.MODULE
+        return K.module_of(cls[1:] if cls[0] == "@" else f"{self.module_name}:{cls}")
 
     def callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
@@ -262,13 +271,16 @@ class CallSites:
         named = names + tuple(x.name.value for x in p.kwonly_params)
         known = self._known_param(f)
         none = ({}, (), False)
+        guessed = tuple(sorted(self._guessed_params.get(f.key, ())))
         shape = S.Shape(
             names, offset, named,
             p.star_kwarg.name.value if type(p.star_kwarg) is cst.Param else None,
-            tuple(sorted(self._guessed_params.get(f.key, ()))),
+            guessed,
             tuple(n for n in named if known(n)),
             f.class_key is not None and not self.classes.get(f.class_key, {"module": True})["module"],
-            none, none, full)
+            none, none, full,
+            tuple(x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)
+                  if x.default is None and x.name.value in guessed))
         if full:
             own = [(pos, kw) for _c, pos, kw, _v in self.call_sites.get(f.key, ())]
             base = [(pos, kw) for _c, pos, kw, _v in self._base_sites(f)]

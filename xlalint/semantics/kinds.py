@@ -82,6 +82,28 @@ def instance_class(kind):
     return None
 
 
+# A module of a known project class, as a call site passes it (``train_fn(model, ...)`` with ``model =
+# Seq2Seq(...).to(device)``): only in call sites and their seeds, never a name's kind (a name holding a module
+# is ``MODULE``; the class goes to the parameter's class seed, ``class_seed``).
+_MODULE_OF = "mod:"
+
+
+def module_of(class_key: str) -> str:
+    return _MODULE_OF + class_key
+
+
+def module_class(kind):
+    """The class key of a call site's module-of-a-class kind, else None."""
+    if isinstance(kind, str) and kind.startswith(_MODULE_OF):
+        return kind[len(_MODULE_OF):]
+    return None
+
+
+def class_seed(param: str) -> str:
+    """The seed under which a parameter's module class goes (``#cls:model``: no name can clash with it)."""
+    return "#cls:" + param
+
+
 # A list or tuple of objects of one project class (``[batch_time, losses, top1]`` handed to a
 # ProgressMeter): iterating or indexing it gives such an object.
 _INSTANCES = "objs:"

@@ -29,6 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import hot_loops as H
+from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import NODE_TYPES, child_nodes, positional_args
 
 # methods of a module that return the module itself
@@ -50,7 +51,7 @@ class ModuleCalls:
         """The callee key of the ``forward`` that calling ``func`` runs (``func(...)``), or None."""
         if type(func) is cst.Attribute and func.attr.value == "forward":
             func = func.value
-        cls = self._module_class_of(func)
+        cls = self.module_class_of(func)
         if cls is None:
             return None
         if cls[0] == "@":
@@ -67,14 +68,14 @@ class ModuleCalls:
             return None
         if type(func.value) is cst.Name and func.value.value == "self":
             return None  # the class's own methods: callee_key resolves them
-        cls = self._module_class_of(func.value)
+        cls = self.module_class_of(func.value)
         if cls is None:
             return None
         key = f"{cls}.{func.attr.value}"
         return key if cls[0] == "@" or key in self.funcs else None
 
     # ------------------------------------------------------------------ the class of a module value
-    def _module_class_of(self, e) -> Optional[str]:
+    def module_class_of(self, e) -> Optional[str]:
         """A local class name (``Attention``) or ``@`` and a project-wide class key, or None."""
         if type(e) is cst.Name:
             if e.value == "self":
@@ -107,18 +108,31 @@ class ModuleCalls:
             memo[key] = self._bound_class(init.node, ("self", attr), element)
         return memo[key]
 
+    def _seeded_class(self, param: str) -> Optional[str]:
+        gkey = self.func.env.get(K.class_seed(param))  # its seeds, as the walk applied them
+        if gkey is None:
+            return None
+        mod, _, cls = gkey.partition(":")
+        return cls if mod == self.module_name else "@" + gkey
+
     def _single_binding_class(self, name: str) -> Optional[str]:
         node = self.func.node
-        if type(node) is not cst.FunctionDef:
+        if node is None and self.func is self.top:
+            node = self.module  # a script's or a notebook's model, built at its top level
+        elif type(node) is not cst.FunctionDef:
             return None
         memo = self._module_class_memo
         names = memo.get(("params", id(node)))
-        if names is None:
+        if names is None and type(node) is cst.Module:
+            names = memo["params", id(node)] = frozenset()
+        elif names is None:
             params = node.params
             names = memo["params", id(node)] = frozenset(
                 p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
         if name in names:
-            return self._annotated_class(node, name)  # `def generate(model: Transformer, ...)`
+            # `def generate(model: Transformer, ...)`, or every caller passes a module of one class
+            # (`train_fn(model, ...)` with `model = Seq2Seq(...).to(device)`: the parameter's class seed)
+            return self._annotated_class(node, name) or self._seeded_class(name)
         key = (id(node), name, False)
         if key not in memo:
             memo[key] = self._bound_class(node, name, False)
@@ -189,6 +203,8 @@ class ModuleCalls:
     def _annotated_class(self, node: cst.FunctionDef, name: str) -> Optional[str]:
         """The module class a parameter of ``node`` is annotated with (``def __init__(self, model:
         Transformer)``, then ``self.model = model``), or None."""
+        if type(node) is not cst.FunctionDef:
+            return None
         params = node.params
         for p in (*params.posonly_params, *params.params, *params.kwonly_params):
             if p.name.value == name:
@@ -206,7 +222,10 @@ def _bindings(func: cst.FunctionDef, expressions: bool = True) -> dict:
     same but for the ``:=`` in them; most of a function's nodes are expressions)."""
     out: dict = {}
     bind = functools.partial(_bind, out)
-    stack = list(func.body.body) if hasattr(func.body, "body") else []
+    if type(func) is cst.Module:
+        stack = list(func.body)
+    else:
+        stack = list(func.body.body) if hasattr(func.body, "body") else []
     while stack:
         n = stack.pop()
         tp = type(n)

@@ -63,11 +63,15 @@ class Rewalk:
         """Walk ``f`` again with its parameters' new kinds. When a guessed ``forward`` parameter turned out a
         Python value (every caller passes an int: ``start_pos``), what ``f`` passes on changes too
         (``self.attn(h, start_pos)``): its call sites are recorded again (True), for the next round."""
-        unguessed = any(k == K.NOT_TENSOR and f.seeds.get(name) != K.NOT_TENSOR and name in self._guessed_params.get(f.key, ())
-                        and f.name == "forward" for name, k in seeds.items())
+        unguessed = any(k in (K.NOT_TENSOR, K.UNKNOWN) and f.seeds.get(name, K.TENSOR) != k
+                        and name in self._guessed_params.get(f.key, ()) and f.name == "forward" for name, k in seeds.items())
         # a callback received that f hands on (`generate(..., callback=cb)` passing `callback=callback` to its
         # decode loop): what f passes on changes too
         forwarded = any(K.callable_keys(k) is not None and f.seeds.get(name) != k for name, k in seeds.items())
+        # a parameter's module class became known (`train_fn(model, ...)`): its `model(src, trg, 0.5)` now
+        # records what it passes that class's `forward`
+        forwarded = forwarded or any(name.startswith(K.class_seed("")) and f.seeds.get(name) != k
+                                     for name, k in seeds.items())
         self._rewalk(f, seeds, record=unguessed or forwarded)
         f.seeds = seeds
         return unguessed or forwarded

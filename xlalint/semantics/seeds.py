@@ -31,6 +31,7 @@ class Shape(NamedTuple):
     own: tuple  # what this module's callers pass (``gather``: (per parameter, into **kwargs, any site))
     base: tuple  # what this module's base classes pass to `self.<name>(...)`, the same way
     with_vetoes: bool  # the full question (the walk's refinement), not only the other modules' sites
+    required: tuple = ()  # the guessed parameters without a default (an optional tensor is often passed None)
 
 
 class Outside(Exception):
@@ -114,8 +115,21 @@ def seeds(shape: Shape, external: list, vetoes: Callable[[], list], known: Calla
             out[shape.star_kw] = K.NOT_TENSOR
     guessed = set(shape.guessed)
     for name, ks in seen.items():
+        classes = {K.module_class(k) for k in ks}
+        if None not in classes:
+            # every caller passes a module of one project class: which `forward` a call of it runs
+            if len(classes) == 1:
+                out[K.class_seed(name)] = classes.pop()
+            ks = [K.MODULE] * len(ks)
+        elif len(classes) > 1:
+            ks = [K.MODULE if K.module_class(k) is not None else k for k in ks]
         if name in guessed and all(k == K.NOT_TENSOR for k in ks):
             out[name] = K.NOT_TENSOR  # `display(self, batch)` called with a step number: not a batch
+            continue
+        if name in shape.required and K.NOT_TENSOR in ks and all(k is K.UNKNOWN or k == K.NOT_TENSOR for k in ks):
+            # `model(src, trg, 0)` in one caller, a value not known in the other: a guess that a caller belies,
+            # and no caller backs, is no longer made (not for an optional parameter: `mask=None` is passed None)
+            out[name] = K.UNKNOWN
             continue
         told = [k for k in ks if k is not None]
         if told and all(k in (K.CPU_TENSORS, K.CPU_TENSOR) for k in told) and len(set(told)) == 1:

@@ -411,7 +411,7 @@ def _shape(s: Optional[dict]):
 def seed_kind(kind):
     """The part of an argument's kind that parameter seeding uses (see SemanticModel._param_seeds)."""
     if kind in (K.TENSOR, K.BOOL_TENSOR, K.TENSORS, K.MODULE, K.LOADER, K.SCALER, K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS) \
-            or K.instance_class(kind) or K.instances_class(kind) or K.generator_item(kind) or K.callable_keys(kind):
+            or K.module_class(kind) or K.instance_class(kind) or K.instances_class(kind) or K.generator_item(kind) or K.callable_keys(kind):
         return kind
     return None
 
