@@ -323,3 +323,61 @@ def test_a_forward_parameter_a_caller_passes_a_number_through_a_helper_is_no_ten
     assert lint(tensor) == {(15, "XLA002")}
     unknown = SEQ2SEQ.replace("{built}", "build_model(cfg)").replace("{eval_ratio}", "0")
     assert lint(unknown) == {(15, "XLA002")}
+
+
+def test_an_item_of_a_models_output_named_a_dict_is_a_dict():
+    """Round 15, read (lerobot's training step): `loss, output_dict = policy(batch)` then `if output_dict:` tests
+    the dict's length, not a tensor. Its twin, an item named for a tensor, is tested on the device's value."""
+    body = """
+    def update_policy(policy, batch, optimizer, metrics):
+        loss, {name} = policy(batch)
+        loss.backward()
+        optimizer.step()
+        if {name}:
+            metrics.update({name})
+        torch_xla.sync()
+
+    def train(policy, loader, optimizer, metrics):
+        device = torch_xla.device()
+        for batch in loader:
+            update_policy(policy, {{k: v.to(device) for k, v in batch.items()}}, optimizer, metrics)
+    """
+    assert lint(body.format(name="output_dict")) == set()
+    assert lint(body.format(name="aux_loss")) == {(6, "XLA002")}
+
+
+CHECKPOINTED = """
+import torch.utils.checkpoint as ckpt
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.gradient_checkpointing = False
+
+    def _forward(self, x, lens):
+        longest = torch.max(lens).item()
+        return self.proj(x[:, :longest])
+
+    def forward(self, x, lens):
+        if {test}:
+            return ckpt.checkpoint(self._forward, x, lens, use_reentrant=False)
+        else:
+            return self._forward(x, lens)
+"""
+
+
+def test_the_else_of_training_and_checkpointing_runs_in_training_too():
+    """Round 16, read (sd-scripts' Chroma blocks): `if self.training and self.gradient_checkpointing: ... else:
+    return self._forward(...)`: training without checkpointing takes the `else` too, so its read is every step,
+    not only while evaluating. Its twin, `if self.training: ... else:`, is the evaluation's path."""
+    def message(test):
+        found = [f for f in lint_source(HEAD + CHECKPOINTED.replace("{test}", test), "model.py") if f.code == "XLA001"]
+        assert len(found) == 1, found
+        return found[0].message
+
+    assert "every step" in message("self.training and self.gradient_checkpointing")
+    assert "every step" in message("self.gradient_checkpointing and self.training")
+    assert "every evaluation batch" in message("self.training")
+    assert "every evaluation batch" in message("self.training or self.gradient_checkpointing")

@@ -159,6 +159,10 @@ class Bindings:
             self._bind_iteration(target, iter_expr)
             return
         if type(target) is cst.Name:
+            if value is None and kind == K.TENSOR and name_words(target.value)[-1:] == ("dict",):
+                # `loss, output_dict = policy(batch)`: an item named a dict is a dict (its truth is its length),
+                # not one more tensor of the model's output
+                kind = K.TENSORS
             results = self.func.loop_results
             from_results = bool(results) and value is not None and bool(names_in(value) & results)
             self._bind_name(target.value, kind)

@@ -15,7 +15,7 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import (
-    FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, mode_test, negated_period, period_of, rest_after,
+    FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_period, period_of, rest_after,
     runs_once, stops_after_few, xla_polarity,
 )
 from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
@@ -44,6 +44,7 @@ class Branches:
                             argument_tests.tests_of(node.test, params) if params else ()))
         mode = mode_test(node.test)
         self.eval_depth += mode == "eval"
+        other_mode = else_mode(node.test) if node.orelse is not None else None
         # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
         # dump whose purpose is the host copy: neither is a per-step cost of a normal run
         exits = _exits(self, node.body) or _debug_flag(node.test)
@@ -79,7 +80,7 @@ class Branches:
         if node.orelse is not None:
             self.guards.append((None, polarity == "xla" or decided is True, False,
                                 argument_tests.tests_of(node.test, params, negate=True) if params else ()))
-            self.eval_depth += mode == "train"
+            self.eval_depth += other_mode == "eval"
             # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch
             other = self.narrow(tested, K.NOT_TENSOR)
             if type(node.orelse) is cst.If:
@@ -87,7 +88,7 @@ class Branches:
             else:
                 self.walk_block(node.orelse.body)
             self.restore(other)
-            self.eval_depth -= mode == "train"
+            self.eval_depth -= other_mode == "eval"
             self.guards.pop()
         self.cond_depth -= conditional
         if not elif_ and not (node.orelse is None and ends_block(node.body)):

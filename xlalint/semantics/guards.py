@@ -303,6 +303,8 @@ def mode_test(test) -> Optional[str]:
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negate = not negate
         test = test.expression
+    if negate and type(test) is cst.BooleanOperation:
+        return else_mode(test)  # `not (self.training and ckpt)`: De Morgan's, not the conjunction's opposite
     result = None
     if type(test) is cst.Attribute and test.attr.value == "training":
         result = "train"
@@ -325,6 +327,19 @@ def mode_test(test) -> Optional[str]:
     if result is not None and negate:
         result = "eval" if result == "train" else "train"
     return result
+
+
+def else_mode(test) -> Optional[str]:
+    """The mode in which the test is false (its ``else:`` runs): the opposite of ``mode_test`` for one condition;
+    for ``self.training and self.gradient_checkpointing`` none (training without checkpointing takes the ``else``
+    too); for an ``or``, a mode either side's falsity implies."""
+    if type(test) is cst.BooleanOperation:
+        left, right = else_mode(test.left), else_mode(test.right)
+        if type(test.operator) is cst.And:
+            return left if left == right else None
+        return left or right
+    mode = mode_test(test)
+    return None if mode is None else "eval" if mode == "train" else "train"
 
 
 _TRAIN_WORDS = frozenset({"train", "training"})
