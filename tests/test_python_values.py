@@ -381,3 +381,41 @@ def test_the_else_of_training_and_checkpointing_runs_in_training_too():
     assert "every step" in message("self.gradient_checkpointing and self.training")
     assert "every evaluation batch" in message("self.training")
     assert "every evaluation batch" in message("self.training or self.gradient_checkpointing")
+
+
+YOLO = """
+class Model(nn.Module):
+    def __init__(self, cfg, ch=3):
+        super().__init__()
+        self.model, self.save = parse_model(cfg, [ch])
+
+    def forward(self, x):
+        y = []
+        for m in self.model:
+            if m.f != -1:
+                x = y[m.f] if isinstance(m.f, int) else [x if j == -1 else y[j] for j in m.f]
+            x = m(x)
+            y.append(x if m.i in self.save else None)
+        return x
+
+
+def parse_model(d, ch):
+    layers, save = [], []
+    for i, (f, n, m, args) in enumerate(d):
+        m_ = m(*args)
+        m_.i, m_.f = i, f
+        save.extend(x % i for x in ([f] if isinstance(f, int) else f) if x != -1)
+        layers.append(m_)
+    return nn.Sequential(*layers), sorted(save)
+"""
+
+
+def test_a_function_defined_further_down_named_for_a_model_is_not_a_model_call():
+    """Round 8, read (yolov7's `Model.__init__`): `self.model, self.save = parse_model(cfg, [ch])` calls a function
+    of the module defined below the class; walked before it, the call was taken for a model run by its name
+    ("...model"), so `self.model` held tensors and `m.f` of its layers was a device tensor. A function of this
+    module is not a model, wherever it is defined: the layers are modules, `m.f` unknown. Its twin calls a
+    function the module does not define (a model named so, as far as is known), whose items stay tensors."""
+    assert lint(YOLO) == set()
+    twin = YOLO.replace("self.model, self.save = parse_model(cfg, [ch])", "self.model, self.save = load_model(cfg, [ch])")
+    assert (10, "XLA002") in lint(twin)

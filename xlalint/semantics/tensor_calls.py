@@ -58,6 +58,8 @@ class CallKinds:
                 return K.TENSOR
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
+            if not found and name in getattr(self, "toplevel_defs", ()):
+                return K.UNKNOWN  # `parse_model(cfg)`, a function of this module defined further down: not a model
             words = name_words(name)
             if words and words[-1] in T.MODEL_NAME_WORDS | {"criterion"} and e.args:
                 return K.TENSOR
