@@ -499,3 +499,55 @@ def test_a_model_passed_in_reaches_its_kv_cache_through_the_annotation_and_appen
 def test_a_model_passed_in_without_an_annotation_is_not_followed(tmp_path):
     found = project(tmp_path, {"model.py": KV_MODEL, "inference.py": KV_GENERATOR.format(annotation="")})
     assert not [f for f in found if f[0] == "model.py"], found
+
+
+def test_a_decode_loop_calling_a_method_of_a_model_class_of_another_module_is_a_decoding_loop(tmp_path):
+    """pytorch/examples' translation (round 9, read): `greedy_decode(model, ...)` calls `model.decode(ys, memory,
+    mask)` every token, `model` a `Translator` of another module (every caller passes one: its class is known).
+    Seen from this module, a method of another module's class with inputs runs the model: the loop decodes, and
+    `ys` grown by `torch.cat` on every token compiles a graph per length, beside the per-token `.item()`
+    (found before the class was known, lost when it was, found again)."""
+    found = project(tmp_path, {
+        "model.py": """
+            import torch.nn as nn
+
+
+            class Translator(nn.Module):
+                def __init__(self, vocab, dim):
+                    super().__init__()
+                    self.emb = nn.Embedding(vocab, dim)
+                    self.decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(dim, 2), 2)
+                    self.ff = nn.Linear(dim, vocab)
+
+                def decode(self, tgt, memory, tgt_mask):
+                    return self.decoder(self.emb(tgt), memory, tgt_mask)
+            """,
+        "main.py": """
+            import torch
+            import torch_xla
+
+            from model import Translator
+
+            DEVICE = torch_xla.device()
+
+
+            def greedy_decode(model, memory, max_len, start_symbol, end_symbol):
+                ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long).to(DEVICE)
+                for _ in range(max_len - 1):
+                    mask = torch.triu(torch.ones(ys.size(0), ys.size(0), device=DEVICE))
+                    out = model.decode(ys, memory, mask)
+                    _, next_word = torch.max(model.ff(out[-1]), dim=1)
+                    next_word = next_word.item()
+                    ys = torch.cat([ys, torch.ones(1, 1).type_as(ys).fill_(next_word)], dim=0)
+                    if next_word == end_symbol:
+                        break
+                return ys
+
+
+            def main():
+                model = Translator(100, 16).to(DEVICE)
+                memory = torch.zeros(5, 1, 16, device=DEVICE)
+                print(greedy_decode(model, memory, 20, 1, 2))
+            """,
+    })
+    assert {(n, ln, c) for n, ln, c, _m in found} == {("main.py", 13, "XLA009"), ("main.py", 16, "XLA001"), ("main.py", 17, "XLA009")}

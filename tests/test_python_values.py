@@ -419,3 +419,32 @@ def test_a_function_defined_further_down_named_for_a_model_is_not_a_model_call()
     assert lint(YOLO) == set()
     twin = YOLO.replace("self.model, self.save = parse_model(cfg, [ch])", "self.model, self.save = load_model(cfg, [ch])")
     assert (10, "XLA002") in lint(twin)
+
+
+FFT_VIT = """
+from torch.fft import fft2
+
+
+class SimpleViT(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.to_freq_embedding = nn.Linear(2, dim)
+
+    def forward(self, img):
+        freqs = torch.view_as_real(fft2(img))
+        return self.to_freq_embedding(freqs)
+
+
+if __name__ == "__main__":
+    v = SimpleViT(dim=8)
+    img = torch.randn(1, 3, 256, 256)
+    preds = v(img)
+"""
+
+
+def test_a_demo_run_of_a_model_at_the_top_level_says_nothing_of_its_callers():
+    """A library module's smoke test under `if __name__ == "__main__":` runs its model on `torch.randn(...)`: a
+    host tensor, as a unit test's, which says nothing of the real callers; the `forward` parameter stays a
+    device tensor and its CPU fallback a finding (vit-pytorch's FFT ViT, found before the top-level model's class
+    was resolved, lost when it was, found again)."""
+    assert (11, "XLA007") in lint(FFT_VIT)

@@ -105,7 +105,7 @@ class CallSites:
         if forward is not None and not self._rewalking_quietly and not self.func.excluded:
             # `self.attn(h, start_pos)`: what it passes seeds the forward's parameters (no call-graph edge:
             # a forward runs every step already); a unit test's CPU tensors say nothing of the real callers
-            self._record_call_site(forward, node, func)
+            self._record_call_site(forward, node, func, demo=self.func is self.top)
         if step:
             if self.loop_stack:
                 loop = self.loop_stack[-1]
@@ -131,12 +131,16 @@ class CallSites:
             (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)
             self._block_syncs[-1].append(point)
 
-    def _record_call_site(self, callee: str, node: cst.Call, func) -> None:
+    def _record_call_site(self, callee: str, node: cst.Call, func, demo: bool = False) -> None:
+        """``demo``: a model run at a module's top level (`preds = v(torch.randn(1, 3, 256, 256))` under `if
+        __name__ == "__main__":`): its host tensors are a smoke test's, and say nothing of the real callers."""
         pos, kw = [], {}
         for a in node.args:
             if a.star == "*":
                 return  # f(*args): positions unknown
             k = self.kind(a.value)
+            if demo and k in (K.CPU_TENSOR, K.CPU_TENSORS):
+                k = K.UNKNOWN
             if k is K.UNKNOWN or k == K.NOT_TENSOR:
                 k = self.callable_kind(a.value) or k  # `on_token=print_token`: the callee may call it
             elif k == K.MODULE:

@@ -377,10 +377,13 @@ class StepMarks:
             if last in H.MODEL_RUN_METHODS:
                 return rk == K.MODULE or (model_named and last != "sample")
             # a submodule of a model: decoder.embedding(x), self.model.encoder(src); not a method the
-            # source shows its class defines (`q_module.pack_weight(w)`: its body decides)
-            return (rk == K.MODULE or model_named) and bool(node.args) and \
-                last not in H.MODULE_UTILITY_METHODS and not last.startswith(H.MODULE_UTILITY_PREFIXES) and \
-                self.module_method_key(func) is None
+            # source shows its class of this module defines (`q_module.pack_weight(w)`: its body decides; one of
+            # another module's class, `model.decode(ys, memory, mask)`, runs the model as far as this module sees)
+            if not ((rk == K.MODULE or model_named) and bool(node.args) and last not in H.MODULE_UTILITY_METHODS
+                    and not last.startswith(H.MODULE_UTILITY_PREFIXES)):
+                return False
+            key = self.module_method_key(func)
+            return key is None or key[0] == "@"
         if type(func) is cst.Subscript:
             return self.kind(func) == K.MODULE
         return False
