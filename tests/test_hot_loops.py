@@ -1245,7 +1245,13 @@ def test_a_loop_whose_every_iteration_runs_a_whole_sampling_is_not_a_hot_loop():
     runs a whole multistep sampling (`karras_sample` picks its sampler from a table of functions by name: any of
     them runs, each a loop of model calls) and then the Inception features of the batch; gathering the batch's
     features and labels to the host is once per sampling run, not a per-step cost, as for `model.generate()` per
-    prompt. Its twin goes over a loader's batches: an evaluation loop, whose per-batch copies stay findings."""
+    prompt. Its twins go over a loader's batches (an evaluation loop), or sample only under an `if`: their
+    per-iteration copies stay findings."""
     assert lint(SAMPLER.replace("{loop}", "while len(all_labels) * args.batch_size < args.num_samples:")) == []
     found = lint(SAMPLER.replace("{loop}", "for batch in loader:"))
     assert [(ln, c) for ln, c, _m in found] == [(32, "XLA001"), (33, "XLA001")]
+    # a sampling under an `if` (yolov7's classifier pass, off by default) is not every iteration's: a loop over
+    # images that runs the model on each stays hot
+    maybe = SAMPLER.replace("{loop}", "for sample in args.images:").replace(
+        "        sample = karras_sample(", "        if args.resample:\n            sample = karras_sample(")
+    assert [(ln, c) for ln, c, _m in lint(maybe)] == [(33, "XLA001"), (34, "XLA001")]

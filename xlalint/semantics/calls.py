@@ -47,7 +47,15 @@ class CallSites:
         if callee[0] == "@":
             self._site_refs[id(ctx)] = (None, expr, self.top_index)
         if self.loop_stack:
-            self.loop_stack[-1].calls.append(callee)
+            self._note_loop_call(callee)
+
+    def _note_loop_call(self, callee: str) -> None:
+        """``callee`` is called in the innermost loop's own body; on every iteration when no ``if`` of the body
+        is around the call."""
+        loop = self.loop_stack[-1]
+        loop.calls.append(callee)
+        if self.cond_depth == loop.cond_depth:
+            loop.every_calls.append(callee)
 
     def is_builtin(self, func, name: str) -> bool:
         """``func`` is the builtin ``name``: not shadowed by an import or a def in this file."""
@@ -125,7 +133,7 @@ class CallSites:
                     self._site_counts[text] = ordinal + 1
                 self._site_refs[id(ctx)] = (text, ordinal)
             if self.loop_stack:
-                self.loop_stack[-1].calls.append(callee)
+                self._note_loop_call(callee)
         if self.closure_depth == 0 and (barrier or callee is not None):
             point = [self.seq, None if barrier else callee, None]
             (self.loop_stack[-1] if self.loop_stack else self.func).sync_points.append(point)

@@ -107,6 +107,7 @@ class LoopInfo:
     guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
     off_xla: bool = False  # one of those guards says it never runs on XLA (a GPU actor's method, `if use_cuda:`)
     few: bool = False  # it goes over a list, tuple or set written out (`for p in [prompt, negative]:`)
+    every_calls: list = field(default_factory=list)  # the callees of `calls` its body calls outside any `if`
 
 
 @dataclass(frozen=True, eq=False)
@@ -307,15 +308,14 @@ class Steps:
     def is_hot_loop(self, loop: LoopInfo) -> bool:
         """The loop runs the model on every iteration (a decoding, evaluation or rollout loop). Not one whose
         every iteration also runs a whole decode or sampling (a function with a hot loop of its own), unless it
-        goes over a loader's batches: an iteration is a whole run, and what it reads once per run (the
+        goes over a loader's batches (a call under an `if` is not every iteration's): an iteration is a whole run, and what it reads once per run (the
         generated batch's features, gathered to the host beside the images) is not a per-step cost, as for a
         loop calling `model.generate()` per prompt."""
         if loop.func.excluded:
             return False
-        calls = loop.calls
-        if not (loop.runs_model or any(self.runs_model(t) for c in calls for t in self.targets(c))):
+        if not (loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))):
             return False
-        return loop.iterates_loader or not any(self._whole(t) for c in calls for t in self.targets(c))
+        return loop.iterates_loader or not any(self._whole(t) for c in loop.every_calls for t in self.targets(c))
 
     def _trains_key(self, key: str) -> bool:
         return self._through_calls(self._trains, key, lambda f: f.trains_outside_loops)
