@@ -1255,3 +1255,23 @@ def test_a_loop_whose_every_iteration_runs_a_whole_sampling_is_not_a_hot_loop():
     maybe = SAMPLER.replace("{loop}", "for sample in args.images:").replace(
         "        sample = karras_sample(", "        if args.resample:\n            sample = karras_sample(")
     assert [(ln, c) for ln, c, _m in lint(maybe)] == [(33, "XLA001"), (34, "XLA001")]
+
+
+def test_not_a_remainder_is_a_period():
+    """Round 18, read after scoring (rasbt's deeplearning-models notebooks, 30 of its 50 sampled findings): `if not
+    batch_idx % 50: print(... cost)` prints every 50 batches, as `batch_idx % 50 == 0` does; the message says so.
+    Its twin without the `not` prints on the other 49 batches of 50: every step."""
+    body = """
+    def train(model, loader, optimizer, num_epochs):
+        for epoch in range(num_epochs):
+            for batch_idx, (features, targets) in enumerate(loader):
+                cost = F.cross_entropy(model(features.to(device)), targets.to(device))
+                optimizer.zero_grad()
+                cost.backward()
+                optimizer.step()
+                if {test}:
+                    print('Epoch: %03d | Batch %03d | Cost: %.4f' % (epoch + 1, batch_idx, cost))
+    """
+    assert "every 50 steps" in at(lint(body.format(test="not batch_idx % 50")), 10, "XLA006")
+    assert "every 50 steps" in at(lint(body.format(test="not (batch_idx + 1) % 50")), 10, "XLA006")
+    assert "every step" in at(lint(body.format(test="batch_idx % 50")), 10, "XLA006")

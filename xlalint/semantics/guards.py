@@ -169,13 +169,17 @@ def ends_block(block) -> bool:
 
 
 def period_of(test) -> Optional[str]:
-    """``step % N == 0`` (anywhere in an and/or) -> the source text of N."""
+    """``step % N == 0`` or ``not step % N`` (anywhere in an and/or) -> the source text of N."""
     if type(test) is cst.BooleanOperation:
         return period_of(test.left) or period_of(test.right)
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]
         if type(c.operator) is cst.Equal:
             return _modulo_divisor(test.left) or _modulo_divisor(c.comparator)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = test.expression
+        if type(inner) is cst.BinaryOperation and type(inner.operator) is cst.Modulo:
+            return _modulo_divisor(inner)  # `if not batch_idx % 50:`: the remainder is 0 every 50 steps
     return None
 
 
