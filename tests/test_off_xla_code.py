@@ -996,3 +996,50 @@ def test_an_rl_library_that_places_nothing_anywhere_runs_on_the_host(tmp_path):
     (tmp_path / "rl" / "ppo.py").write_text(placed.replace('gym.make("CartPole-v1"))', 'gym.make("CartPole-v1"), "cuda")'))
     for args in (("--no-cache", "."), ("--no-cache", "rl/ppo.py"), ("rl/ppo.py",), ("rl/ppo.py",)):
         assert found(*args) == {("ppo.py", 34, "XLA001")}, args
+
+
+CUDA_INDEX_SCRIPT = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+DEVICE = {device}
+
+
+def compute_accuracy(model, data_loader, device):
+    correct, total = 0, 0
+    for features, targets in data_loader:
+        features, targets = features.to(device), targets.to(device)
+        logits = model(features)
+        correct += (logits.argmax(1) == targets).sum()
+        total += targets.size(0)
+    return correct.float() / total * 100
+
+
+train_loader = DataLoader(datasets.MNIST("data", download=True, transform=transforms.ToTensor()), batch_size=128)
+model = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+model.to(DEVICE)
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(10):
+    for batch_idx, (features, targets) in enumerate(train_loader):
+        features, targets = features.to(DEVICE), targets.to(DEVICE)
+        cost = F.cross_entropy(model(features), targets)
+        optimizer.zero_grad()
+        cost.backward()
+        optimizer.step()
+        print(f"cost {{cost.item():.4f}}")
+    print(compute_accuracy(model, train_loader, device=DEVICE))
+"""
+
+
+def test_a_helpers_device_parameter_that_every_call_gives_a_gpu_index_is_that_gpu(tmp_path):
+    """Round 18, read after scoring (rasbt's deeplearning-models notebooks): `DEVICE = "cuda:2"` is the program's
+    only device, and `compute_accuracy(..., device=DEVICE)` its helper's only call: the helper's `device` holds the
+    same hard-wired GPU, not a device chosen at run time, so the whole script is CUDA code. Its twin chooses its
+    device at run time: its per-step read is a finding."""
+    (tmp_path / "pinned").mkdir()
+    (tmp_path / "chosen").mkdir()
+    assert _lines_and_codes(tmp_path / "pinned", "train.py", CUDA_INDEX_SCRIPT.format(device='"cuda:2"')) == set()
+    chosen = CUDA_INDEX_SCRIPT.format(device='torch.device("cuda" if torch.cuda.is_available() else "cpu")')
+    assert (31, "XLA001") in _lines_and_codes(tmp_path / "chosen", "train.py", chosen)

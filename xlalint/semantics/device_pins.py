@@ -18,7 +18,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import code_of, dotted_name, last_name, own_nodes, string_value
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_name, last_name, own_nodes, string_value
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -553,3 +553,43 @@ def _is_cpu_device(node) -> bool:
         node = node.args[0].value
     return (string_value(node) or "").lower() == "cpu"
 
+
+
+def params_given_cuda(module: cst.Module, names: set, ordinal_names) -> set:
+    """Of ``names`` (placement names), the parameters every call in ``module`` passes a hard-wired CUDA device
+    (``compute_accuracy(model, loader, device=DEVICE)`` with ``DEVICE = "cuda:2"``): in a program that is whole
+    (a notebook, a script no module imports), they hold that device. A name also bound otherwise, a function
+    never called here or called with anything else: not one of them."""
+    defs: dict = {}  # function name -> its parameters, by position
+    calls: dict = {}  # function name -> its calls
+    stack = [module]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.FunctionDef:
+            ps = n.params
+            defs.setdefault(n.name.value, []).append([p.name.value for p in (*ps.posonly_params, *ps.params)]
+                                                     + [p.name.value for p in ps.kwonly_params])
+        elif t is cst.Call and type(n.func) is cst.Name:
+            calls.setdefault(n.func.value, []).append(n)
+        if t in NODE_TYPES or t is cst.Module:
+            stack.extend(child_nodes(n))
+    given: dict = {}  # parameter name -> all its functions' calls pass CUDA there
+    for fname, signatures in defs.items():
+        if len(signatures) != 1:
+            continue
+        params = signatures[0]
+        for name in names & set(params):
+            ok = bool(calls.get(fname)) and all(_passes_cuda(c, params, name, ordinal_names) for c in calls[fname])
+            given[name] = given.get(name, True) and ok
+    return {name for name, ok in given.items() if ok}
+
+
+def _passes_cuda(call: cst.Call, params: list, name: str, ordinal_names) -> bool:
+    index = params.index(name)
+    for i, a in enumerate(call.args):
+        if a.star:
+            return False
+        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and i == index):
+            return names_cuda(a.value, ordinal_names)
+    return False  # its default: not known here

@@ -216,13 +216,21 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         """Names only ever given a CUDA device index so far (``device_pins.cuda_ordinal``)."""
         return self._cuda_index_names - self._other_names
 
+    def note_cuda_indices(self, names: set) -> None:
+        """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""
+        self._cuda_index_names |= names
+
     def note_name_value(self, name: str, value) -> None:
         """``name = value`` was bound: keep whether the value is a CUDA device index, and the iterable it
         is when it is one a loop counts with (``loop_iterable``)."""
         if device_pins.is_dtype(value):
             self._dtype_names.add(name)  # `self.data_type = torch.float16 if fp16 else torch.float32`
         else:
-            (self._cuda_index_names if device_pins.cuda_ordinal(value) else self._other_names).add(name)
+            ordinal = device_pins.cuda_ordinal(value) or (
+                # `device = torch.device(DEVICE)` with `DEVICE = "cuda:1"`: the same hard-wired GPU
+                type(value) is cst.Call and dotted_name(value.func) in ("torch.device", "device") and len(value.args) == 1
+                and type(value.args[0].value) is cst.Name and value.args[0].value.value in self.cuda_ordinal_names)
+            (self._cuda_index_names if ordinal else self._other_names).add(name)
         key = (id(self.func), name)
         if type(value) is cst.Call and last_name(value.func) in _COUNTING_ITERABLES:
             self._iterables[key] = value
