@@ -1275,3 +1275,27 @@ def test_not_a_remainder_is_a_period():
     assert "every 50 steps" in at(lint(body.format(test="not batch_idx % 50")), 10, "XLA006")
     assert "every 50 steps" in at(lint(body.format(test="not (batch_idx + 1) % 50")), 10, "XLA006")
     assert "every step" in at(lint(body.format(test="batch_idx % 50")), 10, "XLA006")
+
+
+def test_a_copy_the_loop_writes_to_a_file_is_a_dump():
+    """Round 18, read after scoring (hifi-gan's inference scripts; stable-diffusion's and consistency_models'
+    samplers): each input file's waveform is copied to the host and written as a WAV, each sampled image saved as
+    a PNG. The data has to reach the host to be written: the copy is the loop's purpose, as a checkpoint's is. Its
+    twins keep what they copy in a list (the fix: keep it on the device), or train in the loop."""
+    body = """
+    def inference(generator, filelist, get_mel, sr):
+        outs = []
+        with torch.no_grad():
+            for i, filname in enumerate(filelist):
+                x = get_mel(torch.FloatTensor(load_wav(filname)).to(device))
+                y_g_hat = generator(x)
+                audio = y_g_hat.squeeze() * 32768.0
+                audio = audio.cpu().numpy().astype("int16")
+                {use}
+        return outs
+    """
+    assert lint(body.format(use='write(os.path.join("out", filname), sr, audio)')) == []
+    assert lint(body.format(use='Image.fromarray(audio.astype("uint8")).save(filname + ".png")')) == []
+    assert [(ln, c) for ln, c, _m in lint(body.format(use="outs.append(audio)"))] == [(9, "XLA001")]
+    training = body.replace("y_g_hat = generator(x)", "y_g_hat = generator(x)\n                y_g_hat.sum().backward()")
+    assert (10, "XLA001") in [(ln, c) for ln, c, _m in lint(training.format(use='write(filname, sr, audio)'))]

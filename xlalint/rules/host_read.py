@@ -205,6 +205,8 @@ class HostRead(Rule):
                     return  # `dev_loss.item()` after the evaluation loop: its result, once per evaluation
                 if meth in ("cpu", "to") and m.uses_rpc:
                     return  # `return out.cpu()` in a module served over torch.distributed.rpc: RPC carries host tensors
+                if meth != "item" and m.copy_written_out(node):
+                    return  # `audio = y.cpu().numpy()` then `write(path, sr, audio)`: a dump of what the loop makes
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist

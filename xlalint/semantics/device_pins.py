@@ -414,7 +414,8 @@ def pin_of(node: cst.Call, ordinal_names=frozenset(), asserted: bool = False) ->
     method = func.attr.value if type(func) is cst.Attribute else None
     if method == "cuda" and not name.startswith("torch.cuda"):
         return PIN  # model.cuda(), x.cuda(non_blocking=True), x.cuda(rank)
-    if name in ("torch.cuda.set_device", "torch.distributed.init_process_group", "dist.init_process_group"):
+    if name in ("torch.cuda.set_device", "torch.distributed.init_process_group", "dist.init_process_group",
+                "init_process_group"):  # `from torch.distributed import init_process_group`
         if name == "torch.cuda.set_device":
             return PIN
         args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "backend"]

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins
+from xlalint.semantics import device_pins, dumps
 from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.branches import Branches
 from xlalint.semantics.callables import Callables
@@ -215,6 +215,14 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
     def cuda_ordinal_names(self) -> set:
         """Names only ever given a CUDA device index so far (``device_pins.cuda_ordinal``)."""
         return self._cuda_index_names - self._other_names
+
+    def copy_written_out(self, call) -> bool:
+        """The host copy ``call`` is written to a file later in its loop's body (``dumps.written_out``), in a loop
+        that does not train: a dump of what the loop produces, whose purpose is the copy."""
+        if not self.loop_stack or self.stmt is None:
+            return False
+        loop = self.loop_stack[-1]
+        return loop.node is not None and dumps.written_out(loop.node, self.stmt, call)
 
     def note_cuda_indices(self, names: set) -> None:
         """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""

@@ -1,0 +1,129 @@
+"""A host copy that a loop writes out: the purpose of the copy, not a cost of the loop.
+
+``audio = y_g_hat.squeeze().cpu().numpy()`` then ``write(output_file, sr, audio)`` in a loop over input files, or
+``x = 255. * rearrange(x_sample.cpu().numpy(), ...)`` then ``Image.fromarray(x.astype(np.uint8)).save(path)``:
+the data has to reach the host to be written to a file (a generated image, a waveform, a prediction file), as a
+checkpoint has. Syntax only: the statement holding the copy binds names, and a later statement of the same loop
+body (after more assignments from them) hands one of them to a call that writes a file.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, last_name, target_names
+
+# calls that write their argument (or their receiver's data) to a file
+_WRITES = frozenset({"write", "save", "imwrite", "imsave", "savez", "savez_compressed", "save_image", "tofile",
+                     "writeframes", "savetxt", "dump"})
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
+    """The copy ``call``, in statement ``stmt`` of ``loop``'s body, is written to a file later in that body (or
+    in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``)."""
+    statements = [s for s in _statements(loop.body)]
+    if not any(s is stmt for s in statements) or _trains(loop.body):
+        return False
+    if _writes_any(stmt, None, call):
+        return True
+    names = _bound_by(stmt, call)
+    if not names:
+        return False
+    after = False
+    for s in statements:
+        if s is stmt:
+            after = True
+            continue
+        if not after:
+            continue
+        if _writes_any(s, names, None):
+            return True
+        for small in getattr(s, "body", ()) if type(s) is cst.SimpleStatementLine else ():
+            if type(small) is cst.Assign and _mentions(small.value, names):
+                for t in small.targets:
+                    names |= {n.value for n in target_names(t.target)}
+    return False
+
+
+def _trains(block) -> bool:
+    """The loop body calls ``backward()`` (a training loop: its copies are per-step costs, whatever it writes)."""
+    stack = [block]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call and last_name(n.func) == "backward":
+            return True
+        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
+            stack.extend(child_nodes(n))
+    return False
+
+
+def _statements(block):
+    """The statements of a block in source order, nested blocks (if/with/try/for) included, not nested scopes."""
+    body = getattr(block, "body", ())
+    if not isinstance(body, (list, tuple)):
+        return
+    for s in body:
+        yield s
+        if type(s) in _SCOPES or type(s) is cst.SimpleStatementLine:
+            continue
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(s, part, None)
+            if inner is None:
+                continue
+            if type(inner) in (cst.Else, cst.Finally):
+                inner = inner.body
+            if type(inner) is cst.If:
+                yield from _statements(cst.IndentedBlock(body=[inner]))
+            else:
+                yield from _statements(inner)
+        for h in getattr(s, "handlers", ()):
+            yield from _statements(h.body)
+
+
+def _bound_by(stmt, call) -> set:
+    """The names an assignment of ``stmt`` binds from a value holding ``call``."""
+    out: set = set()
+    for small in getattr(stmt, "body", ()) if type(stmt) is cst.SimpleStatementLine else ():
+        if type(small) is cst.Assign and _contains(small.value, call):
+            for t in small.targets:
+                out |= {n.value for n in target_names(t.target)}
+    return out
+
+
+def _writes_any(stmt, names, call) -> bool:
+    """A call in ``stmt`` (its simple statements, or a `with` item's) writes a file from one of ``names`` or from
+    an expression holding ``call``."""
+    stack = [stmt] if type(stmt) is cst.SimpleStatementLine else list(getattr(stmt, "items", ()))
+    while stack:
+        n = stack.pop()
+        if type(n) in _SCOPES:
+            continue
+        if type(n) is cst.Call and last_name(n.func) in _WRITES:
+            if (call is not None and _contains(n, call)) or (names and _mentions(n, names)):
+                return True
+        if type(n) in NODE_TYPES:
+            stack.extend(child_nodes(n))
+    return False
+
+
+def _contains(tree, node) -> bool:
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if n is node:
+            return True
+        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
+            stack.extend(child_nodes(n))
+    return False
+
+
+def _mentions(tree, names: set) -> bool:
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Name and n.value in names:
+            return True
+        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
+            stack.extend(child_nodes(n))
+    return False
