@@ -1299,3 +1299,26 @@ def test_a_copy_the_loop_writes_to_a_file_is_a_dump():
     assert [(ln, c) for ln, c, _m in lint(body.format(use="outs.append(audio)"))] == [(9, "XLA001")]
     training = body.replace("y_g_hat = generator(x)", "y_g_hat = generator(x)\n                y_g_hat.sum().backward()")
     assert (10, "XLA001") in [(ln, c) for ln, c, _m in lint(training.format(use='write(filname, sr, audio)'))]
+
+
+def test_a_tokenizer_mapped_over_a_whole_split_pads_it_to_one_length():
+    """Round 18, read after scoring (rasbt's DistilBERT notebooks): `dataset.map(tokenize_text, batched=True,
+    batch_size=None)` hands the tokenizer each split as one batch: `padding=True` pads the whole split to one
+    length, and every batch drawn from it has that length. Its twin maps in batches of 1,000 (the default): each
+    padded to its own longest."""
+    body = """
+    def tokenize_text(batch):
+        return tokenizer(batch["text"], truncation=True, padding=True)
+
+    def train(model, imdb_dataset, opt):
+        imdb_tokenized = imdb_dataset.map(tokenize_text, batched=True{size})
+        imdb_tokenized.set_format("torch", columns=["input_ids", "attention_mask", "label"])
+        loader = torch.utils.data.DataLoader(imdb_tokenized["train"], batch_size=16, drop_last=True)
+        for batch in loader:
+            loss = model(**{{k: v.to(device) for k, v in batch.items()}}).loss
+            loss.backward()
+            opt.step()
+            torch_xla.sync()
+    """
+    assert lint(body.format(size=", batch_size=None")) == []
+    assert [(ln, c) for ln, c, _m in lint(body.format(size=""))] == [(3, "XLA005")]

@@ -144,6 +144,7 @@ class UnbucketedVariableLength(Rule):
         self._uses = ValueUses()  # where a tokenizer's padded output goes: a model, or only a length check
         self._result_of: dict = {}  # id(call) -> (function id, the name its result is bound to)
         self._comps: list = []  # (id(func), comprehension): the recent ones, for `tokenizes_one_text`
+        self._whole_split_maps: set = set()  # functions mapped over a whole split at once (`batch_size=None`)
 
     # ------------------------------------------------------------------ walk
     def on_ListComp(self, node) -> None:
@@ -235,6 +236,10 @@ class UnbucketedVariableLength(Rule):
             for a in node.args:
                 for n in names_in(a.value):
                     self._bucketed.add((id(m.func), n))
+        mapped = positional_args(node)
+        if name == "map" and mapped and type(mapped[0]) is cst.Name and _is_none(keyword_arg(node, "batch_size")):
+            # `dataset.map(tokenize_text, batched=True, batch_size=None)`: the whole split is one batch
+            self._whole_split_maps.add(mapped[0].value)
         cf = keyword_arg(node, "collate_fn")
         if type(cf) is cst.Call and (last_name(cf.func) == "partial") and positional_args(cf):
             cf = positional_args(cf)[0]  # collate_fn=functools.partial(collate, tokenizer=tok)
@@ -405,6 +410,8 @@ class UnbucketedVariableLength(Rule):
                     continue  # `tokenizer(["a prompt"], padding=True)` outside any loop: one shape, once
                 if _one_text(cand.node):
                     continue  # `processor(text=[prompt], padding=True)`: a batch of one, padding pads nothing
+                if cand.ctx.func.name in self._whole_split_maps:
+                    continue  # mapped with `batch_size=None`: each split padded at once to one length
                 if not cand.ctx.loops and padded_before_its_loop(
                         cand.node, cand.ctx.func.node,
                         lambda loop, f=cand.ctx.func: bool(f.yields) or (type(loop) is cst.For
@@ -633,6 +640,10 @@ def _max_length_padding(call: cst.Call):
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",
             'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')
+
+
+def _is_none(value) -> bool:
+    return type(value) is cst.Name and value.value == "None"
 
 
 def _one_text(call: cst.Call) -> bool:
