@@ -1,4 +1,4 @@
-"""A host copy that a loop writes out: the purpose of the copy, not a cost of the loop.
+"""A host copy that a loop writes out (or draws): the purpose of the copy, not a cost of the loop.
 
 ``audio = y_g_hat.squeeze().cpu().numpy()`` then ``write(output_file, sr, audio)`` in a loop over input files, or
 ``x = 255. * rearrange(x_sample.cpu().numpy(), ...)`` then ``Image.fromarray(x.astype(np.uint8)).save(path)``:
@@ -13,9 +13,10 @@ import libcst as cst
 
 from xlalint.semantics.syntax import NODE_TYPES, child_nodes, last_name, target_names
 
-# calls that write their argument (or their receiver's data) to a file
+# calls that write their argument (or their receiver's data) to a file, or draw it (`ax.imshow(x)`: a figure of
+# the inputs and predictions, whose data has to be on the host to be drawn)
 _WRITES = frozenset({"write", "save", "imwrite", "imsave", "savez", "savez_compressed", "save_image", "tofile",
-                     "writeframes", "savetxt", "dump"})
+                     "writeframes", "savetxt", "dump", "imshow", "matshow", "pcolormesh", "contourf"})
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
