@@ -16,7 +16,7 @@ from xlalint.semantics.syntax import NODE_TYPES, child_nodes, last_name, target_
 # calls that write their argument (or their receiver's data) to a file, or draw it (`ax.imshow(x)`: a figure of
 # the inputs and predictions, whose data has to be on the host to be drawn)
 _WRITES = frozenset({"write", "save", "imwrite", "imsave", "savez", "savez_compressed", "save_image", "tofile",
-                     "writeframes", "savetxt", "dump", "imshow", "matshow", "pcolormesh", "contourf"})
+                     "writeframes", "savetxt", "dump", "save_file", "imshow", "matshow", "pcolormesh", "contourf"})
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
