@@ -23,8 +23,9 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
     """The copy ``call``, in statement ``stmt`` of ``loop``'s body, is written to a file later in that body (or
     in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``)."""
-    statements = [s for s in _statements(loop.body)]
-    if not any(s is stmt for s in statements) or _trains(loop.body):
+    statements = list(_statements(loop.body, ()))
+    guards = next((g for s, g in statements if s is stmt), None)
+    if guards is None or _trains(loop.body):
         return False
     if _writes_any(stmt, None, call):
         return True
@@ -32,13 +33,14 @@ def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
     if not names:
         return False
     after = False
-    for s in statements:
+    for s, g in statements:
         if s is stmt:
             after = True
             continue
         if not after:
             continue
-        if _writes_any(s, names, None):
+        # a write under an `if` the copy is not under (`if save_txt:`) is an option; the copy runs without it
+        if _writes_any(s, names, None) and set(g) <= set(guards):
             return True
         for small in getattr(s, "body", ()) if type(s) is cst.SimpleStatementLine else ():
             if type(small) is cst.Assign and _mentions(small.value, names):
@@ -59,15 +61,17 @@ def _trains(block) -> bool:
     return False
 
 
-def _statements(block):
-    """The statements of a block in source order, nested blocks (if/with/try/for) included, not nested scopes."""
+def _statements(block, guards: tuple):
+    """The statements of a block in source order with the ids of the conditional statements (if/for/while/try)
+    around them in the loop's body; nested blocks included (a `with` adds no condition), not nested scopes."""
     body = getattr(block, "body", ())
     if not isinstance(body, (list, tuple)):
         return
     for s in body:
-        yield s
+        yield s, guards
         if type(s) in _SCOPES or type(s) is cst.SimpleStatementLine:
             continue
+        inner_guards = guards if type(s) is cst.With else (*guards, id(s))
         for part in ("body", "orelse", "finalbody"):
             inner = getattr(s, part, None)
             if inner is None:
@@ -75,11 +79,11 @@ def _statements(block):
             if type(inner) in (cst.Else, cst.Finally):
                 inner = inner.body
             if type(inner) is cst.If:
-                yield from _statements(cst.IndentedBlock(body=[inner]))
+                yield from _statements(cst.IndentedBlock(body=[inner]), inner_guards)
             else:
-                yield from _statements(inner)
+                yield from _statements(inner, inner_guards)
         for h in getattr(s, "handlers", ()):
-            yield from _statements(h.body)
+            yield from _statements(h.body, inner_guards)
 
 
 def _bound_by(stmt, call) -> set:
