@@ -1297,6 +1297,9 @@ def test_a_copy_the_loop_writes_to_a_file_is_a_dump():
     assert lint(body.format(use='write(os.path.join("out", filname), sr, audio)')) == []
     assert lint(body.format(use='Image.fromarray(audio.astype("uint8")).save(filname + ".png")')) == []
     assert lint(body.format(use='fig.add_subplot(3, 3, i + 1).imshow(audio.reshape(64, -1))')) == []  # GaLore's figure
+    # a loop over three samples by index (`for index in range(3):`) is a few inputs too, not a counter's steps
+    assert lint(body.format(use='write(filname, sr, audio)').replace(
+        "for i, filname in enumerate(filelist):", "for i in range(3):\n                filname = filelist[i]")) == []
     assert [(ln, c) for ln, c, _m in lint(body.format(use="outs.append(audio)"))] == [(9, "XLA001")]
     # written only under an option (yolov5's `if save_txt:`), while the copy runs on every pass: not a dump
     optional = body.format(use='print(audio.max())\n                if save_txt:\n                    write(filname, sr, audio)')
@@ -1326,3 +1329,30 @@ def test_a_tokenizer_mapped_over_a_whole_split_pads_it_to_one_length():
     """
     assert lint(body.format(size=", batch_size=None")) == []
     assert [(ln, c) for ln, c, _m in lint(body.format(size=""))] == [(3, "XLA005")]
+
+
+def test_a_copy_saved_at_every_step_of_a_sampling_loop_or_an_evaluation_batch_is_a_cost():
+    """The audit corpus's labels (explainingai's DDPM samplers, Tramac's segmentation evaluation): an image saved at
+    every denoising step of `for i in reversed(range(T))` cuts every step of the sampling, and an evaluation that
+    saves each batch's prediction copies per batch: both stay findings, unlike a loop over input files that
+    writes one output each."""
+    sampler = """
+    def sample(model, scheduler, xt, T):
+        for i in tqdm(reversed(range(T))):
+            noise_pred = model(xt, torch.full((xt.shape[0],), i, device=device))
+            xt, x0_pred = scheduler.sample_prev_timestep(xt, noise_pred, i)
+            ims = torch.clamp(x0_pred, -1., 1.).detach().cpu()
+            torchvision.transforms.ToPILImage()(make_grid(ims)).save("x0_{}.png".format(i))
+    """
+    assert (6, "XLA001") in [(ln, c) for ln, c, _m in lint(sampler)]
+    evaluation = """
+    def validate(model, val_loader, save_pred):
+        model.eval()
+        for i, (image, target, filename) in enumerate(val_loader):
+            with torch.no_grad():
+                outputs = model(image.to(device))
+            if save_pred:
+                pred = torch.argmax(outputs[0], 1).cpu().numpy()
+                get_color_pallete(pred.squeeze(0)).save(filename[0] + ".png")
+    """
+    assert (8, "XLA001") in [(ln, c) for ln, c, _m in lint(evaluation)]

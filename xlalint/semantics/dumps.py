@@ -20,6 +20,23 @@ _WRITES = frozenset({"write", "save", "imwrite", "imsave", "savez", "savez_compr
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
+def counts(it) -> bool:
+    """The loop goes over a counter (``range(...)``, also inside ``tqdm``/``reversed``/``enumerate``), not over
+    inputs: its passes are steps of one computation."""
+    while type(it) is cst.Call and last_name(it.func) in ("tqdm", "reversed", "enumerate", "trange") and it.args:
+        if last_name(it.func) == "trange":
+            return True
+        it = it.args[0].value
+    if type(it) is not cst.Call or last_name(it.func) != "range":
+        return False
+    # `for index in range(3):` (a figure of three test samples): a few inputs, not the steps of a computation
+    args = [a.value for a in it.args]
+    return not (len(args) == 1 and type(args[0]) is cst.Integer and int(args[0].value) <= _FEW)
+
+
+_FEW = 16
+
+
 def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
     """The copy ``call``, in statement ``stmt`` of ``loop``'s body, is written to a file later in that body (or
     in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``)."""

@@ -26,6 +26,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from xlalint.semantics import device_pins, dumps
+from xlalint.semantics import hot_loops as H
 from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.branches import Branches
 from xlalint.semantics.callables import Callables
@@ -218,11 +219,18 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
 
     def copy_written_out(self, call) -> bool:
         """The host copy ``call`` is written to a file later in its loop's body (``dumps.written_out``), in a loop
-        that does not train: a dump of what the loop produces, whose purpose is the copy."""
+        over inputs that makes one output each (files, prompts, the images of a batch): a dump of what the loop
+        produces, whose purpose is the copy. Not in a loop that trains, nor in a decoding or sampling loop or
+        one that counts (`for i in reversed(range(T))`: an image saved at every denoising step cuts every
+        step; a `while`), nor over a loader's batches (an evaluation's
+        per-batch copy, saved or not, is the evaluation's cost)."""
         if not self.loop_stack or self.stmt is None:
             return False
         loop = self.loop_stack[-1]
-        return loop.node is not None and dumps.written_out(loop.node, self.stmt, call)
+        if (type(loop.node) is not cst.For or loop.hint == H.DECODE or loop.iterates_loader
+                or self.iterates_batches(loop.node.iter) or dumps.counts(self.loop_iterable(loop.node.iter))):
+            return False
+        return dumps.written_out(loop.node, self.stmt, call)
 
     def note_cuda_indices(self, names: set) -> None:
         """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""
