@@ -134,6 +134,7 @@ class HostRead(Rule):
         self._lists: set = set()  # (id of the function record, name) bound to a Python list display
         self._iterated: set = set()  # (id of the function record, name) bound by a for / comprehension
         self._self_reads: list = []  # (candidate, class key, attribute): a read of `self.loss` or of a chain on it
+        self._dumps: list = []  # (candidate, loop): a copy its loop writes to a file (SemanticModel.copy_written_out)
 
     def on_AugAssign(self, node: cst.AugAssign) -> None:
         if type(node.operator) is cst.AddAssign and type(node.value) is cst.Call:
@@ -205,8 +206,6 @@ class HostRead(Rule):
                     return  # `dev_loss.item()` after the evaluation loop: its result, once per evaluation
                 if meth in ("cpu", "to") and m.uses_rpc:
                     return  # `return out.cpu()` in a module served over torch.distributed.rpc: RPC carries host tensors
-                if meth != "item" and m.copy_written_out(node):
-                    return  # `audio = y.cpu().numpy()` then `write(path, sr, audio)`: a dump of what the loop makes
             if meth in T.HOST_READ_METHODS:
                 if meth in ("item", "tolist") and node.args:
                     return  # not Tensor.item / Tensor.tolist
@@ -223,9 +222,12 @@ class HostRead(Rule):
                         edit = self._accumulate_edit(node, self._accumulated[id(node)].target)
                     self._flag(node, f"`{t}` {what} {{when}}", edit=edit)
                     self._note_self_read(func.value)
+                    if meth != "item":
+                        self._note_dump(node)
                 return
             if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
                 self._flag(node, f"`{t}` copies the tensor to the host {{when}}")
+                self._note_dump(node)
                 return
             if meth in ("equal", "allclose") and m.kind(func.value) in K.DEVICE_TENSORS:
                 self._flag(node, f"`{t}` reads a device comparison to the host {{when}}")
@@ -268,6 +270,13 @@ class HostRead(Rule):
                 return
             receiver = receiver.func if type(receiver) is cst.Call else receiver.value
 
+    def _note_dump(self, node: cst.Call) -> None:
+        """The copy just flagged is one its loop writes to a file (`audio = y.cpu().numpy()` then `write(path, sr,
+        audio)`: ``SemanticModel.copy_written_out``): kept for ``finalize``, which asks whether the loop trains."""
+        loop = self.model.copy_written_out(node)
+        if loop is not None:
+            self._dumps.append((self.model.candidates[-1], loop))
+
     def finalize(self) -> None:
         """A read of ``self.X`` in another method of its class, where the step's graph has computed every value
         any per-step method assigns to ``self.X``: the method assigns it before a barrier of its own body, or
@@ -275,6 +284,9 @@ class HostRead(Rule):
         ``training_step``, read by ``on_train_batch_end``). Reading it copies data and cuts nothing, like a read
         after the sync in the step itself (not reported)."""
         m = self.model
+        for cand, loop in self._dumps:
+            if not m.loop_trains(loop):  # a dump of what a loop over inputs makes, not a cost of a training loop
+                cand.when, cand.frequency = "custom", NOT_PER_STEP
         for cand, cls, attr in self._self_reads:
             writes = [(w, alias) for w, alias in m.classes.get(cls, {}).get("writes", {}).get(attr, ())
                       if m.frequency(w).per_step]

@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.syntax import (
-    bindings, child_nodes, keyword_arg, last_name, name_words, names_in, positional_args, string_value, target_names,
+    bindings, contains, keyword_arg, last_name, name_words, names_in, positional_args, string_value, target_names,
 )
 
 
@@ -118,15 +118,6 @@ def tokenizes_one_text(call: cst.Call, comps) -> bool:
     return False
 
 
-def contains(tree, node) -> bool:
-    """``node`` is ``tree`` or in it (by identity)."""
-    stack = [tree]
-    while stack:
-        t = stack.pop()
-        if t is node:
-            return True
-        stack.extend(child_nodes(t))
-    return False
 
 
 def literal_texts(a) -> bool:

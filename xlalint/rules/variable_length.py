@@ -8,12 +8,12 @@ import libcst as cst
 
 from xlalint.rules import Rule, set_parts
 from xlalint.rules.padding_syntax import (
-    bindings_of, contains, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts,
+    bindings_of, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts,
     padded_before_its_loop, tokenizes_one_text,
 )
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
-from xlalint.semantics.syntax import dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
+from xlalint.semantics.syntax import contains, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
 from xlalint.semantics.value_uses import ValueUses
 
 from xlalint.rules.variable_length_project import resolve_padding_across_modules
@@ -345,7 +345,7 @@ class UnbucketedVariableLength(Rule):
         bs = keyword_arg(node, "batch_size")
         if bs is None and len(args) > 1:
             bs = args[1]
-        if type(bs) is cst.Name and bs.value == "None":
+        if _is_none(bs):
             return
         batch = 1 if bs is None else self._int_of(bs)
         ds = keyword_arg(node, "dataset") or (args[0] if args else None)
@@ -577,7 +577,7 @@ def _absent(node) -> bool:
     the Hugging Face examples' idiom)."""
     if type(node) is cst.IfExp:
         return _absent(node.body) or _absent(node.orelse)
-    return node is None or (type(node) is cst.Name and node.value == "None")
+    return node is None or _is_none(node)
 
 
 def _pads_to_longest(node) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, last_name, target_names
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, contains, last_name, names_in, target_names
 
 # calls that write their argument (or their receiver's data) to a file, or draw it (`ax.imshow(x)`: a figure of
 # the inputs and predictions, whose data has to be on the host to be drawn)
@@ -39,10 +39,11 @@ _FEW = 16
 
 def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
     """The copy ``call``, in statement ``stmt`` of ``loop``'s body, is written to a file later in that body (or
-    in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``)."""
+    in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``). Whether the loop trains is the model's to say
+    (``rules.host_read`` asks ``loop_trains`` once the module is walked)."""
     statements = list(_statements(loop.body, ()))
     guards = next((g for s, g in statements if s is stmt), None)
-    if guards is None or _trains(loop.body):
+    if guards is None:
         return False
     if _writes_any(stmt, None, call):
         return True
@@ -60,21 +61,9 @@ def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
         if _writes_any(s, names, None) and set(g) <= set(guards):
             return True
         for small in getattr(s, "body", ()) if type(s) is cst.SimpleStatementLine else ():
-            if type(small) is cst.Assign and _mentions(small.value, names):
+            if type(small) is cst.Assign and bool(names_in(small.value) & names):
                 for t in small.targets:
                     names |= {n.value for n in target_names(t.target)}
-    return False
-
-
-def _trains(block) -> bool:
-    """The loop body calls ``backward()`` (a training loop: its copies are per-step costs, whatever it writes)."""
-    stack = [block]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Call and last_name(n.func) == "backward":
-            return True
-        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
-            stack.extend(child_nodes(n))
     return False
 
 
@@ -107,7 +96,7 @@ def _bound_by(stmt, call) -> set:
     """The names an assignment of ``stmt`` binds from a value holding ``call``."""
     out: set = set()
     for small in getattr(stmt, "body", ()) if type(stmt) is cst.SimpleStatementLine else ():
-        if type(small) is cst.Assign and _contains(small.value, call):
+        if type(small) is cst.Assign and contains(small.value, call):
             for t in small.targets:
                 out |= {n.value for n in target_names(t.target)}
     return out
@@ -122,30 +111,8 @@ def _writes_any(stmt, names, call) -> bool:
         if type(n) in _SCOPES:
             continue
         if type(n) is cst.Call and last_name(n.func) in _WRITES:
-            if (call is not None and _contains(n, call)) or (names and _mentions(n, names)):
+            if (call is not None and contains(n, call)) or (names and bool(names_in(n) & names)):
                 return True
         if type(n) in NODE_TYPES:
-            stack.extend(child_nodes(n))
-    return False
-
-
-def _contains(tree, node) -> bool:
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if n is node:
-            return True
-        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
-            stack.extend(child_nodes(n))
-    return False
-
-
-def _mentions(tree, names: set) -> bool:
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Name and n.value in names:
-            return True
-        if type(n) in NODE_TYPES and type(n) not in _SCOPES:
             stack.extend(child_nodes(n))
     return False

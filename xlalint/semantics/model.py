@@ -217,20 +217,20 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         """Names only ever given a CUDA device index so far (``device_pins.cuda_ordinal``)."""
         return self._cuda_index_names - self._other_names
 
-    def copy_written_out(self, call) -> bool:
-        """The host copy ``call`` is written to a file later in its loop's body (``dumps.written_out``), in a loop
-        over inputs that makes one output each (files, prompts, the images of a batch): a dump of what the loop
-        produces, whose purpose is the copy. Not in a loop that trains, nor in a decoding or sampling loop or
-        one that counts (`for i in reversed(range(T))`: an image saved at every denoising step cuts every
-        step; a `while`), nor over a loader's batches (an evaluation's
-        per-batch copy, saved or not, is the evaluation's cost)."""
+    def copy_written_out(self, call):
+        """The loop (``LoopInfo``) whose body writes the host copy ``call`` to a file later on
+        (``dumps.written_out``), when it is a loop over inputs that makes one output each (files, prompts, the
+        images of a batch), else None: a dump of what the loop produces, whose purpose is the copy, unless the
+        loop trains (``loop_trains``, asked once the module is walked). Not a decoding or sampling loop or one
+        that counts (`for i in reversed(range(T))`: an image saved at every denoising step cuts every step; a
+        `while`), nor one over a loader's batches (an evaluation's per-batch copy, saved or not, is its cost)."""
         if not self.loop_stack or self.stmt is None:
-            return False
+            return None
         loop = self.loop_stack[-1]
         if (type(loop.node) is not cst.For or loop.hint == H.DECODE or loop.iterates_loader
                 or self.iterates_batches(loop.node.iter) or dumps.counts(self.loop_iterable(loop.node.iter))):
-            return False
-        return dumps.written_out(loop.node, self.stmt, call)
+            return None
+        return loop if dumps.written_out(loop.node, self.stmt, call) else None
 
     def note_cuda_indices(self, names: set) -> None:
         """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""

@@ -169,9 +169,10 @@ class StepMarks:
         funcs = self.funcs
         # a module importing a CUDA-only library at its top cannot even be imported on a TPU host, whatever it
         # says of XLA (lit-gpt's model.py tests `device.type == "xla"` and imports flash_attn)
-        if self.chosen_device_names() and (self.is_notebook or self.facts is None
-                                           or not self.facts.imported(self.module_name)):
-            # a whole program: a helper's `device` parameter that every call gives `DEVICE = "cuda:2"` holds it
+        if self.pins_cuda and self.chosen_device_names() and (self.is_notebook or self.facts is None
+                                                              or not self.facts.imported(self.module_name)):
+            # a whole program that pins CUDA somewhere (else no answer changes `cuda_only`): a helper's `device`
+            # parameter that every call gives `DEVICE = "cuda:2"` holds it
             self.note_cuda_indices(device_pins.params_given_cuda(
                 self.module, self.chosen_device_names(), self.cuda_ordinal_names))
         if self.chosen_device_names():

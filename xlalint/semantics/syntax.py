@@ -57,6 +57,17 @@ def child_nodes(node) -> list:
     return out
 
 
+def contains(tree, node) -> bool:
+    """``node`` is ``tree`` or in it (by identity)."""
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t is node:
+            return True
+        stack.extend(child_nodes(t))
+    return False
+
+
 def names_in(node) -> set:
     """Every name read or written anywhere in ``node``'s subtree."""
     out, stack = set(), [node]
