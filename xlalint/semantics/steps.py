@@ -299,26 +299,23 @@ class Steps:
         return result
 
     def _whole(self, key: str) -> bool:
-        """One call of the function is a whole decode, evaluation or run: it has a loop of the model or a step loop
-        of its own (also one whose every pass is a whole run: whisper's window loop, each pass a decode), or sets a
-        run up or loads a model (itself or in what it calls outside its loops). A loop calling it (over prompts,
-        over epochs) is not hot: what the call costs once is not a per-step cost."""
+        """One call of the function is a whole decode, evaluation or run: it has a hot loop or a step loop
+        of its own, or sets a run up or loads a model (itself or in what it calls outside its loops). A loop calling it (over prompts, over
+        epochs) is not hot: what the call costs once is not a per-step cost."""
         return self._through_calls(self._whole_memo, key, lambda f: f.sets_up or any(
-            self.is_step_loop(lp) or self._runs_model_each_pass(lp) for lp in self._loops_of.get(id(f), ())))
+            self.is_step_loop(lp) or self.is_hot_loop(lp) for lp in self._loops_of.get(id(f), ())))
 
     def is_hot_loop(self, loop: LoopInfo) -> bool:
         """The loop runs the model on every iteration (a decoding, evaluation or rollout loop). Not one whose
-        every iteration also runs a whole decode or sampling (a function with a hot loop of its own; a call under
-        an `if` is not every iteration's), unless it goes over a loader's batches: an iteration is a whole run,
-        and what it reads once per run (the generated batch's features, gathered to the host beside the images)
-        is not a per-step cost, as for a loop calling `model.generate()` per prompt."""
-        if not self._runs_model_each_pass(loop):
+        every iteration also runs a whole decode or sampling (a function with a hot loop of its own), unless it
+        goes over a loader's batches (a call under an `if` is not every iteration's): an iteration is a whole run, and what it reads once per run (the
+        generated batch's features, gathered to the host beside the images) is not a per-step cost, as for a
+        loop calling `model.generate()` per prompt."""
+        if loop.func.excluded:
+            return False
+        if not (loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))):
             return False
         return loop.iterates_loader or not any(self._whole(t) for c in loop.every_calls for t in self.targets(c))
-
-    def _runs_model_each_pass(self, loop: LoopInfo) -> bool:
-        return not loop.func.excluded and (
-            loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c)))
 
     def _trains_key(self, key: str) -> bool:
         return self._through_calls(self._trains, key, lambda f: f.trains_outside_loops)
