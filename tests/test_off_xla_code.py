@@ -538,7 +538,7 @@ def test_a_host_runtime_of_a_compiled_model_is_not_xla_code(tmp_path):
             "            return input_ids\n"
             "        return input_ids * 2\n\n"
             "    def _log_input(self, input_ids):\n"
-            "        logging.debug('input_ids =%s', input_ids)\n")
+            "        logging.info('input_ids =%s', input_ids)\n")
     sub = ("from base import HostForCausalLM\n\n\n"
            "class HostForImageText(HostForCausalLM):\n"
            "    def forward(self, input_ids, pixel_mask=None):\n"
@@ -1076,3 +1076,51 @@ def test_a_process_group_backend_from_a_config_is_no_device_choice(tmp_path):
     assert _lines_and_codes(tmp_path / "gpu", "train.py", pinned) == set()
     chosen = DDP_RANK_GPU.format(device="torch.device(a.device)")
     assert (18, "XLA001") in _lines_and_codes(tmp_path / "chosen", "train.py", chosen)
+
+
+RANK_HELPER_UTILS = """import torch
+
+
+def move_batch(batch, world_size, rank, device):
+    chunk = len(batch["input_ids"]) // world_size
+    sliced = {k: v[rank * chunk:(rank + 1) * chunk] for k, v in batch.items()}
+    return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in sliced.items()}
+"""
+
+RANK_HELPER_TRAINER = """import torch
+import torch.nn.functional as F
+from utils import move_batch
+
+
+class Trainer:
+    def __init__(self, policy, loader, optimizer, rank=0, world_size=1, device=None):
+        self.policy, self.loader, self.optimizer = policy, loader, optimizer
+        self.rank, self.world_size, self.device = rank, world_size, device
+
+    def train(self):
+        for batch in self.loader:
+            batch = move_batch(batch, self.world_size, self.rank, {device})
+            logits = self.policy(batch["input_ids"])
+            loss = F.cross_entropy(logits, batch["labels"])
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            print(f"loss {{loss.item():.3f}}")
+"""
+
+
+def test_a_helper_given_the_process_rank_as_its_device_places_on_that_gpu(tmp_path):
+    """Round 19, read after scoring (DPO's trainers): `slice_and_move_batch_for_device(batch, ..., self.rank)`
+    moves the batch with `v.to(device)` in another module; the trainer passes the process rank, a CUDA device
+    index, so its batches and everything computed from them are on a GPU: the trainer is CUDA code, as it would be
+    with `batch.to(self.rank)` itself. Its twin passes the device chosen at run time: its per-step read is a
+    finding."""
+    for name, device in (("rank", "self.rank"), ("chosen", "self.device")):
+        root = tmp_path / name
+        _write(root, {"pyproject.toml": "", "utils.py": RANK_HELPER_UTILS,
+                      "trainer.py": RANK_HELPER_TRAINER.format(device=device)})
+        found = _where(_lint(root))
+        if name == "rank":
+            assert found == set(), found
+        else:
+            assert ("trainer.py", 19, "XLA001") in found, found

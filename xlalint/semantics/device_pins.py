@@ -594,3 +594,33 @@ def _passes_cuda(call: cst.Call, params: list, name: str, ordinal_names) -> bool
         if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and i == index):
             return names_cuda(a.value, ordinal_names)
     return False  # its default: not known here
+
+
+def device_params(node: cst.FunctionDef, names: set, method: bool) -> list:
+    """Where callers pass ``names`` (the function's own parameters it places on: ``v.to(device)``): [[position
+    in a call, or -1 for keyword-only, name]]; ``method``: a call through the object does not pass ``self``."""
+    p = node.params
+    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    offset = 1 if method and positional and positional[0] in ("self", "cls") else 0
+    out = [[i - offset, n] for i, n in enumerate(positional) if n in names and i >= offset]
+    out.extend([-1, x.name.value] for x in p.kwonly_params if x.name.value in names)
+    return out
+
+
+def helper_pin(call: cst.Call, params: list, ordinal_names=frozenset()) -> Optional[str]:
+    """What a call of a project helper that places on its parameters (``device_params``) does: PIN when it
+    passes a CUDA device by what it says (``slice_and_move_batch_for_device(batch, ..., self.rank)``: a rank is a
+    CUDA index), CHOSEN when a device chosen elsewhere, None when neither or not passed (its default)."""
+    out = None
+    for pos, name in params:
+        for i, a in enumerate(call.args):
+            if a.star:
+                return None
+            if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and i == pos):
+                v = _is_cuda_value(a.value, ordinal_names)
+                if v is False:
+                    return CHOSEN
+                if v:
+                    out = PIN
+                break
+    return out

@@ -258,6 +258,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         (``device_pins.pin_of``); a plain name it places on is decided once every binding is seen
         (``step_marks._resolve``: ``device = torch.device("cuda", rank)`` in ``main()`` below)."""
         pin = device_pins.pin_of(node, self.cuda_ordinal_names)
+        if pin is None and node.args:
+            pin = self._helper_pin(node)
         if pin == device_pins.PIN:
             self.pins_cuda = True
             if self.cond_depth == 0:
@@ -269,6 +271,25 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
                 self.chooses_device = True
             else:
                 self.device_names_used.update(names)
+                f = self.func
+                if f is not self.top and type(f.node) is cst.FunctionDef:
+                    p = f.node.params
+                    f.device_params |= names & {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+
+    def _helper_pin(self, node: cst.Call) -> Optional[str]:
+        """A call of a project function that places on one of its parameters (``v.to(device)`` in
+        ``move_batch(batch, device)``) places where its argument says (``device_pins.helper_pin``): passing
+        ``self.rank`` pins CUDA through the helper, as ``batch.to(self.rank)`` would."""
+        callee = self.callee_key(node.func)
+        if callee is None or callee.startswith((H.DISPATCH_PREFIX, H.CALLABLE_PREFIX)):
+            return None
+        if callee[0] == "@":
+            params = self.facts.device_params(callee[1:]) if self.facts is not None else None
+        else:
+            f = self.funcs.get(callee)
+            params = (device_pins.device_params(f.node, f.device_params, f.class_key is not None)
+                      if f is not None and f.device_params and type(f.node) is cst.FunctionDef else None)
+        return device_pins.helper_pin(node, params, self.cuda_ordinal_names) if params else None
 
     def loop_iterable(self, it):
         """What a ``for`` goes over: ``tqdm(range(1, total_len))`` for ``for cur_pos in cur_iterator:`` when

@@ -63,6 +63,7 @@ class FuncInfo:
     # device chosen at run time (`device_pins.pin_of`): one that only pins CUDA is not XLA code (step_marks._resolve)
     pins_cuda: bool = False
     chooses_device: bool = False
+    device_params: set = field(default_factory=set)  # its parameters it places on (`v.to(device)`): a helper's
     excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code,
     #                         a checkpoint writer (its host copies are its purpose)
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)

@@ -389,6 +389,8 @@ class StatementWalk:
                     if callee is not None and not callee.startswith(H.DISPATCH_PREFIX):
                         self._function_lambdas.update(id(a.value) for a in node.args if type(a.value) is cst.Lambda)
                     break
+            if not self.names_xla and not self.chooses_device:
+                self.note_placement(node)  # with the callee resolved once (a helper that places on a parameter)
         finally:
             self._callee_memo = None
         q = self.qualname(node.func)
@@ -396,8 +398,6 @@ class StatementWalk:
             self.places_on_device = True
         if not self.func.saves and _writes_out(q, node, self.func.name):
             self.func.saves = True
-        if not self.names_xla and not self.chooses_device:
-            self.note_placement(node)
         self.walk(node.func)
         closure = q in T.STEP_CLOSURE_FUNCTIONS or (
             q is None and last_name(node.func) == "add_step_closure"

@@ -92,7 +92,7 @@ class Facts:
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa", "perm", "imp", "plc", "plcany"):
+        elif op in ("clsm", "clsa", "perm", "imp", "plc", "plcany", "devp"):
             self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
@@ -194,6 +194,19 @@ class Facts:
         mod, _, key = gkey.partition(":")
         s = self.summaries.get(mod)
         return s.get("periodic", {}).get(key) if s else None
+
+    def device_params(self, ref: str) -> list:
+        """Where callers pass the devices a project function places on (``device_pins.device_params``);
+        ``ref``: a callee of the walk without its "@" (``pkg.utils.move_batch``, ``pkg.core:Trainer.step``)."""
+        gkey = ref
+        if ":" not in ref:
+            r = self.resolve(ref)
+            if r is None or r[0] != "func":
+                return []
+            gkey = r[1]
+        mod, _, key = gkey.partition(":")
+        s = self.summaries.get(mod)
+        return s.get("device_params", {}).get(key, []) if s else []
 
     def places(self, dotted: str, importer: str = "") -> bool:
         """Importing ``dotted`` from ``importer`` may put tensors on a device: the module it names, its packages
@@ -445,6 +458,8 @@ class FactsView:
             return f.return_parts(arg)
         if op == "per":
             return f.periodic(arg)
+        if op == "devp":
+            return f.device_params(arg)
         if op == "perm":
             return f.periodic_method(arg)
         if op == "imp":
@@ -518,6 +533,9 @@ class FactsView:
 
     def periodic(self, gkey: str) -> Optional[str]:
         return self._ask("per|" + gkey)
+
+    def device_params(self, ref: str) -> list:
+        return self._ask("devp|" + ref)
 
     def periodic_method(self, name: str) -> Optional[str]:
         return self._ask("perm|" + name)
