@@ -1357,3 +1357,43 @@ def test_a_copy_saved_at_every_step_of_a_sampling_loop_or_an_evaluation_batch_is
     """
     assert (8, "XLA001") in [(ln, c) for ln, c, _m in lint(evaluation)]
 
+
+
+def test_a_branch_on_the_device_string_naming_another_backend_never_runs_on_xla():
+    """Issue 32 cause 7 (round 19, read after scoring: ChatTTS's vocoder): `if "mps" in str(self.device) or "npu"
+    in str(self.device): spec.cpu()` is a branch for Apple and Ascend devices; on XLA the `else` runs. A branch on a
+    plain flag stays a finding."""
+    body = """
+        class Vocoder(torch.nn.Module):
+            def forward(self, spec):
+                if {test}:
+                    return self.decode(spec.cpu()).cpu()
+                return self.decode(spec)
+        """
+    for test in ('"mps" in str(self.device) or "npu" in str(self.device)', '"xpu" in str(spec.device)',
+                 'str(self.device) == "cpu"'):
+        assert lint(body.replace("{test}", test)) == [], test
+    assert {(ln, c) for ln, c, _ in lint(body.replace("{test}", "self.offload"))} == {(5, "XLA001")}
+
+
+def test_an_and_whose_first_operand_lets_only_the_first_pass_through_tests_the_rest_once():
+    """Issue 32 cause 9 (round 19, read after scoring: ChatTTS's decode loop): in `if i == 0 and finish.any():`
+    Python evaluates `finish.any()` only when `i == 0`, on the first decoding step, not every step; the same test
+    with the operands the other way round, or after a plain flag, is read every step."""
+    body = """
+        @torch.no_grad()
+        def generate(model, idx, steps, eos):
+            finish = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)
+            for i in range(steps):
+                logits = model(idx)
+                nxt = logits[:, -1].argmax(-1)
+                finish |= nxt == eos
+                idx = torch.cat([idx, nxt[:, None]], 1)
+                if {test}:
+                    print("unexpected end")
+            return idx
+        """
+    found = lint(body.replace("{test}", "i == 0 and finish.any()"))
+    assert not [m for ln, c, m in found if ln == 10 and c == "XLA002" and "every decoding step" in m], found
+    for test in ("finish.any() and i == 0", "verbose and finish.any()"):
+        assert "every decoding step" in at(lint(body.replace("{test}", test)), 10, "XLA002"), test

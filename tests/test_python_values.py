@@ -448,3 +448,25 @@ def test_a_demo_run_of_a_model_at_the_top_level_says_nothing_of_its_callers():
     device tensor and its CPU fallback a finding (vit-pytorch's FFT ViT, found before the top-level model's class
     was resolved, lost when it was, found again)."""
     assert (11, "XLA007") in lint(FFT_VIT)
+
+
+def test_a_copy_moved_to_the_cpu_is_a_host_tensor_whatever_it_was():
+    """Issue 32 cause 5 (round 19, read after scoring: Udacity's skip-gram notebooks): `valid_examples, closest_idxs
+    = valid_examples.to('cpu'), closest_idxs.to('cpu')` makes host copies, whatever the helper that made them
+    returned; reading their elements afterwards costs nothing more. Without the move, the reads are findings."""
+    body = """
+        model = nn.Embedding(100, 8).to(device)
+        for step, (x, y) in enumerate(loader):
+            loss = F.cross_entropy(model(x.to(device)), y.to(device))
+            loss.backward()
+            if step % 500 == 0:
+                examples, closest = similar_words(model, device=device)
+                {move}
+                for ii, ex in enumerate(examples):
+                    words = [vocab[idx.item()] for idx in closest[ii]]
+                    print(vocab[ex.item()], words)
+        """
+    for move in ("examples, closest = examples.to('cpu'), closest.to('cpu')",
+                 "examples, closest = examples.to(device='cpu'), closest.to(torch.device('cpu'))"):
+        assert {f for f in lint(body.replace("{move}", move)) if f[1] == "XLA001"} == set(), move
+    assert {(10, "XLA001"), (11, "XLA001")} <= lint(body.replace("{move}", "pass"))

@@ -62,6 +62,8 @@ class PerStepFormat(Rule):
     """
     verify = "Transfer samples (`TransferFromDeviceTime`) at the formatting line on most steps."
     VALID = [
+        # a `debug` record's %-args are formatted only when DEBUG is on (ChatTTS's decode loop)
+        "import torch, logging\nlogger = logging.getLogger()\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    logger.debug('loss %s', loss)\n",
         # a block that ends the program runs at most once (DETR's non-finite loss check)
         "import math, sys, torch\nfor x, y in loader:\n    loss_dict = criterion(model(x), y)\n    losses = sum(loss_dict.values())\n    value = losses.item()\n    if not math.isfinite(value):\n        print(loss_dict)\n        sys.exit(1)\n    losses.backward()\n",
         # the same meter fed Python floats (`.item()` is XLA001's finding, once)
@@ -182,9 +184,12 @@ class PerStepFormat(Rule):
                 self._flag(node, "`str.format`")
             return
         if meth in T.LOG_METHODS and _is_logger(m, recv):
-            # the message is args[0] (a str); tensors passed as %-args are formatted by logging
-            self._formats(args[1:])
-            if any(m.holds_tensor(a) for a in args):
+            # the message is args[0] (a str); tensors passed as %-args are formatted by logging, and only when
+            # the record is emitted: a `debug` record is not at the default level (WARNING, or the INFO most
+            # programs set), so its %-args stay unformatted (ChatTTS's `logger.debug("end: %d", end_idx)`)
+            lazy = args[1:] if meth != "debug" else []
+            self._formats(lazy)
+            if any(m.holds_tensor(a) for a in [*args[:1], *lazy]):
                 self._flag(node, f"`{dotted_name(func) or meth}(...)`")
             return
         if meth == "print" and last_name(recv) in ("accelerator", "accel"):

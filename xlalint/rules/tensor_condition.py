@@ -6,6 +6,7 @@ import libcst as cst
 
 from xlalint.rules import Rule
 from xlalint.semantics import kinds as K
+from xlalint.semantics import syntax
 from xlalint.semantics.guards import xla_polarity
 
 FIX = "keep the decision on the device with `torch.where(cond, a, b)` / multiplying by a mask, or move the check out of the step (every N steps, or in `xm.add_step_closure`)"
@@ -81,8 +82,17 @@ class TensorCondition(Rule):
         super().__init__()
         self._done: set = set()
 
+        self._gated: dict = {}  # id of an `and`'s operand that runs less often than the test -> its finding
+
     def before_rewalk(self) -> None:
         self._done.clear()
+        self._gated.clear()
+
+    def on_GatedOperand(self, node) -> None:
+        # the walk reached the operand with the frequency it runs at (`i == 0 and finish.any()`: the first pass)
+        found = self._gated.pop(id(node), None)
+        if found is not None:
+            self._report(*found)
 
     def on_If(self, node: cst.If) -> None:
         self._truth(node.test, "`if`")
@@ -115,6 +125,22 @@ class TensorCondition(Rule):
         hit = self._first_tensor_operand(e)
         if hit is None:
             return
+        gated = self._gated_operand(e, hit)
+        if gated is not None:
+            self._gated[id(gated)] = (hit, by)  # reported when the walk gets there (on_GatedOperand)
+            return
+        self._report(hit, by)
+
+    def _gated_operand(self, e, hit):
+        """The operand of an ``and`` chain ``e`` that holds ``hit`` and that an earlier operand lets run less
+        often than the test (``self.model.operand_gate``), else None."""
+        while type(e) is cst.BooleanOperation and type(e.operator) is cst.And:
+            if syntax.contains(e.right, hit):
+                return e.right if self.model.operand_gate(e.left) is not None else None
+            e = e.left
+        return None
+
+    def _report(self, hit, by: str) -> None:
         if self._elementwise(hit):
             self.report(hit, f"`{self.text(hit)}` reads the elements of a device tensor in Python, tested by {by} "
                              f"{{when}}", fix=FIX_ELEMENTS, cost=COST_ELEMENTS)

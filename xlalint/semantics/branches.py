@@ -136,9 +136,32 @@ class Branches:
         skipped = polarity == ("xla" if type(node.operator) is cst.Or else "non-xla")
         if skipped:
             self.guards.append((None, True, False))
+        gate = self.operand_gate(node.left) if type(node.operator) is cst.And else None
+        loops = self.loop_stack
+        if gate is not None:
+            # `if i == 0 and finish.any():`: the right operand runs on the loop's first pass only
+            if gate == "once":
+                self.guards.append((None, False, True))
+            else:
+                self.loop_stack = loops[:gate]
+            self._emit("GatedOperand", node.right)
         self.walk(node.right)
+        if gate is not None:
+            self.loop_stack = loops
+            if gate == "once":
+                self.guards.pop()
         if skipped:
             self.guards.pop()
+
+    def operand_gate(self, test):
+        """How often what follows ``test`` in an ``and`` runs, when less often than the test: the position in
+        the loop stack of the loop whose first pass only ``test`` lets through (``i == 0``), "once" for a test
+        that lets one step through (``step == last_step``), else None."""
+        first = first_pass_of(test, self.loop_stack)
+        if first is not None:
+            return first
+        loop = self.loop_stack[-1].node if self.loop_stack else None
+        return "once" if runs_once(test, (), self.func.step_counters, loop) else None
 
     def _assert(self, node: cst.Assert) -> None:
         self._emit("Assert", node)

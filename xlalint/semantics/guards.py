@@ -385,6 +385,8 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
         strs = [string_value(test.left), string_value(c.comparator)]
         s = next((x for x in strs if x is not None), None)
         other = test.left if strs[0] is None else c.comparator
+        if type(other) is cst.Call and type(other.func) is cst.Name and other.func.value == "str" and len(other.args) == 1:
+            other = other.args[0].value  # `"mps" in str(self.device)`
         other_text = (dotted_name(other) or "").lower()
         if s is not None and ("device" in other_text or other_text.endswith(".type") or "hw" in other_text or "backend" in other_text or "accelerator" in other_text):
             eq = type(c.operator) in (cst.Equal, cst.In)  # `"mps" in device.type`
@@ -392,7 +394,7 @@ def xla_polarity(test, names=None, _depth: int = 0) -> Optional[str]:
             s = s.lower()
             if s in ("xla", "tpu"):
                 result = "xla" if eq else "non-xla" if ne else None
-            elif s in ("cpu", "cuda", "gpu", "mps"):
+            elif s in ("cpu", "cuda", "gpu", "mps", "npu", "xpu", "hpu"):
                 result = "non-xla" if eq else None
     if result is None and type(test) is cst.Comparison and len(test.comparisons) == 1:
         c = test.comparisons[0]

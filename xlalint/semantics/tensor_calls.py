@@ -288,9 +288,9 @@ class CallKinds:
             return K.NOT_TENSOR  # a Gym environment's observations, rewards and info: NumPy arrays and Python values
         if meth == "per_device_loader":
             return K.LOADER
-        if meth == "cpu":
-            # x.cpu() on something unknown: a module if it is named like one, else what it returns is on
-            # the host whatever it was (a tensor's copy; reading it, or its rows, costs nothing more)
+        if meth == "cpu" or (meth == "to" and self._to_cpu(e)):
+            # x.cpu() / x.to("cpu") on something unknown: a module if it is named like one, else what it returns
+            # is on the host whatever it was (a tensor's copy; reading it, or its rows, costs nothing more)
             return K.MODULE if _named_like_module(recv) else K.CPU_TENSOR
         if meth in ("to", "cuda") and (meth == "cuda" or self._is_device_expr(e)):
             # x.to(device) on something unknown: a module if it is named like one, else a tensor (on CUDA,
@@ -440,6 +440,12 @@ class CallKinds:
             return n in ("xla_device", "device") or "device" in n
         n = (last_name(target) or "").lower()
         return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
+
+    def _to_cpu(self, call: cst.Call) -> bool:
+        """``.to("cpu")``, ``.to(device="cpu")``, ``.to(torch.device("cpu"))``."""
+        args = positional_args(call)
+        target = keyword_arg(call, "device") or (args[0] if args else None)
+        return target is not None and self.is_cpu_device(target)
 
     def is_cuda_device(self, node) -> bool:
         """``"cuda:1"``, ``torch.cuda.current_device()``, a name only ever given CUDA device indices: a tensor
