@@ -1124,3 +1124,52 @@ def test_a_helper_given_the_process_rank_as_its_device_places_on_that_gpu(tmp_pa
             assert found == set(), found
         else:
             assert ("trainer.py", 19, "XLA001") in found, found
+
+
+HOST_HELPER = """import torch
+from torch import nn
+
+
+def train(model, trainloader, criterion, optimizer, epochs=5):
+    for e in range(epochs):
+        running_loss = 0
+        for images, labels in trainloader:
+            optimizer.zero_grad()
+            loss = criterion(model(images.view(images.shape[0], -1)), labels)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+        print(running_loss / len(trainloader))
+"""
+
+HOST_HELPER_SCRIPT = """import torch
+from torch import nn, optim
+from torchvision import datasets, transforms
+import fc_model
+
+
+if __name__ == "__main__":
+    trainset = datasets.FashionMNIST("data", download=True, train=True, transform=transforms.ToTensor())
+    trainloader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True)
+    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)){place}
+    optimizer = optim.Adam(model.parameters(), lr=0.001)
+    fc_model.train(model, trainloader, nn.CrossEntropyLoss(), optimizer)
+"""
+
+
+def test_a_helper_only_host_programs_import_runs_on_the_host(tmp_path):
+    """Round 19, read after scoring (Udacity's `fc_model.py` and `helpers.py`): a course's helper module that places
+    nothing is imported only by notebooks and scripts that place nothing either; its training loop is handed host
+    tensors, and its `loss.item()` costs nothing on XLA. Its twin's script moves the model to a device chosen at run
+    time: the helper's per-step read is a finding."""
+    for name, place in (("host", ""), ("device", ".to(device)")):
+        root = tmp_path / name
+        script = HOST_HELPER_SCRIPT.format(place=place)
+        if place:
+            script = script.replace("import fc_model\n", "import fc_model\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n")
+        _write(root, {"pyproject.toml": "", "fc_model.py": HOST_HELPER, "train.py": script})
+        found = _where(_lint(root))
+        if name == "host":
+            assert found == set(), found
+        else:
+            assert ("fc_model.py", 13, "XLA001") in found, found

@@ -21,6 +21,9 @@ from xlalint.semantics.guards import (
 from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
 
 
+_NO_BLOCK = cst.IndentedBlock(body=())  # what an `and`'s operand "guards": no statements of its own
+
+
 class Branches:
     """The walk of ``if``, ``x if t else y``, ``a and b`` and ``assert``."""
 
@@ -161,7 +164,7 @@ class Branches:
         if first is not None:
             return first
         loop = self.loop_stack[-1].node if self.loop_stack else None
-        return "once" if runs_once(test, (), self.func.step_counters, loop) else None
+        return "once" if runs_once(test, _NO_BLOCK, self.func.step_counters, loop) else None
 
     def _assert(self, node: cst.Assert) -> None:
         self._emit("Assert", node)

@@ -107,6 +107,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # names given a CUDA device index (`rw_device = torch.device("cuda:{}".format(1))`) and names given
         # anything else: a name only ever in the first is a hard-wired CUDA device (``cuda_ordinal_names``)
         self.cuda_only = False  # pins CUDA or needs a CUDA-only library, never names XLA (step_marks._resolve)
+        self.host_module = False  # a host program, or a helper only host programs import (step_marks._resolve)
         self._cuda_index_names: set = set()
         self._other_names: set = set()
         self._dtype_names: set = set()

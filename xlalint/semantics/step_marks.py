@@ -159,6 +159,16 @@ class StepMarks:
         # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
         return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
 
+    def _host_library(self) -> bool:
+        """The module is a helper that only host programs import (``_host_program``: a course's ``fc_model.py``,
+        imported by notebooks that place nothing), and that places nothing itself nor through what it imports: its
+        functions are handed host tensors and make only host tensors."""
+        if self.is_notebook or self.places_on_device or self.other_imports or self.facts is None:
+            return False
+        if self.project_imports and any(self.facts.places(m) for m in sorted(self.project_imports)):
+            return False
+        return self.facts.importers_on_host(self.module_name)
+
     def _trains(self) -> bool:
         """Some function of the module calls backward() or an optimizer step itself."""
         return any(lp.trains for lp in self.loops) or any(f.trains_outside_loops for f in self.funcs.values())
@@ -193,10 +203,11 @@ class StepMarks:
                     f.excluded = True
         if self.cuda_needs and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
-        if self._host_program():
+        self.host_module = self._host_program() or self._host_library()
+        if self.host_module:
             # a notebook or a script that puts no tensor on a device, names none, imports no project code that may
             # and makes what it uses itself (a tutorial on the CPU, pytorch/examples' REINFORCE): its tensors live
-            # on the host, and nothing in it runs on XLA
+            # on the host, and nothing in it runs on XLA; nor does a helper module only such programs import
             self.top.excluded = True
             for f in funcs.values():
                 f.excluded = True

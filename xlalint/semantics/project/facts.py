@@ -37,7 +37,7 @@ class Facts:
         self._site_targets: dict = {}  # caller module -> the callees its sites went to
         self._subclasses: Optional[dict] = None
         self._answers: dict = {}  # the answer to each question, as a FactsView records it
-        self._imported: Optional[set] = None  # the names some module imports (imported())
+        self._imported: Optional[dict] = None  # the names some module imports -> the importers (_importers())
         # the answers update() may drop, by what they depend on (so it never scans all of them)
         self._by_module: dict = {}  # module -> the "ret|" answers about its functions
         self._by_callee: dict = {}  # callee gkey -> its "sites|" and "veto|" answers
@@ -92,7 +92,7 @@ class Facts:
             self._by_module.setdefault(arg.partition(":")[0], set()).add(k)
         elif op in ("sites", "veto"):
             self._by_callee.setdefault(arg, set()).add(k)
-        elif op in ("clsm", "clsa", "perm", "imp", "plc", "plcany", "devp"):
+        elif op in ("clsm", "clsa", "perm", "imp", "plc", "plcany", "devp", "hostimp"):
             self._by_class.add(k)  # answers over several modules: dropped on every update
 
     # ---------------------------------------------------------------- name resolution
@@ -243,16 +243,27 @@ class Facts:
 
     def imported(self, module: str) -> bool:
         """Some module of the project imports ``module`` (or a name from it)."""
+        return module in self._importers()
+
+    def _importers(self) -> dict:
+        """module -> the modules that import it, a name from it or one of its submodules (which runs it first)."""
         if self._imported is None:
-            names = set()
+            names: dict = {}
             for importer, s in self.summaries.items():
                 for target in list(s["imports"].values()) + list(s.get("stars", ())):
                     hit = self.index.split(target, importer)  # a script's sibling resolves as its own directory's
                     if hit is not None:
                         parts = hit[0].split(".")
-                        names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                        for i in range(1, len(parts) + 1):
+                            names.setdefault(".".join(parts[:i]), set()).add(importer)
             self._imported = names
-        return module in self._imported
+        return self._imported
+
+    def importers_on_host(self, module: str) -> bool:
+        """Some module imports ``module`` and every one that does runs on the host (``summary["host"]``: a
+        notebook or script that places nothing, or a helper only such programs import)."""
+        importers = self._importers().get(module, set()) - {module}
+        return bool(importers) and all((self.summaries.get(m) or {}).get("host", False) for m in importers)
 
     def periodic_method(self, name: str) -> Optional[str]:
         """The period of the project's methods called ``name`` that return a periodic test, when there are
@@ -468,6 +479,8 @@ class FactsView:
             return f.places(arg, self.module)
         if op == "plcany":
             return f.places_anywhere()
+        if op == "hostimp":
+            return f.importers_on_host(arg)
         if op == "clsm":  # whether a class is an nn.Module (None: no such class)
             k = f.klass(arg)
             return k[0] if k is not None else None
@@ -548,6 +561,9 @@ class FactsView:
 
     def places_anywhere(self) -> bool:
         return self._ask("plcany|")
+
+    def importers_on_host(self, module: str) -> bool:
+        return self._ask("hostimp|" + module)
 
     # a class is read piece by piece: a module that asks one attribute is not walked again when another
     # changes
