@@ -240,3 +240,40 @@ def {name}(model, loader, opt, cfg):
         found = diou(*args)
         assert [f["code"] for f in found] == ["XLA002"], args
         assert "finetune.py:10" in found[0]["message"] and "detector.py" not in found[0]["message"], args
+
+
+CACHE_POSITION = """
+from typing import Optional
+
+
+class GPT(torch.nn.Module):
+    def __init__(self, gpt: torch.nn.Module):
+        super().__init__()
+        self.gpt = gpt
+
+    def prepare(self, ids, past, cache_position: Optional[torch.Tensor] = None):
+        past_length = int(cache_position[0]) if cache_position is not None else past.get_seq_length()
+        if cache_position is None:
+            cache_position = torch.arange(past_length, past_length + ids.shape[1], device=ids.device)
+        return ids[:, past_length:], cache_position
+
+    @torch.no_grad()
+    def generate(self, ids, steps, pos: Optional[torch.Tensor] = None):
+        past = None
+        for i in range(steps):
+            x, cache_position = self.prepare(ids, past{args})
+            logits, past = self.gpt(x, past, cache_position)
+            ids = torch.cat([ids, logits[:, -1:].argmax(-1)], 1)
+        return ids
+"""
+
+
+def test_a_test_above_the_parameters_rebinding_is_decided_by_the_callers_arguments():
+    """Issue 32 cause 9 (round 19, read after scoring: ChatTTS's `_prepare_generation_inputs`): `int(cache_position[0])
+    if cache_position is not None else ...` stands above `if cache_position is None: cache_position = ...`; its only
+    caller never passes `cache_position`, so the read never runs. The rebinding below does not hide what the
+    arguments say at the test above it (a conditional expression's arms, as an `if`'s). A caller that passes a
+    tensor position reads it every decoding step."""
+    read = (11, "XLA001")
+    assert read not in lint(CACHE_POSITION.replace("{args}", ""))
+    assert read in lint(CACHE_POSITION.replace("{args}", ", pos"))

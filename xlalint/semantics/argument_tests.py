@@ -43,17 +43,30 @@ def literal(node) -> object:
 
 def fixed_parameters(node: cst.FunctionDef) -> dict:
     """The parameters the function's body never binds again: name -> (position or None, literal default)."""
+    return {k: v[:2] for k, v in parameters_until_bound(node).items() if v[2] is None}
+
+
+def parameters_until_bound(node: cst.FunctionDef) -> dict:
+    """name -> (position or None, literal default, until): ``until`` None when the body never binds the parameter
+    again, else how many of the body's first statements run before one that binds it (a test in one of them sees
+    the argument: ``int(cache_position[0]) if cache_position is not None else ...`` above ``if cache_position is
+    None: cache_position = torch.arange(...)``)."""
     p = node.params
     positional = [*p.posonly_params, *p.params]
     if positional and positional[0].name.value in ("self", "cls"):
         positional = positional[1:]
-    rebound = assigned_names(node.body)
     out = {}
     for i, param in enumerate(positional):
         out[param.name.value] = (i, _default(param))
     for param in p.kwonly_params:
         out[param.name.value] = (None, _default(param))
-    return {k: v for k, v in out.items() if k not in rebound}
+    rebound = assigned_names(node.body) & set(out)
+    until: dict = {}
+    if rebound:
+        for i, stmt in enumerate(getattr(node.body, "body", ())):
+            for name in (assigned_names(stmt) & rebound) - set(until):
+                until[name] = i
+    return {k: (*v, until.get(k, 0) if k in rebound else None) for k, v in out.items()}
 
 
 def _default(param: cst.Param) -> object:

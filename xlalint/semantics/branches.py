@@ -18,7 +18,7 @@ from xlalint.semantics.guards import (
     FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_period, period_of, rest_after,
     runs_once, stops_after_few, xla_polarity,
 )
-from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
+from xlalint.semantics.syntax import assigned_names, child_nodes, last_name, name_words, names_in, own_nodes
 
 
 _NO_BLOCK = cst.IndentedBlock(body=())  # what an `and`'s operand "guards": no statements of its own
@@ -42,7 +42,7 @@ class Branches:
         decided = self.decided(node.test)
         conditional = not device_pins.is_main_guard(node.test)  # a script's `if __name__ == "__main__":` always runs
         self.cond_depth += conditional
-        params = self.fixed_parameters()
+        params = self.fixed_parameters(node)
         self.guards.append((period, polarity == "non-xla" or decided is False, once,
                             argument_tests.tests_of(node.test, params) if params else ()))
         mode = mode_test(node.test)
@@ -124,9 +124,13 @@ class Branches:
         self._emit("IfExp", node)
         self.walk(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
-        self.guards.append((None, polarity == "non-xla", False))
+        params = self.fixed_parameters(node)
+        # `int(cache_position[0]) if cache_position is not None else ...`: an arm the callers' literals decide
+        self.guards.append((None, polarity == "non-xla", False,
+                            argument_tests.tests_of(node.test, params) if params else ()))
         self.walk(node.body)
-        self.guards[-1] = (None, polarity == "xla", False)
+        self.guards[-1] = (None, polarity == "xla", False,
+                           argument_tests.tests_of(node.test, params, negate=True) if params else ())
         self.walk(node.orelse)
         self.guards.pop()
 
@@ -182,16 +186,29 @@ class Branches:
                 # only while evaluating (the function's walk resets the depth when it ends)
                 self.eval_depth += 1
 
-    def fixed_parameters(self) -> dict:
-        """The walked function's parameters its body never binds again (``argument_tests``), once per function."""
+    def fixed_parameters(self, test=None) -> dict:
+        """The walked function's parameters that hold their arguments at ``test`` (an ``if`` or a conditional
+        expression): those its body never binds again, and those it binds only in statements after the one that
+        holds ``test`` (``argument_tests.parameters_until_bound``), each found once per function."""
         node = self.func.node
         if type(node) is not cst.FunctionDef:
             return {}
         key = ("fixed params", id(node))
         found = self._module_class_memo.get(key)
         if found is None:
-            found = self._module_class_memo[key] = argument_tests.fixed_parameters(node)
-        return found
+            params = argument_tests.parameters_until_bound(node)
+            fixed = {k: v[:2] for k, v in params.items() if v[2] is None}
+            late = {k: v for k, v in params.items() if v[2]}
+            where: dict = {}  # id of an `if` or a conditional expression -> the body statement that holds it
+            if late:
+                for i, stmt in enumerate(node.body.body if type(node.body) is cst.IndentedBlock else ()):
+                    where.update((id(n), i) for n in _branches_in(stmt))
+            found = self._module_class_memo[key] = (fixed, late, where)
+        fixed, late, where = found
+        at = where.get(id(test)) if late and test is not None else None
+        if at is None:
+            return fixed
+        return {**fixed, **{k: v[:2] for k, v in late.items() if at < v[2]}}
 
     # tests the source decides (constants) ---------------------------------
     def decided(self, test) -> Optional[bool]:
@@ -307,3 +324,16 @@ def _tests_after(node: cst.If, params: dict) -> tuple:
         if type(node.orelse) is not cst.If:
             return ()
         node = node.orelse
+
+
+def _branches_in(stmt):
+    """The ``if`` statements and conditional expressions in ``stmt`` (nested functions and classes left out)."""
+    stack = [stmt]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (cst.If, cst.IfExp):
+            yield n
+        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and n is not stmt:
+            continue
+        stack.extend(child_nodes(n))
