@@ -96,6 +96,8 @@ class CpuFallbackOp(Rule):
         at the line on most steps, with a host transfer and an extra graph execution.
     """
     VALID = [
+        # a VAE's encode output holds a distribution: its `.mode()` is the distribution's (diffusers' dreambooth)
+        "import torch\nimport torch_xla\nvae = build_vae().to(device)\nfor batch in loader:\n    latents = vae.encode(batch.to(device)).latent_dist.mode()\n    loss = unet(latents).sum()\n    loss.backward()\n    torch_xla.sync()\n",
         # global max pooling: the output size 1 divides any input size, and that is lowered; adaptive max
         # pooling to other sizes falls back only when the size does not divide the input's (CONDITIONAL)
         "import torch\nimport torch.nn.functional as F\nfor x in loader:\n    x = x.to('xla')\n    pooled = F.adaptive_max_pool2d(model(x), 1)\n    pooled.sum().backward()\n",

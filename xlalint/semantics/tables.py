@@ -187,7 +187,10 @@ LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "e
 # its methods that give device tensors (`dist.sample()`, `dist.log_prob(a)`)
 DEVICE_DISTRIBUTION = "torch.distributions:Distribution"
 DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf",
-                                         "perplexity", "enumerate_support"})
+                                         "perplexity", "enumerate_support", "mode", "kl", "nll"})
+# the last word of a model output's field that holds a distribution, not a tensor (diffusers' VAE encode output's
+# `latent_dist`, a `posterior`): its `.mode()` is the distribution's, not torch's `mode` (issue 32, cause 8)
+DISTRIBUTION_FIELD_WORDS = frozenset({"dist", "distribution", "posterior"})
 
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 

@@ -291,6 +291,9 @@ class TensorInference:
                 return K.NOT_TENSOR  # `t.is_xpu`, `t.is_mkldnn`: a backend's flag, a bool
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
+            if (name_words(attr) or [""])[-1] in T.DISTRIBUTION_FIELD_WORDS:
+                # `vae.encode(x).latent_dist`: a distribution over device tensors (its `.sample()` is one)
+                return K.UNKNOWN if bk == K.CPU_TENSOR else K.instance(T.DEVICE_DISTRIBUTION)
             return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR  # a model output's field
         if bk in (K.TENSORS,):
             return K.TENSOR  # batch.input_ids
