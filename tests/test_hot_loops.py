@@ -1411,3 +1411,23 @@ def test_an_and_after_a_lazy_initialisation_test_walks_without_error():
                 return x
         """)
     assert not [c for _, c, _ in found if c.startswith("XLA90")], found
+
+
+def test_a_branch_taken_only_when_the_numbers_went_bad_is_an_error_path():
+    """Issue 32 cause 7 (round 20, read after scoring: torchcfm's OT plan): `if not np.all(np.isfinite(p)):
+    print(...)` (likewise `if torch.isnan(loss).any():`, `if math.isinf(v):`) runs only when a value went
+    non-finite, not every step: what it prints is no per-step cost (its test, evaluated every step, is another
+    matter). The same print under `if np.all(np.isfinite(p)):` runs every step."""
+    body = """
+        model = torch.nn.Linear(4, 4).to(device)
+        for x in loader:
+            out = model(x.to(device))
+            loss = out.sum()
+            p = ot_plan(out.detach().cpu().numpy())
+            if {test}:
+                print("Cost mean, max", out.mean(), out.max())
+            loss.backward()
+        """
+    for test in ("not np.all(np.isfinite(p))", "math.isinf(p.sum())", "np.isnan(p).any()"):
+        assert not [f for f in lint(body.replace("{test}", test)) if f[0] == 8], test
+    assert (8, "XLA006") in {(ln, c) for ln, c, _ in lint(body.replace("{test}", "np.all(np.isfinite(p))"))}

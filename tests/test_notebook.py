@@ -413,3 +413,24 @@ def test_a_notebook_importing_project_code_that_places_nothing_is_still_host_cod
         found = [(f.code, f.line) for f in lint_files([str(root / "graphs.ipynb"), str(root / "res" / "plot_lib.py")],
                                                        build_settings(None), jobs=1, cache=None)]
         assert found == ([] if name == "plain" else [("XLA001", 5)]), name
+
+
+def test_a_body_less_block_is_reported_in_the_cell_that_holds_its_header():
+    """Round 20, read after scoring (dataflowr's exercise notebooks): a cell ending with `def f(labels):` whose body
+    is only comments ("your code here") is a syntax error that CPython reports on the next cell's first line of code;
+    the cell to fix is the header's, so it is reported there, without the program's line number."""
+    findings = lint_source(make(["import torch", "n = 10\ndef onehot(labels, n=n):\n    # your code here\n    #",
+                                 "x, labels = next(iter(loader))"]), "n.ipynb")
+    assert [(f.code, f.cell, f.line) for f in findings] == [("XLA900", 2, 2)], findings
+    assert "on line" not in findings[0].message
+    same = lint_source(make(["import torch", "for x in xs:\n# nothing yet\ny = 2"]), "n.ipynb")
+    assert [(f.code, f.cell) for f in same] == [("XLA900", 2)] and "on line 1" in same[0].message, same
+
+
+def test_await_at_a_cells_top_level_is_valid_ipython():
+    """Round 20, read after scoring (a federated-learning homework): IPython runs `await` at a cell's top level
+    (autoawait), so the cell is valid; the same line in a `.py` file is a syntax error."""
+    cells = ["import asyncio\nimport torch", "async def run(n):\n    return torch.zeros(n)",
+             "x = await run(3)\nprint(x.shape)"]
+    assert lint_source(make(cells), "n.ipynb") == []
+    assert [f.code for f in lint_source("\n".join(cells) + "\n", "n.py")] == ["XLA900"]

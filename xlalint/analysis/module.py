@@ -18,6 +18,7 @@ import libcst as cst
 
 from xlalint.analysis.file_findings import (
     failing_rule, file_finding, file_result, internal_error, problem_finding, row, rule_words)
+from xlalint.findings import ROW_FIELDS
 from xlalint.parse import guard
 from xlalint.parse.locate import Locator
 from xlalint.parse.stack import on_big_stack
@@ -55,6 +56,7 @@ def analyse_module(
     parse=None,
     limits: Optional[guard.Limits] = None,
     checked: bool = False,
+    top_level_await: bool = False,
 ) -> dict:
     """One module, one parse, one walk: ``{"file": [finding rows]}`` for a file that cannot be analysed,
     else ``{"summary", "cands", "rules", "reads"}`` (plain data, see ``semantics.project``).
@@ -69,13 +71,13 @@ def analyse_module(
     ``checked``: ``declare`` found these contents fine (guard and CPython): not checked again."""
     try:
         return _analyse_module(data, path, enabled, module, is_package, facts, max_tokens, decl, notebook, parse,
-                               limits, checked)
+                               limits, checked, top_level_await)
     except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902, the run goes on
         return {"file": [row(internal_error(path, "the analysis of the module", e))]}
 
 
 def _analyse_module(data, path: str, enabled, module: str, is_package: bool, facts, max_tokens, decl, notebook,
-                    parse, limits, checked: bool) -> dict:
+                    parse, limits, checked: bool, top_level_await: bool = False) -> dict:
     if notebook or (notebook is None and path.lower().endswith(".ipynb")):
         if notebook or not nb.is_program(data):
             return _analyse_notebook(data, path, enabled, module=module, is_package=is_package, facts=facts,
@@ -106,7 +108,8 @@ def _analyse_module(data, path: str, enabled, module: str, is_package: bool, fac
     # too big or too deep for libcst (guard.py), or refused by CPython's compile: one finding
     problem = None if checked else guard.check(text, limits or guard.Limits(max_tokens=max_tokens))
     if problem is None and not checked:
-        problem = on_big_stack(guard.cpython_refuses, text, path)
+        # a notebook's cells run under IPython's autoawait: `await` at a cell's top level is valid
+        problem = on_big_stack(guard.cpython_refuses, text, path, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0)
     if problem is not None:
         return file_result([problem_finding(problem, path)], codes)
     view = facts.view(module) if facts is not None else None
@@ -125,9 +128,36 @@ def _analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
         return {"file": [row(internal_error(path, "reading the notebook's cells", e))]}
     if program.language != "python" or not program.text:
         return {"file": []}
-    result = analyse_module(program.text, path, enabled, notebook=False, **kwargs)
+    result = analyse_module(program.text, path, enabled, notebook=False, top_level_await=True, **kwargs)
     result["cells"] = cells
+    _syntax_error_at_its_header(result, program.text, cells)
     return result
+
+
+# CPython's message for a block header with no body: the error is reported on the next line of code, which in a
+# notebook may be another cell's (a body-less exercise `def` whose body is only comments)
+_NO_BODY = re.compile(r"expected an indented block after .* on line (\d+)")
+_LINE, _COLUMN = ROW_FIELDS.index("line"), ROW_FIELDS.index("column")
+_END_LINE, _END_COLUMN = ROW_FIELDS.index("end_line"), ROW_FIELDS.index("end_column")
+_MESSAGE, _CODE = ROW_FIELDS.index("message"), ROW_FIELDS.index("code")
+
+
+def _syntax_error_at_its_header(result: dict, text: str, cells: list) -> None:
+    """A notebook's syntax error of a block header without a body, reported in a later cell than the header's,
+    is reported on the header: the cell to fix is the one that holds it."""
+    for r in result.get("file", ()):
+        m = _NO_BODY.search(r[_MESSAGE]) if r[_CODE] == "XLA900" else None
+        if m is None:
+            continue
+        header = int(m.group(1))
+        cell, cell_line = nb.locate(cells, header)
+        if cell != nb.locate(cells, r[_LINE])[0]:
+            lines = text.splitlines()
+            col = len(lines[header - 1]) - len(lines[header - 1].lstrip()) + 1 if header <= len(lines) else 1
+            r[_LINE], r[_COLUMN], r[_END_LINE], r[_END_COLUMN] = header, col, header, col + 1
+            r[_MESSAGE] = r[_MESSAGE].replace(f" on line {header}", "")  # reported on it
+        else:
+            r[_MESSAGE] = r[_MESSAGE].replace(f" on line {header}", f" on line {cell_line}")  # the cell's line
 
 
 def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) -> Optional[dict]:

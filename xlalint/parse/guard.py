@@ -271,7 +271,7 @@ def _too_complex(text: str, offset: int, why: str, key: str) -> Problem:
     return Problem("XLA901", f"too complex to analyse ({why}; raise `{key}` in [tool.xlalint] to lint it)", line, col)
 
 
-def cpython_refuses(text: str, path: str = "<file>") -> Optional[Problem]:
+def cpython_refuses(text: str, path: str = "<file>", flags: int = 0) -> Optional[Problem]:
     """CPython's own verdict: None when it compiles ``text``, else its error as a Problem.
 
     A full ``compile`` (no code runs), not only its parser: ``return`` outside a function, ``break``
@@ -284,7 +284,7 @@ def cpython_refuses(text: str, path: str = "<file>") -> Optional[Problem]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(text, path, "exec", dont_inherit=True)
+            compile(text, path, "exec", flags, dont_inherit=True)
     except SyntaxError as e:  # IndentationError and TabError too
         line = e.lineno or 1
         col = max(e.offset or 1, 1)

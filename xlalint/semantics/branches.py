@@ -50,7 +50,7 @@ class Branches:
         other_mode = else_mode(node.test) if node.orelse is not None else None
         # `if not math.isfinite(loss): print(...); sys.exit(1)`: once at most; `if attn_debug:` an opt-in debug
         # dump whose purpose is the host copy: neither is a per-step cost of a normal run
-        exits = _exits(self, node.body) or _debug_flag(node.test)
+        exits = _exits(self, node.body) or _debug_flag(node.test) or _failure_test(node.test)
         self.error_depth += exits
         tested = narrowing.tensor_type_test(node.test)
         if tested:
@@ -302,6 +302,20 @@ def _debug_flag(test) -> bool:
         words = set(name_words(last_name(test) or ""))
         return bool(words & _DUMP_FLAG_WORDS or "save" in words and words & _DUMPED_THINGS)
     return False
+
+
+def _failure_test(test) -> bool:
+    """``if not np.all(np.isfinite(p)):`` / ``if torch.isnan(loss).any():`` / ``if math.isinf(v):``: a branch taken
+    only when the numbers went bad (a non-finite value), an error path that prints what went wrong, not a step's
+    work (torchcfm's OT plan check)."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        negated = not negated
+        test = test.expression
+    if type(test) is cst.BooleanOperation:
+        return False
+    names = {last_name(n.func) for n in (test, *own_nodes(test)) if type(n) is cst.Call}
+    return bool(names & {"isnan", "isinf"}) if not negated else "isfinite" in names
 
 
 # words of a flag that turns on an opt-in dump: `debug`, `dump_attn`, `visualize`; `save` only with what is
