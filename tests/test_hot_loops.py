@@ -1431,3 +1431,31 @@ def test_a_branch_taken_only_when_the_numbers_went_bad_is_an_error_path():
     for test in ("not np.all(np.isfinite(p))", "math.isinf(p.sum())", "np.isnan(p).any()"):
         assert not [f for f in lint(body.replace("{test}", test)) if f[0] == 8], test
     assert (8, "XLA006") in {(ln, c) for ln, c, _ in lint(body.replace("{test}", "np.all(np.isfinite(p))"))}
+
+
+def test_frames_collected_in_a_loop_and_written_after_it_are_a_dump():
+    """Round 20, read after scoring (dataflowr's NeRF notebook, torchcfm's comparison figure): a 360-degree render
+    loop copies each frame to the host, appends it to `frames` and writes the video after the loop; a figure loop
+    draws each model's vector field with `ax.quiver`. The copies are what the loops are for. A list that is only
+    kept (never written) is the twin: the fix is to keep it on the device."""
+    body = """
+    def render(model, poses, H, W):
+        frames = []
+        for th in tqdm(np.linspace(0.0, 360.0, 120, endpoint=False)):
+            rays = get_rays(H, W, pose_spherical(th, -30.0, 4.0)).to(device)
+            rgb = model(rays).reshape([H, W, 3])
+            rgb = rgb.cpu().detach().numpy()
+            frames.append((255 * np.clip(rgb, 0, 1)).astype(np.uint8))
+        {after}
+        return frames
+    """
+    assert lint(body.format(after='imageio.mimwrite("video.mp4", frames, fps=30)')) == []
+    assert [(ln, c) for ln, c, _m in lint(body.format(after="pass"))] == [(7, "XLA001")]
+    quiver = """
+    def figure(models, grid, axes):
+        for ax, name in zip(axes, models):
+            out = models[name](grid.to(device))
+            out = out.reshape([20, 20, 2]).cpu().detach().numpy()
+            ax.quiver(X, Y, out[:, :, 0], out[:, :, 1])
+    """
+    assert lint(quiver) == []

@@ -470,3 +470,27 @@ def test_a_copy_moved_to_the_cpu_is_a_host_tensor_whatever_it_was():
                  "examples, closest = examples.to(device='cpu'), closest.to(torch.device('cpu'))"):
         assert {f for f in lint(body.replace("{move}", move)) if f[1] == "XLA001"} == set(), move
     assert {(10, "XLA001"), (11, "XLA001")} <= lint(body.replace("{move}", "pass"))
+
+
+def test_reading_back_a_batch_as_uploaded_runs_no_graph():
+    """Round 20, read after scoring (dataflowr's `test_model`, and Time-Series-Library's read-back of its input):
+    `classes = classes.to(device)` uploads the loader's labels as they are; `classes.to('cpu').numpy()` copies that
+    device data back and runs no graph (nothing was computed on it): no graph cut to report. The predictions
+    computed from the model are read every batch, and so are the labels once something was computed from them."""
+    body = """
+        model = nn.Linear(8, 2).to(device)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=32)
+        for inputs, classes in loader:
+            inputs = inputs.to(device)
+            classes = classes.to(device)
+            outputs = model(inputs)
+            _, preds = torch.max(outputs.data, 1)
+            {classes}
+            all_preds.append(preds.to('cpu').numpy())
+            all_classes.append(classes.{read})
+        """
+    for read in ("to('cpu').numpy()", "data.cpu().numpy()", "detach().cpu()"):
+        found = {f for f in lint(body.replace("{classes}", "").replace("{read}", read)) if f[1] == "XLA001"}
+        assert found == {(10, "XLA001")}, (read, found)
+    moved = {f for f in lint(body.replace("{classes}", "classes = classes * 2").replace("{read}", "cpu()")) if f[1] == "XLA001"}
+    assert moved == {(10, "XLA001"), (11, "XLA001")}, moved

@@ -204,6 +204,8 @@ class HostRead(Rule):
             if meth in T.HOST_READ_METHODS or meth == "to":
                 if m.reads_loop_result(func.value):
                     return  # `dev_loss.item()` after the evaluation loop: its result, once per evaluation
+                if m.uploaded(func.value):
+                    return  # `classes.to('cpu')` of the batch's labels as uploaded: a copy back, no graph runs
                 if meth in ("cpu", "to") and m.uses_rpc:
                     return  # `return out.cpu()` in a module served over torch.distributed.rpc: RPC carries host tensors
             if meth in T.HOST_READ_METHODS:

@@ -153,6 +153,26 @@ class Bindings:
         results = self.func.loop_results
         return bool(results) and bool(names_in(expr) & results)
 
+    def _uploads(self, value, kind) -> bool:
+        """``value`` moves a host tensor to the device as it is (``labels.to(device)`` of a loader's CPU batch): the
+        result is device data, with no computation pending."""
+        return (type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in ("to", "cuda")
+                and kind in K.DEVICE_TENSORS and self.kind(value.func.value) in (K.CPU_TENSOR, K.CPU_TENSORS))
+
+    def uploaded(self, expr) -> bool:
+        """``expr`` (``labels``, ``labels.data``, ``labels.detach()``) is what was uploaded to the device, not
+        computed since (``_uploads``): reading it back copies it, and runs no graph
+        (``classes = classes.to(device)`` ... ``classes.to('cpu').numpy()``)."""
+        while True:
+            if type(expr) is cst.Attribute and expr.attr.value == "data":
+                expr = expr.value
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "detach" \
+                    and not expr.args:
+                expr = expr.func.value
+            else:
+                break
+        return type(expr) is cst.Name and (id(self.func), expr.value) in self._uploaded
+
     def _bind_target(self, target, value, kind, iter_expr=None) -> None:
         """Bind an assignment/for target. ``iter_expr``: the target takes the elements of it."""
         if iter_expr is not None:
@@ -165,13 +185,17 @@ class Bindings:
                 kind = K.TENSORS
             results = self.func.loop_results
             from_results = bool(results) and value is not None and bool(names_in(value) & results)
+            key = (id(self.func), target.value)
+            if self._uploads(value, kind):
+                self._uploaded.add(key)
+            else:
+                self._uploaded.discard(key)
             self._bind_name(target.value, kind)
             if from_results:
                 # `dev_acc = 100. * n_correct / len(dev)` after an evaluation loop, `total = torch.tensor(total)`
                 results.add(target.value)
             if type(value) is cst.Dict:
                 self._bind_dict_entries(target.value, value)
-            key = (id(self.func), target.value)
             if type(value) is cst.Call:
                 self._bound_calls[key] = value  # `results = self.pre_attention_ops(x)`, unpacked below it
             else:

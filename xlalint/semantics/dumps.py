@@ -16,7 +16,8 @@ from xlalint.semantics.syntax import NODE_TYPES, child_nodes, contains, last_nam
 # calls that write their argument (or their receiver's data) to a file, or draw it (`ax.imshow(x)`: a figure of
 # the inputs and predictions, whose data has to be on the host to be drawn)
 _WRITES = frozenset({"write", "save", "imwrite", "imsave", "savez", "savez_compressed", "save_image", "tofile",
-                     "writeframes", "savetxt", "dump", "save_file", "imshow", "matshow", "pcolormesh", "contourf"})
+                     "writeframes", "savetxt", "dump", "save_file", "imshow", "matshow", "pcolormesh", "contourf",
+                     "quiver", "streamplot", "scatter", "mimwrite", "mimsave", "write_video", "write_gif"})
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -37,9 +38,11 @@ def counts(it) -> bool:
 _FEW = 16
 
 
-def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
+def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call, scope=None) -> bool:
     """The copy ``call``, in statement ``stmt`` of ``loop``'s body, is written to a file later in that body (or
-    in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``). Whether the loop trains is the model's to say
+    in ``stmt`` itself: ``np.save(path, x.cpu().numpy())``), or collected in a list there that the statements
+    after the loop in ``scope`` (the block of statements holding it) write (``frames.append(rgb)`` per camera
+    pose, then ``imageio.mimwrite("video.mp4", frames)``). Whether the loop trains is the model's to say
     (``rules.host_read`` asks ``loop_trains`` once the module is walked)."""
     statements = list(_statements(loop.body, ()))
     guards = next((g for s, g in statements if s is stmt), None)
@@ -50,6 +53,7 @@ def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
     names = _bound_by(stmt, call)
     if not names:
         return False
+    collected: set = set()  # the lists the loop appends the copy to
     after = False
     for s, g in statements:
         if s is stmt:
@@ -64,6 +68,18 @@ def written_out(loop: cst.CSTNode, stmt: cst.CSTNode, call: cst.Call) -> bool:
             if type(small) is cst.Assign and bool(names_in(small.value) & names):
                 for t in small.targets:
                     names |= {n.value for n in target_names(t.target)}
+            elif (type(small) is cst.Expr and type(small.value) is cst.Call and last_name(small.value.func) == "append"
+                  and type(small.value.func) is cst.Attribute and type(small.value.func.value) is cst.Name
+                  and set(g) <= set(guards) and bool(names_in(small.value) & names)):
+                collected.add(small.value.func.value.value)
+    if not collected or scope is None:
+        return False
+    following = False
+    for s, _g in _statements(scope, ()):
+        if s is loop:
+            following = True
+        elif following and _writes_any(s, collected, None):
+            return True
     return False
 
 

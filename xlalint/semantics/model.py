@@ -117,6 +117,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # (id of the function record, name) -> the call whose result it holds, for unpacking it later
         # (`results = self.pre_attention_ops(x)` then `rc_length, ... = results`: bindings)
         self._bound_calls: dict = {}
+        self._uploaded: set = set()  # (id of the function record, name): holds a host tensor uploaded as it is
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []
@@ -231,7 +232,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         if (type(loop.node) is not cst.For or loop.hint == H.DECODE or loop.iterates_loader
                 or self.iterates_batches(loop.node.iter) or dumps.counts(self.loop_iterable(loop.node.iter))):
             return None
-        return loop if dumps.written_out(loop.node, self.stmt, call) else None
+        scope = self.func.node.body if self.func is not self.top and self.func.node is not None else self.module
+        return loop if dumps.written_out(loop.node, self.stmt, call, scope) else None
 
     def note_cuda_indices(self, names: set) -> None:
         """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""
