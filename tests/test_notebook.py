@@ -434,3 +434,35 @@ def test_await_at_a_cells_top_level_is_valid_ipython():
              "x = await run(3)\nprint(x.shape)"]
     assert lint_source(make(cells), "n.ipynb") == []
     assert [f.code for f in lint_source("\n".join(cells) + "\n", "n.py")] == ["XLA900"]
+
+
+def test_cells_that_run_before_anything_is_placed_hold_host_tensors():
+    """Round 20, read after scoring (dataflowr's MLP notebook; mrdbourke's workflow notebook): the first training
+    cell runs on the CPU, before the notebook defines a device in a later cell and moves a model there. Its reads
+    are host reads; the same loop after the placement is XLA code."""
+    train = ("for x, y in loader:\n    loss = F.cross_entropy(model(x{move}), y{move})\n    opt.zero_grad()\n"
+             "    loss.backward()\n    opt.step()\n    print(loss.item())\n")
+    cells = ["import torch\nimport torch.nn.functional as F",
+             "model = torch.nn.Linear(8, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+             "loader = [(torch.randn(4, 8), torch.randint(0, 2, (4,))) for _ in range(10)]",
+             train.format(move=""),
+             "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nmodel = model.to(device)",
+             train.format(move=".to(device)")]
+    found = [(f.cell, f.line, f.code) for f in lint_source(make(cells), "n.ipynb")]
+    assert found == [(5, 6, "XLA001")], found
+
+
+def test_a_helper_every_call_gives_the_cpu_computes_on_the_host():
+    """Round 8, read after scoring (mrdbourke's deployment notebook): `pred_and_store(..., device="cpu")` times the
+    predictions on the CPU; the helper places only on its `device` parameter, so its per-image reads are host
+    reads. A call that gives it the notebook's device makes them XLA code."""
+    helper = ("def pred_and_store(paths, model, transform, device='cuda'):\n    preds = []\n    for path in paths:\n"
+              "        img = transform(Image.open(path)).unsqueeze(0).to(device)\n        model.to(device)\n"
+              "        model.eval()\n        with torch.inference_mode():\n            prob = torch.softmax(model(img), dim=1)\n"
+              "        preds.append(prob.max().cpu().item())\n    return preds")
+    for device, expected in (('"cpu"', []), ("device", [(3, 9, "XLA001")])):
+        cells = ["import torch\nfrom PIL import Image\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+                 "model = build_model()", helper,
+                 f"preds = pred_and_store(test_paths, model, transforms, device={device})"]
+        found = [(f.cell, f.line, f.code) for f in lint_source(make(cells), "n.ipynb")]
+        assert found == expected, (device, found)

@@ -561,6 +561,18 @@ def params_given_cuda(module: cst.Module, names: set, ordinal_names) -> set:
     (``compute_accuracy(model, loader, device=DEVICE)`` with ``DEVICE = "cuda:2"``): in a program that is whole
     (a notebook, a script no module imports), they hold that device. A name also bound otherwise, a function
     never called here or called with anything else: not one of them."""
+    return params_given(module, names, lambda v: names_cuda(v, ordinal_names))
+
+
+def params_given_cpu(module: cst.Module, names: set) -> set:
+    """Of ``names``, the parameters every call in ``module`` passes the CPU (``pred_and_store(..., device="cpu")``,
+    ``device=torch.device("cpu")``): in a whole program, what the function places there is on the host."""
+    return params_given(module, names, _is_cpu_device)
+
+
+def params_given(module: cst.Module, names: set, passed) -> set:
+    """Of ``names``, the parameters whose every call in ``module`` passes a value ``passed`` accepts (see
+    ``params_given_cuda``)."""
     defs: dict = {}  # function name -> its parameters, by position
     calls: dict = {}  # function name -> its calls
     stack = [module]
@@ -581,18 +593,18 @@ def params_given_cuda(module: cst.Module, names: set, ordinal_names) -> set:
             continue
         params = signatures[0]
         for name in names & set(params):
-            ok = bool(calls.get(fname)) and all(_passes_cuda(c, params, name, ordinal_names) for c in calls[fname])
+            ok = bool(calls.get(fname)) and all(_passes(c, params, name, passed) for c in calls[fname])
             given[name] = given.get(name, True) and ok
     return {name for name, ok in given.items() if ok}
 
 
-def _passes_cuda(call: cst.Call, params: list, name: str, ordinal_names) -> bool:
+def _passes(call: cst.Call, params: list, name: str, passed) -> bool:
     index = params.index(name)
     for i, a in enumerate(call.args):
         if a.star:
             return False
         if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and i == index):
-            return names_cuda(a.value, ordinal_names)
+            return passed(a.value)
     return False  # its default: not known here
 
 

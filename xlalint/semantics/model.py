@@ -41,7 +41,8 @@ from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, i
 from xlalint.semantics.syntax import dotted_name, last_name
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
-from xlalint.semantics.walk import StatementWalk, install_dispatch
+from xlalint.semantics.unbound import uses_unbound_names
+from xlalint.semantics.walk import StatementWalk, install_dispatch, walk_places
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,6 +118,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # (id of the function record, name) -> the call whose result it holds, for unpacking it later
         # (`results = self.pre_attention_ops(x)` then `rc_length, ... = results`: bindings)
         self._bound_calls: dict = {}
+        self._host_top: set = set()  # the module statements that run before any placement (walk_top)
+        self._whole: Optional[bool] = None  # the module binds every name it uses (walk_top asks, once)
         self._uploaded: set = set()  # (id of the function record, name): holds a host tensor uploaded as it is
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
@@ -270,14 +273,17 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         elif pin == device_pins.CHOSEN:
             self.func.chooses_device = True
             names = device_pins.device_names(node)
+            f = self.func
             if names is None:
                 self.chooses_device = True
+                f.places_elsewhere = True
             else:
                 self.device_names_used.update(names)
-                f = self.func
                 if f is not self.top and type(f.node) is cst.FunctionDef:
                     p = f.node.params
-                    f.device_params |= names & {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+                    own = names & {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+                    f.device_params |= own
+                    f.places_elsewhere = f.places_elsewhere or own != names
 
     def _helper_pin(self, node: cst.Call) -> Optional[str]:
         """A call of a project function that places on one of its parameters (``v.to(device)`` in
@@ -326,9 +332,35 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         }
         self.find_periodic_predicates()
         for i, stmt in enumerate(self.module.body):
-            self.top_index = i
-            self.walk(stmt)
+            self.walk_top(i, stmt, first=True)
         self._resolve()
+
+    def walk_top(self, i: int, stmt, first: bool = False) -> None:
+        """Walk the module's ``i``-th statement. One that runs before anything in the program has placed a tensor
+        anywhere (a notebook's first cells train on the CPU; the device-agnostic code comes later), and places
+        nothing itself, holds host tensors: its lines are not XLA code (``_host_top``, decided on the first walk)."""
+        self.top_index = i
+        if first and self._runs_before_placement(stmt):
+            self._host_top.add(i)
+        host = i in self._host_top
+        if host:
+            self.guards.append((None, True, False))
+        self.walk(stmt)
+        if host:
+            self.guards.pop()
+
+    def _runs_before_placement(self, stmt) -> bool:
+        if type(stmt) in (cst.FunctionDef, cst.ClassDef) or self.places_on_device or self.other_imports:
+            return False
+        if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body):
+            return False
+        if self.project_imports and (self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports))):
+            return False
+        if walk_places(stmt):
+            return False
+        if self._whole is None:  # a fragment's `model` and `loader` come from elsewhere, maybe placed
+            self._whole = (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
+        return self._whole
 
 
 install_dispatch(SemanticModel)

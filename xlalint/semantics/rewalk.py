@@ -146,8 +146,7 @@ class Rewalk:
         self._defs_walked = True
         try:
             for i, stmt in enumerate(self.module.body):
-                self.top_index = i
-                self.walk(stmt)
+                self.walk_top(i, stmt)
         finally:
             self._defs_walked = False
             (self.loop_stack, self.guards, self.stmt, self.cond_depth, self.top_index, self._type_tested) = saved

@@ -159,6 +159,23 @@ class StepMarks:
         # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
         return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
 
+    def _exclude_host_helpers(self) -> None:
+        """In a whole program (a notebook, a script no module imports), a function that places only on its own
+        device parameters, which every call gives the CPU (``pred_and_store(..., device="cpu")`` to time predictions
+        on the host), computes on the host: not XLA code."""
+        placing = {k: f for k, f in self.funcs.items() if f.device_params and not f.pins_cuda}
+        if not placing or not (self.is_notebook or self.facts is None or not self.facts.imported(self.module_name)):
+            return
+        names = set().union(*(f.device_params for f in placing.values()))
+        on_cpu = device_pins.params_given_cpu(self.module, names)
+        for key, f in placing.items():
+            if f.device_params <= on_cpu and not f.places_elsewhere:
+                f.excluded = True
+                inner = key + ".<locals>."
+                for k, g in self.funcs.items():
+                    if k.startswith(inner):
+                        g.excluded = True
+
     def _host_library(self) -> bool:
         """The module is a helper that only host programs import (``_host_program``: a course's ``fc_model.py``,
         imported by notebooks that place nothing), and that places nothing itself nor through what it imports: its
@@ -203,6 +220,7 @@ class StepMarks:
                     f.excluded = True
         if self.cuda_needs and not self.cuda_only:  # a second look at the statements, only where it can matter
             self._exclude_cuda_bound()
+        self._exclude_host_helpers()
         self.host_module = self._host_program() or self._host_library()
         if self.host_module:
             # a notebook or a script that puts no tensor on a device, names none, imports no project code that may

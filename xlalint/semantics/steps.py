@@ -64,6 +64,7 @@ class FuncInfo:
     pins_cuda: bool = False
     chooses_device: bool = False
     device_params: set = field(default_factory=set)  # its parameters it places on (`v.to(device)`): a helper's
+    places_elsewhere: bool = False  # places on a device chosen otherwise too (`args.device`, a module's `device`)
     excluded: bool = False  # never an XLA training step: a unit test (`Test*` case, tests module), JAX or TF code,
     #                         a checkpoint writer (its host copies are its purpose)
     saves: bool = False  # calls torch.save / save_file / .save_pretrained / ... (a checkpoint writer, walk.py)

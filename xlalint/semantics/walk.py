@@ -568,6 +568,17 @@ def _places_on_device(node: cst.Call) -> bool:
     return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
 
 
+def walk_places(node) -> bool:
+    """Some call in ``node`` places something on a device or names one (``_places_on_device``)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Call and _places_on_device(n):
+            return True
+        stack.extend(child_nodes(n))
+    return False
+
+
 # node type -> the method of the model that walks it (install_dispatch fills _SPECIAL)
 _SPECIAL_METHODS = {
     "SimpleStatementLine": "_simple_stmt_line",
