@@ -159,6 +159,18 @@ class Bindings:
         return (type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in ("to", "cuda")
                 and kind in K.DEVICE_TENSORS and self.kind(value.func.value) in (K.CPU_TENSOR, K.CPU_TENSORS))
 
+    def note_mutation(self, call: cst.Call) -> None:
+        """``call`` may change a tensor in place: an in-place method (``flag.add_(1)``), a collective that
+        reduces into its argument (``dist.all_reduce(flag)``), an ``out=``: what was uploaded is then computed on."""
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value.endswith("_") and not func.attr.value.endswith("__") \
+                and type(func.value) is cst.Name:
+            self._uploaded.discard((id(self.func), func.value.value))
+        mutating = last_name(func) in _MUTATING_CALLS
+        for a in call.args:
+            if type(a.value) is cst.Name and (mutating or (a.keyword is not None and a.keyword.value == "out")):
+                self._uploaded.discard((id(self.func), a.value.value))
+
     def uploaded(self, expr) -> bool:
         """``expr`` (``labels``, ``labels.data``, ``labels.detach()``) is what was uploaded to the device, not
         computed since (``_uploads``): reading it back copies it, and runs no graph
@@ -178,6 +190,8 @@ class Bindings:
         if iter_expr is not None:
             self._bind_iteration(target, iter_expr)
             return
+        if type(target) is cst.Subscript and type(target.value) is cst.Name and self._uploaded:
+            self._uploaded.discard((id(self.func), target.value.value))  # `y[y == -1] = 0`: written on the device
         if type(target) is cst.Name:
             if value is None and kind == K.TENSOR and name_words(target.value)[-1:] == ("dict",):
                 # `loss, output_dict = policy(batch)`: an item named a dict is a dict (its truth is its length),
@@ -621,3 +635,9 @@ _TORCH_TOOLS = ("torch.utils.tensorboard", "torch.utils.data")
 # frameworks that place tensors on devices for the program
 _DEVICE_FRAMEWORKS = ("torch_xla", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "transformers", "ignite",
                       "fastai", "composer", "speechbrain", "mmengine", "catalyst", "torchtune")
+
+
+# collectives that write their result into their tensor argument (`dist.all_reduce(flag)`)
+_MUTATING_CALLS = frozenset({"all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+                             "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "scatter",
+                             "gather", "recv", "irecv"})

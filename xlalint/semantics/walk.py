@@ -393,6 +393,8 @@ class StatementWalk:
                 self.note_placement(node)  # with the callee resolved once (a helper that places on a parameter)
         finally:
             self._callee_memo = None
+        if self._uploaded:
+            self.note_mutation(node)
         q = self.qualname(node.func)
         if not self.places_on_device and _places_on_device(node):
             self.places_on_device = True
