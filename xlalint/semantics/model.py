@@ -264,8 +264,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         (``device_pins.pin_of``); a plain name it places on is decided once every binding is seen
         (``step_marks._resolve``: ``device = torch.device("cuda", rank)`` in ``main()`` below)."""
         pin = device_pins.pin_of(node, self.cuda_ordinal_names)
-        if pin is None and node.args:
-            pin = self._helper_pin(node)
+        if pin is None and node.args and any(device_pins.names_cuda(a.value, self.cuda_ordinal_names) for a in node.args):
+            pin = self._helper_pin(node)  # a CUDA device handed to a project helper that places with it
         if pin == device_pins.PIN:
             self.pins_cuda = True
             if self.cond_depth == 0:
@@ -288,7 +288,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
     def _helper_pin(self, node: cst.Call) -> Optional[str]:
         """A call of a project function that places on one of its parameters (``v.to(device)`` in
         ``move_batch(batch, device)``) places where its argument says (``device_pins.helper_pin``): passing
-        ``self.rank`` pins CUDA through the helper, as ``batch.to(self.rank)`` would."""
+        ``self.rank`` pins CUDA through the helper, as ``batch.to(self.rank)`` would. Asked only of calls that
+        pass a CUDA device somewhere (resolving every call's callee again cost 3% of a walk)."""
         callee = self.callee_key(node.func)
         if callee is None or callee.startswith((H.DISPATCH_PREFIX, H.CALLABLE_PREFIX)):
             return None
