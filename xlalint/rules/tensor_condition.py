@@ -81,7 +81,6 @@ class TensorCondition(Rule):
     def __init__(self) -> None:
         super().__init__()
         self._done: set = set()
-
         self._gated: dict = {}  # id of an `and`'s operand that runs less often than the test -> its finding
 
     def before_rewalk(self) -> None:

@@ -41,11 +41,6 @@ def literal(node) -> object:
     return value if value is None or isinstance(value, (int, str)) else _VARIES
 
 
-def fixed_parameters(node: cst.FunctionDef) -> dict:
-    """The parameters the function's body never binds again: name -> (position or None, literal default)."""
-    return {k: v[:2] for k, v in parameters_until_bound(node).items() if v[2] is None}
-
-
 def parameters_until_bound(node: cst.FunctionDef) -> dict:
     """name -> (position or None, literal default, until): ``until`` None when the body never binds the parameter
     again, else how many of the body's first statements run before one that binds it (a test in one of them sees
@@ -77,7 +72,8 @@ def _default(param: cst.Param) -> object:
 
 
 def tests_of(test, params: dict, negate: bool = False) -> tuple:
-    """What ``test`` (or its negation) being true says of ``params`` (``fixed_parameters``): the tests a
+    """What ``test`` (or its negation) being true says of ``params`` (the parameters holding their arguments at
+    the test: ``Branches.fixed_parameters``, from ``parameters_until_bound``): the tests a
     branch's body runs under. ``a and b`` holds both (its negation says nothing); ``not a`` flips."""
     t = type(test)
     if t is cst.UnaryOperation and type(test.operator) is cst.Not:

@@ -18,7 +18,7 @@ from xlalint.semantics.guards import (
     FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_period, period_of, rest_after,
     runs_once, stops_after_few, xla_polarity,
 )
-from xlalint.semantics.syntax import assigned_names, child_nodes, last_name, name_words, names_in, own_nodes
+from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
 
 
 _NO_BLOCK = cst.IndentedBlock(body=())  # what an `and`'s operand "guards": no statements of its own
@@ -342,12 +342,4 @@ def _tests_after(node: cst.If, params: dict) -> tuple:
 
 def _branches_in(stmt):
     """The ``if`` statements and conditional expressions in ``stmt`` (nested functions and classes left out)."""
-    stack = [stmt]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t in (cst.If, cst.IfExp):
-            yield n
-        if t in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and n is not stmt:
-            continue
-        stack.extend(child_nodes(n))
+    return (n for n in (stmt, *own_nodes(stmt)) if type(n) in (cst.If, cst.IfExp))

@@ -41,7 +41,6 @@ from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, i
 from xlalint.semantics.syntax import dotted_name, last_name
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
-from xlalint.semantics.unbound import uses_unbound_names
 from xlalint.semantics.walk import StatementWalk, install_dispatch, walk_places
 
 
@@ -355,13 +354,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
             return False
         if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body):
             return False
-        if self.project_imports and (self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports))):
-            return False
-        if walk_places(stmt):
-            return False
-        if self._whole is None:  # a fragment's `model` and `loader` come from elsewhere, maybe placed
-            self._whole = (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
-        return self._whole
+        # not a fragment: a fragment's `model` and `loader` come from elsewhere, maybe placed
+        return not self.imports_placing_code() and not walk_places(stmt) and self.binds_what_it_uses()
 
 
 install_dispatch(SemanticModel)

@@ -126,13 +126,28 @@ class StepMarks:
                 f.excluded = True
             return
         for key in bound:
-            if key not in funcs:
-                continue
-            funcs[key].excluded = True
-            inner = key + ".<locals>."
-            for k, g in funcs.items():
-                if k.startswith(inner):
-                    g.excluded = True
+            if key in funcs:
+                self._exclude_with_locals(key)
+
+    def _exclude_with_locals(self, key: str) -> None:
+        """Function ``key`` is not XLA code, nor are the functions nested in it."""
+        self.funcs[key].excluded = True
+        inner = key + ".<locals>."
+        for k, g in self.funcs.items():
+            if k.startswith(inner):
+                g.excluded = True
+
+    def imports_placing_code(self) -> bool:
+        """Some project module it imports places tensors, or may (``facts.places``; unknown alone)."""
+        return bool(self.project_imports) and (
+            self.facts is None or any(self.facts.places(m) for m in sorted(self.project_imports)))
+
+    def binds_what_it_uses(self) -> bool:
+        """The module binds every name it uses (not a fragment whose `model` and `loader` come from elsewhere);
+        a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`). Once."""
+        if self._whole is None:
+            self._whole = (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
+        return self._whole
 
     def _host_program(self) -> bool:
         """The module is a whole program that runs on the host: a notebook, or a script (``if __name__ ==
@@ -154,10 +169,9 @@ class StepMarks:
                 return False
         if not self.is_notebook and self.other_imports:
             return False  # a script that imports a library which may place for it
-        if self.project_imports and any(self.facts.places(m) for m in sorted(self.project_imports)):
+        if self.imports_placing_code():
             return False
-        # a notebook's magics may bind names its Python does not show (`files = !ls`, `%run utils.py`)
-        return (self.is_notebook and self.ipython_magics) or not uses_unbound_names(self.module)
+        return self.binds_what_it_uses()
 
     def _exclude_host_helpers(self) -> None:
         """In a whole program (a notebook, a script no module imports), a function that places only on its own
@@ -170,11 +184,7 @@ class StepMarks:
         on_cpu = device_pins.params_given_cpu(self.module, names)
         for key, f in placing.items():
             if f.device_params <= on_cpu and not f.places_elsewhere:
-                f.excluded = True
-                inner = key + ".<locals>."
-                for k, g in self.funcs.items():
-                    if k.startswith(inner):
-                        g.excluded = True
+                self._exclude_with_locals(key)
 
     def _host_library(self) -> bool:
         """The module is a helper that only host programs import (``_host_program``: a course's ``fc_model.py``,
@@ -182,9 +192,7 @@ class StepMarks:
         functions are handed host tensors and make only host tensors."""
         if self.is_notebook or self.places_on_device or self.other_imports or self.facts is None:
             return False
-        if self.project_imports and any(self.facts.places(m) for m in sorted(self.project_imports)):
-            return False
-        return self.facts.importers_on_host(self.module_name)
+        return not self.imports_placing_code() and self.facts.importers_on_host(self.module_name)
 
     def _trains(self) -> bool:
         """Some function of the module calls backward() or an optimizer step itself."""

@@ -571,14 +571,8 @@ def _places_on_device(node: cst.Call) -> bool:
 
 
 def walk_places(node) -> bool:
-    """Some call in ``node`` places something on a device or names one (``_places_on_device``)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is cst.Call and _places_on_device(n):
-            return True
-        stack.extend(child_nodes(n))
-    return False
+    """Some call ``node`` runs places something on a device or names one (``_places_on_device``)."""
+    return any(type(n) is cst.Call and _places_on_device(n) for n in (node, *own_nodes(node)))
 
 
 # node type -> the method of the model that walks it (install_dispatch fills _SPECIAL)
