@@ -11,13 +11,14 @@ from xlalint.rules.padding_syntax import (
     bindings_of, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts,
     padded_before_its_loop, tokenizes_one_text,
 )
+from xlalint.semantics import rule_tables as RT
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, Frequency
 from xlalint.semantics.syntax import contains, dotted_name, names_in, keyword_arg, last_name, name_words, positional_args, string_value
 from xlalint.semantics.value_uses import ValueUses
 
 from xlalint.rules.variable_length_project import resolve_padding_across_modules
-from xlalint.rules.variable_length_text import COST, FIX_COLLATOR, FIX_DROP_LAST, FIX_PAD
+from xlalint.rules.variable_length_text import COST, EXAMPLES_INVALID, EXAMPLES_VALID, FIX_COLLATOR, FIX_DROP_LAST, FIX_PAD
 
 
 class UnbucketedVariableLength(Rule):
@@ -27,7 +28,8 @@ class UnbucketedVariableLength(Rule):
     what_it_does = """
         Flags where a batch's shape is decided by its data: `pad_sequence` in a collate function (a
         function named `*collate*` / `*batch*` or passed as `collate_fn=`) or in per-step code;
-        collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket;
+        collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket
+        (bound to a name, or written in the size: `torch.zeros(len(batch), max(lengths))`);
         tokenizer calls with `padding=True` / `"longest"` without `pad_to_multiple_of`, even with
         `max_length=` (both ignore it: it only truncates), also when the value comes through the
         function's `padding` parameter (its default, a caller, or `functools.partial(collate,
@@ -72,49 +74,8 @@ class UnbucketedVariableLength(Rule):
         `UncachedCompile` keeps rising step after step past warm-up; `--verify` lists the input shapes
         that changed between the recompiling steps.
     """
-    VALID = [
-        # every text tokenized to `max_length` in `dataset.map`: the collator has nothing left to pad (peft's
-        # fine-tuning examples); a dynamic tokenizer call anywhere in the file makes it a finding again
-        "import torch\nfrom transformers import DataCollatorForLanguageModeling\ndef main(tokenizer, dataset, cutoff_len):\n    def tokenize_function(examples):\n        return tokenizer(examples['text'], padding='max_length', truncation=True, max_length=cutoff_len)\n    data = dataset.map(tokenize_function, batched=True)\n    collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)\n    return data, collator\n",
-        # padded to the longest only to compare lengths (a truncation warning): it never reaches a model
-        "import torch\nids = tokenizer(prompt, padding='max_length', max_length=77, truncation=True, return_tensors='pt').input_ids\nuntruncated = tokenizer(prompt, padding='longest', return_tensors='pt').input_ids\nif untruncated.shape[-1] > ids.shape[-1] and not torch.equal(ids, untruncated):\n    print(tokenizer.batch_decode(untruncated[:, 76:-1]))\nout = text_encoder(ids.to(device))\n",
-        # one literal batch, tokenized once outside any loop: one shape
-        "import torch\nenc = tokenizer(['a photo of a dog'], padding=True, return_tensors='pt')\nout = model(**enc)\n",
-        # one call outside any loop: on prompts a function binds only to literals; at a script's (a cell's) top level
-        "import torch\ndef demo(model, tokenizer):\n    prompts = ['I believe the meaning of life is', 'The sky is']\n    enc = tokenizer(prompts, padding=True, return_tensors='pt')\n    return model.generate(**enc)\n",
-        "import torch\nqueries = load_queries()\nenc = tokenizer(queries, padding=True, return_tensors='pt')\nout = model(**enc)\n",
-        "import torch\nenc = tokenizer(texts, padding='max_length', max_length=128, truncation=True, return_tensors='pt')\n",
-        "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)\n",
-        # bucketing: the batch max is rounded up to a fixed length
-        "import torch\ndef collate_fn(batch):\n    longest = max(len(x) for x in batch)\n    length = (longest + 63) // 64 * 64\n    return torch.zeros(len(batch), length)\n",
-        "import torch\nBUCKETS = (16, 32)\ndef collate(batch):\n    longest = max(len(x) for x in batch)\n    target = next(b for b in BUCKETS if b >= longest)\n    return torch.zeros(len(batch), target)\n",
-        # pad_sequence once over the whole dataset (one shape), outside any collate function
-        "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nall_ids = pad_sequence(sequences, batch_first=True)\n",
-        # drop_last=True, and a dataset length that the batch size divides
-        "import torch, torch_xla\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(torch.randn(128, 4))\nloader = DataLoader(ds, batch_size=16)\nfor (x,) in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
-        # a wrapper that forwards the caller's arguments (transformers' pad_without_fast_tokenizer_warning)
-        "import torch\ndef pad_quietly(tokenizer, *pad_args, **pad_kwargs):\n    return tokenizer.pad(*pad_args, **pad_kwargs)\n",
-        # the padding parameter, given "max_length" by functools.partial
-        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding='max_length')\n",
-        # no torch_xla in the file: a DataLoader alone is not flagged
-        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
-    ]
-    INVALID = [
-        "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ndef collate_fn(batch):\n    return pad_sequence(batch, batch_first=True)\n",
-        "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
-        # the longest item of the batch (deepspeech.pytorch's collate, copied by many speech recipes)
-        "import torch\ndef _collate_fn(batch):\n    def func(p):\n        return p[0].size(1)\n    longest_sample = max(batch, key=func)[0]\n    inputs = torch.zeros(len(batch), 1, longest_sample.size(0), longest_sample.size(1))\n    return inputs\n",
-        "import torch\ndef collate(batch):\n    longest = max(batch, key=lambda s: s.shape[0])\n    return torch.zeros(len(batch), longest.shape[0])\n",
-        "import torch\ndef score(model, tokenizer, texts):\n    enc = tokenizer(texts, padding='longest', max_length=128, return_tensors='pt')\n    return model(**enc)\n",
-        "import torch\nclass Encoder:\n    def encode(self, texts, device):\n        enc = self.tokenizer(texts, padding=True, return_tensors='pt')\n        return enc.to(device)\n",
-        "import torch\ndef collate(features):\n    return tok.pad(features, padding=True, return_tensors='pt')\n",
-        "import torch\nfrom transformers import DataCollatorForSeq2Seq\ncollator = DataCollatorForSeq2Seq(tokenizer, model=model)\n",
-        # padding=True through functools.partial into the collate function's parameter
-        "import torch, functools\ndef encode(batch, tokenizer, padding=False):\n    return tokenizer(batch, padding=padding, max_length=64, truncation=True, return_tensors='pt')\ncollate = functools.partial(encode, tokenizer=tok, padding=True)\n",
-        # the Hugging Face examples' idiom: None on a TPU, which has no fp16
-        "import torch\nfrom transformers import DataCollatorWithPadding\ncollator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=(8 if accelerator.use_fp16 else None))\n",
-        "import torch, torch_xla\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16, shuffle=True)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
-    ]
+    VALID = EXAMPLES_VALID
+    INVALID = EXAMPLES_INVALID
 
     def __init__(self) -> None:
         super().__init__()
@@ -191,6 +152,18 @@ class UnbucketedVariableLength(Rule):
         elif type(v) in (cst.ListComp, cst.GeneratorExp) and is_len_call(v.elt):
             self._length_lists.add(key)  # lengths = [len(x) for x in batch]
 
+    def _inline_batch_max(self, node: cst.Call, fills: bool) -> None:
+        """``torch.zeros(len(caps), max(lengths))``, ``torch.full((b, max(len(s) for s in batch)), pad)``: a
+        size written as the batch maximum itself (the assigned ``longest = max(...)`` is ``on_Assign``'s)."""
+        m = self.model
+        sizes = positional_args(node)[:1] if fills else positional_args(node)
+        if sizes and type(sizes[0]) in (cst.Tuple, cst.List):
+            sizes = [e.value for e in sizes[0].elements]
+        for v in sizes:
+            if type(v) is cst.Call and (is_batch_max(m, v) or self._max_of_lengths(v)):
+                self.report(v, "", when="custom")
+                self._max_lens.append((m.candidates[-1], m.func, None))
+
     def _max_of_lengths(self, call: cst.Call) -> bool:
         """``max(lengths)`` of a list of ``len(...)`` built in this function."""
         m = self.model
@@ -259,6 +232,8 @@ class UnbucketedVariableLength(Rule):
             self.report(node, "", when="custom")
             self._found.append((m.candidates[-1], "pad_sequence", (m.func, m.step_context())))
             return
+        if q in RT.SHAPE_FACTORIES or (type(func) is cst.Attribute and name in _NEW_FACTORIES):
+            self._inline_batch_max(node, q in RT.FILL_FACTORIES)
         if name in T.PADDING_COLLATORS:
             if not _fixed_padding(node) and _absent(keyword_arg(node, "pad_to_multiple_of")):
                 self.report(node, "", when="custom")
@@ -425,7 +400,9 @@ class UnbucketedVariableLength(Rule):
         for cand, func, name in self._max_lens:
             if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs:
                 continue
-            what = f"`{name} = {self.text(cand.node, 32)}` pads to the batch maximum without rounding it to a bucket"
+            what = (f"`{name} = {self.text(cand.node, 32)}` pads to the batch maximum without rounding it to a bucket"
+                    if name is not None else
+                    f"`{self.text(cand.node, 32)}` sizes the batch to its maximum without rounding it to a bucket")
             if not self._is_collate(func):
                 self._maybe_collate(cand, func, what)
                 continue
@@ -640,6 +617,9 @@ def _max_length_padding(call: cst.Call):
     replacement = cst.SimpleString(f"{quote}max_length{quote}")
     return (value, replacement, "safe",
             'use `padding="max_length"`: every batch is padded to `max_length`, one shape (the extra padding is masked out)')
+
+
+_NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_full", "new_empty"})
 
 
 def _is_none(value) -> bool:

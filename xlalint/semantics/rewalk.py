@@ -72,9 +72,16 @@ class Rewalk:
         # records what it passes that class's `forward`
         forwarded = forwarded or any(name.startswith(K.class_seed("")) and f.seeds.get(name) != k
                                      for name, k in seeds.items())
-        self._rewalk(f, seeds, record=unguessed or forwarded)
+        # what f passes its callees is recorded anew: a parameter that became a tensor reaches the helpers
+        # f hands it to (`update(preds, labels)` calling `biu(preds, labels)` in the same file); another round
+        # only when what it passes changed
+        prefix = f.key + ".<locals>."
+        mine = lambda key: key == f.key or key.startswith(prefix)  # noqa: E731
+        passed = sorted((callee, repr(r)) for callee, recs in self.call_sites.items() for r in recs if mine(r[0]))
+        self._rewalk(f, seeds, record=True)
         f.seeds = seeds
-        return unguessed or forwarded
+        again = sorted((callee, repr(r)) for callee, recs in self.call_sites.items() for r in recs if mine(r[0]))
+        return unguessed or forwarded or again != passed
 
     def _rewalk_format_methods(self) -> None:
         # methods of plain classes read attributes that other methods set (a meter's `__str__` what its
