@@ -36,7 +36,8 @@ ANTI = {
     "tensor_of": ("XLA001", ["pair = torch.tensor([loss, loss])"]),
     "numpy": ("XLA001", ["arr = out.detach().cpu().numpy()"]),
     "unique": ("XLA003", ["labels = torch.unique(y)"]),
-    "eval": ("XLA004", ["model.eval()", "model.train()"]),
+    # (a forward in eval mode between them: `eval()` bracketing only a checkpoint write compiles nothing)
+    "eval": ("XLA004", ["model.eval()", "ev = model(x)", "model.train()"]),
 }
 # the same shapes on values that are not device tensors, or with no host read: never reported
 LOOKALIKE = {

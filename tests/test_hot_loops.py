@@ -658,6 +658,7 @@ def test_callback_registered_on_batch_end_switching_modes_and_reading_the_loss()
                     print(f"loss {trainer.loss.item():.5f}")
                 if trainer.iter_num % 500 == 0:
                     model.eval()
+                    sample = model.generate(prompt, 20)
                     model.train()
 
             def epoch_end_callback(trainer):

@@ -466,3 +466,37 @@ def test_a_helper_every_call_gives_the_cpu_computes_on_the_host():
                  f"preds = pred_and_store(test_paths, model, transforms, device={device})"]
         found = [(f.cell, f.line, f.code) for f in lint_source(make(cells), "n.ipynb")]
         assert found == expected, (device, found)
+
+
+def test_a_library_the_notebook_imports_does_not_place_its_first_cells():
+    """Round 21, read after scoring (uvadlc's steerable-CNN notebook): equivariance checks on `torch.randn` inputs run
+    cells before the notebook names a device; it imports a library of its own layers (escnn), which builds on the
+    CPU as torch does. A script importing such a library stays unknown (the library may place for it)."""
+    check = ("x = feat_in(torch.randn(1, 1, 17, 17))\ny = model(x)\nfor g in group.elements:\n"
+             "    assert torch.allclose(model(x.transform(g)).tensor, y.transform(g).tensor, atol=1e-5)")
+    cells = ["import torch\nfrom escnn import gspaces, nn as enn",
+             "group = gspaces.rot2dOnR2(N=4)\nfeat_in = enn.FieldType(group, [group.trivial_repr])\n"
+             "model = enn.SequentialModule(enn.R2Conv(feat_in, feat_in, 3))",
+             check,
+             "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = model.to(device)",
+             check.replace("torch.randn(1, 1, 17, 17)", "torch.randn(1, 1, 17, 17).to(device)")]
+    found = [(f.cell, f.line, f.code) for f in lint_source(make(cells), "n.ipynb")]
+    assert found == [(5, 4, "XLA001")], found
+
+
+def test_a_cast_with_to_is_no_placement():
+    """Round 21, read after scoring (uvadlc's Bayesian-network notebook): `torch.stack(preds).to(torch.float)` casts;
+    a notebook that only casts places nothing, so its training loop runs on the host. Moving the network and the
+    data to a device in the set-up cell makes the loop XLA code."""
+    setup = ("net = torch.nn.Linear(1, 1){move}\nopt = torch.optim.Adam(net.parameters())\ncrit = torch.nn.MSELoss()\n"
+             "x_train, y_train, x_test = torch.randn(64, 1){move}, torch.randn(64, 1){move}, torch.randn(8, 1){move}")
+    train = ("def train(net, x_train, y_train):\n    for _ in range(100):\n        opt.zero_grad()\n"
+             "        loss = crit(y_train, net(x_train))\n        loss.backward()\n        print(f'{loss:.3f}')\n"
+             "        opt.step()\n\ntrain(net, x_train, y_train)")
+    cast = "preds = torch.stack([net(x_test) for _ in range(10)]).to(torch.float)"
+    device = "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"
+    for imports, move, expected in (("import torch", "", []),
+                                    ("import torch\n" + device, ".to(device)", [(3, 6, "XLA006")])):
+        cells = [imports, setup.format(move=move), train, cast]
+        found = [(f.cell, f.line, f.code) for f in lint_source(make(cells), "n.ipynb")]
+        assert found == expected, (move, found)

@@ -10,7 +10,7 @@ from xlalint.rules import Rule, set_parts
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import EVERY, PERIODIC, Frequency
-from xlalint.semantics.syntax import last_name, name_words, positional_args
+from xlalint.semantics.syntax import child_nodes, last_name, name_words, own_nodes, positional_args
 
 FIX = (
     "evaluate between epochs or after the step loop; if it must run every N steps, keep it one graph "
@@ -78,6 +78,8 @@ class TrainEvalAlternation(Rule):
         "import torch\nfor x in val_loader:\n    model.eval()\n    out = model(x)\n",
         # a teacher always in eval mode next to a student in train mode: no switch
         "import torch\nfor x in loader:\n    student.train()\n    teacher.eval()\n    loss = (student(x) - teacher(x)).pow(2).mean()\n    loss.backward()\n    optimizer.step()\n",
+        # eval mode only around a checkpoint write: no forward runs in it (baby-llama2's pretraining loop)
+        "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 1000 == 0:\n        model.eval()\n        torch.save(model.state_dict(), 'ckpt_{}.pth'.format(step))\n        model.train()\n",
         # one evaluation at the last step
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step == total_steps - 1:\n        model.eval()\n",
     ]
@@ -113,10 +115,13 @@ class TrainEvalAlternation(Rule):
         if not self._modes or not self.model.imports_torch:
             return None
         out = []
+        brackets = _brackets_only(self.model.module) if any(r[0] for r in self._modes) else set()
         for is_eval, ctx, cand, call, recv in self._modes:
             ci = cand_id(cand) if cand is not None else None
             if is_eval and ci is None:
                 continue  # suppressed by a noqa
+            if is_eval and id(cand.node) in brackets:
+                continue  # `model.eval(); torch.save(model.state_dict(), path); model.train()`: no eval forward
             out.append([is_eval, ctx_id(ctx), ci, call, recv])
         return out
 
@@ -207,6 +212,53 @@ def _switches(items: list, found: dict, hook) -> None:
         if prev is None or (prev[1] is None and period is not None):
             if prev is None or prev[5] is not None or hook is None:
                 found[id(r[2])] = (r[2], period, via, r[3], r[4], hook)
+
+
+# what a statement between `model.eval()` and `model.train()` may call without running the model in eval mode
+_NO_FORWARD_CALLS = frozenset({
+    "save", "state_dict", "save_pretrained", "save_checkpoint", "save_state", "save_model", "format", "join",
+    "makedirs", "mkdir", "exists", "print", "info", "warning", "debug", "get_rank", "barrier", "int", "str", "len",
+})
+
+
+def _brackets_only(module) -> set:
+    """ids of the ``X.eval()`` calls that only bracket a checkpoint write: the statements after it in its block
+    up to ``X.train()`` call nothing but saving, formatting and logging (baby-llama2's `model.eval();
+    torch.save(...); model.train()`): no forward runs in eval mode, so no eval graph compiles."""
+    out = set()
+    stack = [module]
+    while stack:
+        n = stack.pop()
+        body = getattr(n, "body", None)
+        if isinstance(body, (list, tuple)) and body and isinstance(body[0], cst.BaseStatement):
+            _bracketing_evals(body, out)
+        stack.extend(child_nodes(n))
+    return out
+
+
+def _bracketing_evals(stmts, out: set) -> None:
+    for i, st in enumerate(stmts):
+        call = _mode_call(st)
+        if call is None or _mode(call) is not True:
+            continue
+        recv = _code_name(call.func.value)
+        for later in stmts[i + 1:]:
+            c = _mode_call(later)
+            if c is not None and _mode(c) is False and _code_name(c.func.value) == recv:
+                out.add(id(call))
+                break
+            if any(type(x) is cst.Call and last_name(x.func) not in _NO_FORWARD_CALLS for x in (later, *own_nodes(later))):
+                break
+
+
+def _mode_call(st) -> Optional[cst.Call]:
+    """The ``X.eval()`` / ``X.train(...)`` call a statement is, alone."""
+    if type(st) is not cst.SimpleStatementLine or len(st.body) != 1 or type(st.body[0]) is not cst.Expr:
+        return None
+    call = st.body[0].value
+    if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in ("eval", "train"):
+        return call
+    return None
 
 
 def _skipped(ctx) -> bool:

@@ -14,7 +14,9 @@ positional parameters after ``self``/``cls`` (None: keyword-only), its default (
 literal one), ``op`` one of ``==``, ``!=``, ``truthy``, ``falsy``, and the literal. A call's arguments are a
 tuple of ``(key, known, value)``: a parameter name or a position, whether the argument is a literal, and
 the literal; ``("*", True, True)`` when the call unpacks ``*args``/``**kwargs`` (a parameter it does not name
-may still be given). Plain data, kept in the project summaries.
+may still be given). An argument that is no literal but can never be None (``maxlen=x.shape[1]``, ``n + 1``,
+``len(batch)``, a float) is known as ``NOT_NONE``: it decides ``param is None`` and nothing else. Plain data,
+kept in the project summaries.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from xlalint.semantics import constants
 from xlalint.semantics.syntax import assigned_names
 
 NO_DEFAULT = "<no default>"
+NOT_NONE = "<not None>"  # an argument that is no literal and never None
+_NEVER_NONE_CALLS = frozenset({"len", "int", "float", "str", "bool", "tuple", "list", "dict", "set", "range", "size"})
 _VARIES = constants.VARIES
 _STAR = "*"
 
@@ -127,6 +131,8 @@ def call_arguments(call: cst.Call) -> tuple:
         else:
             key, position = position, position + 1
         value = literal(a.value)
+        if value is _VARIES and _never_none(a.value):
+            value = NOT_NONE
         out.append((key, True, value) if value is not _VARIES else (key, False, None))
     if star:
         out.append((_STAR, True, True))
@@ -154,7 +160,26 @@ def compatible(tests: tuple, args: Optional[tuple]) -> bool:
     return True
 
 
+def _never_none(node) -> bool:
+    """An expression that cannot be None: a number or string, arithmetic, a comparison, a display, a
+    comprehension, ``x.shape[i]`` / ``x.size(i)``, ``len(...)`` and the like."""
+    t = type(node)
+    if t in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+             cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.List, cst.Tuple, cst.Dict, cst.Set,
+             cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp):
+        return True
+    if t is cst.Subscript:
+        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
+    if t is cst.Call:
+        f = node.func
+        name = f.value if type(f) is cst.Name else f.attr.value if type(f) is cst.Attribute else None
+        return name in _NEVER_NONE_CALLS
+    return False
+
+
 def _holds(op: str, passed, value) -> bool:
+    if passed == NOT_NONE:  # known only not to be None
+        return op == "!=" if value is None and op in ("==", "!=") else True
     if op == "truthy":
         return bool(passed)
     if op == "falsy":

@@ -350,8 +350,10 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
             self.guards.pop()
 
     def _runs_before_placement(self, stmt) -> bool:
-        if type(stmt) in (cst.FunctionDef, cst.ClassDef) or self.places_on_device or self.other_imports:
+        if type(stmt) in (cst.FunctionDef, cst.ClassDef) or self.places_on_device:
             return False
+        if self.other_imports and not self.is_notebook:
+            return False  # a script's library may place for it; a notebook's cells show where it places
         if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body):
             return False
         # not a fragment: a fragment's `model` and `loader` come from elsewhere, maybe placed

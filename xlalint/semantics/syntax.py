@@ -92,6 +92,24 @@ def own_nodes(block):
         stack.extend(child_nodes(n))
 
 
+def runs_once_at_most(body) -> bool:
+    """A loop body that ends with a ``break`` no ``continue`` of its own skips: the loop runs one iteration at
+    most (``for x, y in loader: print(model(x)); break``, a look at one batch)."""
+    stmts = getattr(body, "body", ())
+    last = stmts[-1] if stmts else None
+    if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
+        return False
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        if type(n) is cst.Continue:
+            return False
+        if type(n) in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue  # a nested loop's `continue` is its own
+        stack.extend(child_nodes(n))
+    return True
+
+
 def target_names(target) -> list:
     """The names an assignment or ``for`` target binds: ``x``, ``(a, (b, c))`` (not attributes, items)."""
     if type(target) is cst.Name:

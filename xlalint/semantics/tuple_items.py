@@ -61,24 +61,37 @@ class TupleItems:
 
     def note_appended_items(self, container, value) -> None:
         """``results.append((False, idx, out))``: a local list of tuples keeps the kinds of each position, joined
-        over its appends, so that ``for has_data, idx, out in results:`` binds a flag, not a tensor."""
-        if type(container) is not cst.Name or self.func is self.top:
+        over its appends, so that ``for has_data, idx, out in results:`` binds a flag, not a tensor; likewise a
+        list attribute of the method's object (``self.regularization_weight.append((weights, l1, l2))``, read as
+        ``for weights, l1, l2 in self.regularization_weight:`` in another method)."""
+        store, key = self._items_store(container)
+        if store is None:
             return
-        key = container.value + _ITEMS
         if type(value) is not cst.Tuple or any(type(e) is cst.StarredElement for e in value.elements):
-            self.func.env[key] = False
+            store[key] = False
             return
         parts = tuple(self.kind(e.value) for e in value.elements)
-        before = self.func.env.get(key)
+        before = store.get(key)
         if before is None:
-            self.func.env[key] = parts
+            store[key] = parts
         elif before is not False:
-            self.func.env[key] = (tuple(K.join(a, b) for a, b in zip(before, parts)) if len(before) == len(parts)
-                                  else False)
+            store[key] = (tuple(K.join(a, b) for a, b in zip(before, parts)) if len(before) == len(parts)
+                          else False)
 
     def appended_items(self, iterable, n: int):
-        """The kinds of the ``n`` positions of the tuples appended to a local list (``note_appended_items``)."""
-        if type(iterable) is not cst.Name:
-            return None
-        parts = self.func.env.get(iterable.value + _ITEMS)
+        """The kinds of the ``n`` positions of the tuples appended to a local list or to a list attribute of
+        ``self`` (``note_appended_items``)."""
+        store, key = self._items_store(iterable, reading=True)
+        parts = store.get(key) if store is not None else None
         return parts if parts and len(parts) == n else None
+
+    def _items_store(self, container, reading: bool = False):
+        """Where the appended tuples' kinds of ``container`` are kept: the function's names (``results``), or
+        its class's record (``self.weights``), with the key; (None, None) for anything else."""
+        if type(container) is cst.Name:
+            return (None, None) if self.func is self.top and not reading else (self.func.env, container.value + _ITEMS)
+        if type(container) is cst.Attribute and type(container.value) is cst.Name and container.value.value == "self":
+            cls = self.current_class()
+            if cls is not None and cls in self.classes:
+                return self.classes[cls].setdefault("items", {}), container.attr.value
+        return None, None

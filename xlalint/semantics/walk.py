@@ -24,7 +24,7 @@ from xlalint.semantics.guards import ends_with, period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
-    own_nodes, positional_args, string_value, target_names,
+    own_nodes, positional_args, runs_once_at_most, string_value, target_names,
 )
 
 
@@ -250,12 +250,16 @@ class StatementWalk:
         self.stmt = node
         self._emit("For", node)
         self.walk(node.iter)
-        loop = LoopInfo(node, self.func, iterates_loader=self._iterates_loader(node.iter),
-                        cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter), target=node.target),
-                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
-                        few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
-        self.loops.append(loop)
+        # a body that ends with a `break` no `continue` skips runs once (a look at one batch): straight-line code
+        # of what holds it, not a loop
+        loop = None if runs_once_at_most(node.body) else LoopInfo(
+            node, self.func, iterates_loader=self._iterates_loader(node.iter),
+            cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter), target=node.target),
+            outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
+            guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
+            few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
+        if loop is not None:
+            self.loops.append(loop)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
                 and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
@@ -268,11 +272,7 @@ class StatementWalk:
         self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
-        self.loop_stack.append(loop)
-        self.walk_block(node.body)
-        self.loop_stack.pop()
-        loop.end_seq = self.seq
-        self._note_evaluation(loop, node.body)
+        self._loop_body(loop, node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
 
@@ -280,21 +280,33 @@ class StatementWalk:
         self.seq += 1
         prev = self.stmt
         self.stmt = node
-        loop = LoopInfo(node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
-                        hint=self._loop_hint(node.test, counts=True),
-                        outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-                        guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
-        self.loops.append(loop)
-        self.loop_stack.append(loop)
+        loop = None if runs_once_at_most(node.body) else LoopInfo(
+            node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
+            hint=self._loop_hint(node.test, counts=True),
+            outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
+            guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
+        if loop is not None:
+            self.loops.append(loop)
+            self.loop_stack.append(loop)
         self._emit("While", node)
         self.walk(node.test)
         self.stmt = prev
-        self.walk_block(node.body)
-        self.loop_stack.pop()
-        loop.end_seq = self.seq
-        self._note_evaluation(loop, node.body)
+        if loop is not None:
+            self.loop_stack.pop()
+        self._loop_body(loop, node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
+
+    def _loop_body(self, loop, body) -> None:
+        """Walk a loop's body inside it (``loop`` None: a body that runs once, walked where the loop is)."""
+        if loop is None:
+            self.walk_block(body)
+            return
+        self.loop_stack.append(loop)
+        self.walk_block(body)
+        self.loop_stack.pop()
+        loop.end_seq = self.seq
+        self._note_evaluation(loop, body)
 
     def _note_evaluation(self, loop: LoopInfo, body) -> None:
         """What an evaluation loop computed is read once per evaluation after it (``loop_results``). An evaluation:
@@ -566,8 +578,15 @@ def _places_on_device(node: cst.Call) -> bool:
     func = node.func
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
     if name in _DEVICE_METHODS:
-        return True
+        return not (name == "to" and _casts_only(node))
     return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
+
+
+def _casts_only(node: cst.Call) -> bool:
+    """``x.to(torch.float)``, ``x.to(dtype=torch.bfloat16)``: a cast, not a placement."""
+    return bool(node.args) and all(
+        device_pins.is_dtype(a.value) if a.keyword is None else a.keyword.value in ("dtype", "non_blocking", "copy")
+        for a in node.args)
 
 
 def walk_places(node) -> bool:

@@ -1,0 +1,77 @@
+"""Round 21 of the ledger, read after scoring: how often a line runs, and what a value is, where the source says it.
+
+- a loop whose body ends with a `break` no `continue` skips runs once (a look at one batch): not a hot loop;
+- in a periodic block, an evaluation's own result read in the statement that runs it is read once per evaluation;
+- `model.eval()` that only brackets a checkpoint write runs no forward in eval mode: no eval graph;
+- the tuples appended to a list attribute keep their kinds by position (`for weights, l1, l2 in self.reg:`);
+- an argument that is no literal but never None (`maxlen=x.shape[1]`) decides `if maxlen is None:`.
+Each with its twin that stays a finding.
+"""
+
+from __future__ import annotations
+
+from xlalint.analysis.source import lint_source
+
+HEAD = "import torch\nimport torch_xla\ndevice = torch_xla.device()\n"
+
+
+def _found(source: str) -> list:
+    return sorted((f.line, f.code) for f in lint_source(source, "train.py"))
+
+
+def test_a_loop_that_breaks_at_the_end_of_its_body_runs_once():
+    peek = HEAD + ("def show(model, loader):\n    for x, y in loader:\n        x = x.to(device)\n"
+                   "        print(model(x))\n        {end}\n")
+    assert _found(peek.format(end="break")) == []
+    assert _found(peek.format(end="pass")) == [(7, "XLA006")]
+    # a `continue` can skip the `break`: the loop may go on
+    skipping = HEAD + ("def show(model, loader):\n    for x, y in loader:\n        x = x.to(device)\n"
+                       "        if x.numel() == 0:\n            continue\n        print(model(x))\n        break\n")
+    assert _found(skipping) == [(9, "XLA006")]
+
+
+def test_an_evaluations_result_read_where_it_runs_is_read_once_per_evaluation():
+    source = HEAD + (
+        "def distortion(model, loader):\n    total = 0.\n    with torch.no_grad():\n        for x, y in loader:\n"
+        "            total = total + model(x.to(device)).sum()\n    return total\n\n"
+        "def train(model, loader, dev_loader, opt, log, every):\n    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x.to(device)).sum()\n        loss.backward()\n        opt.step()\n"
+        "        if step % every == 0:\n            log.append(distortion(model, dev_loader).item())\n"
+        "            log.append(loss.item())\n        torch_xla.sync()\n")
+    # the training loss read after it is still a read of the step's own graph... after the evaluation's cut
+    found = _found(source)
+    assert (17, "XLA001") not in found, found
+    twin = source.replace("log.append(distortion(model, dev_loader).item())", "log.append(model(x.to(device)).sum().item())")
+    assert (17, "XLA001") in _found(twin)
+
+
+def test_eval_mode_around_a_checkpoint_write_only_is_no_switch():
+    loop = HEAD + ("for step, x in enumerate(loader):\n    model.train()\n    model(x.to(device)).sum().backward()\n"
+                   "    optimizer.step()\n    if step % 1000 == 0:\n        model.eval()\n        {between}\n"
+                   "        model.train()\n    torch_xla.sync()\n")
+    assert _found(loop.format(between="torch.save(model.state_dict(), 'ckpt_{}.pth'.format(step))")) == []
+    assert _found(loop.format(between="val = model(val_x.to(device))")) == [(9, "XLA004")]
+
+
+def test_the_tuples_appended_to_a_list_attribute_keep_their_kinds():
+    source = HEAD + (
+        "class Base(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.reg = []\n"
+        "    def add_reg(self, weights, l1=0.0, l2=0.0):\n        self.reg.append((list(weights), l1, {l2}))\n"
+        "    def reg_loss(self):\n        total = torch.zeros((1,), device=device)\n"
+        "        for weights, l1, l2 in self.reg:\n            for w in weights:\n                if l1 > 0:\n"
+        "                    total += torch.sum(l1 * torch.abs(w))\n                if l2 > 0:\n"
+        "                    total += torch.sum(l2 * w * w)\n        return total\n"
+        "    def forward(self, x):\n        return x.sum() + self.reg_loss()\n")
+    assert _found(source.format(l2="l2")) == []
+    assert _found(source.format(l2="torch.tensor(l2, device=device)")) == [(16, "XLA002")]
+
+
+def test_an_argument_never_none_decides_an_is_none_test():
+    source = HEAD + (
+        "def mask(lengths, maxlen=None):\n    if maxlen is None:\n        print(lengths.max())\n"
+        "    return torch.arange(0, 8, device=lengths.device) < lengths[:, None]\n\n"
+        "def train(model, loader, opt):\n    for x, lengths in loader:\n        x, lengths = x.to(device), lengths.to(device)\n"
+        "        m = mask(lengths, maxlen={arg})\n        model(x, m).sum().backward()\n        opt.step()\n"
+        "        torch_xla.sync()\n")
+    assert _found(source.format(arg="x.shape[1]")) == []
+    assert _found(source.format(arg="None")) == [(6, "XLA006")]
