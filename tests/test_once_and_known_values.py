@@ -75,3 +75,13 @@ def test_an_argument_never_none_decides_an_is_none_test():
         "        torch_xla.sync()\n")
     assert _found(source.format(arg="x.shape[1]")) == []
     assert _found(source.format(arg="None")) == [(6, "XLA006")]
+
+
+def test_a_has_flag_of_a_models_output_is_a_bool():
+    """uvadlc's VAE notebook: `qz = self.inf_model(x)` is a distribution; `if qz.has_rsample:` tests a bool."""
+    source = HEAD + (
+        "class VAE(torch.nn.Module):\n    def __init__(self, inf_model):\n        super().__init__()\n"
+        "        self.inf_model = inf_model\n\n    def forward(self, x):\n        qz = self.inf_model(x)\n"
+        "        if qz.{attr}:\n            return qz.rsample()\n        return qz.sample()\n")
+    assert _found(source.format(attr="has_rsample")) == []
+    assert _found(source.format(attr="mean.sum() > 0")) == [(11, "XLA002")]

@@ -287,8 +287,9 @@ class TensorInference:
                 return K.UNKNOWN  # `p._ddp_ignored`: a Python attribute a library set on the tensor
             if (dotted_name(base), attr) in self._probed_attributes():
                 return K.UNKNOWN  # `hasattr(p, "shared") and p.shared`: a Python attribute set on the tensor
-            if attr.startswith("is_"):
-                return K.NOT_TENSOR  # `t.is_xpu`, `t.is_mkldnn`: a backend's flag, a bool
+            if attr.startswith(("is_", "has_")):
+                # `t.is_xpu`, `t.is_mkldnn`: a backend's flag; `qz.has_rsample` of a model's distribution: a bool
+                return K.NOT_TENSOR
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
             if (name_words(attr) or [""])[-1] in T.DISTRIBUTION_FIELD_WORDS:
