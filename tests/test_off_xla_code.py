@@ -1173,3 +1173,29 @@ def test_a_helper_only_host_programs_import_runs_on_the_host(tmp_path):
             assert found == set(), found
         else:
             assert ("fc_model.py", 13, "XLA001") in found, found
+
+
+def test_a_module_that_compiles_cuda_sources_when_imported_needs_cuda(tmp_path):
+    """A custom op module that builds its CUDA kernels with `torch.utils.cpp_extension.load(..., sources=[...".cu"])`
+    at its top (StyleGAN2 ports' `op/fused_act.py`) cannot be imported where there is no CUDA toolkit: neither can
+    the model that imports it nor the training script. The same op built from C++ sources only (a CPU extension)
+    leaves them XLA code."""
+    for sources, expected in (('"fused_bias_act.cpp", "fused_bias_act_kernel.cu"', set()),
+                              ('"fused_bias_act.cpp"', {("train.py", 13, "XLA001")})):
+        root = tmp_path / sources.count(".cu\"").__str__()
+        _write(root, {
+            "pyproject.toml": "",
+            "op/__init__.py": "from .fused_act import fused_leaky_relu\n",
+            "op/fused_act.py": ("import os\nfrom torch.utils.cpp_extension import load\n\nmodule_path = os.path.dirname(__file__)\n"
+                                f"fused = load(\"fused\", sources=[os.path.join(module_path, s) for s in ({sources},)])\n\n\n"
+                                "def fused_leaky_relu(x, bias):\n    return fused.fused_bias_act(x, bias, 0, 1, 0.2, 2 ** 0.5)\n"),
+            "model.py": ("import torch\nfrom op import fused_leaky_relu\n\n\nclass Generator(torch.nn.Module):\n"
+                         "    def __init__(self):\n        super().__init__()\n        self.lin = torch.nn.Linear(8, 8)\n"
+                         "        self.bias = torch.nn.Parameter(torch.zeros(8))\n\n    def forward(self, z):\n"
+                         "        return fused_leaky_relu(self.lin(z), self.bias)\n"),
+            "train.py": ("import torch\nfrom model import Generator\n\n\ndef train(loader, device):\n"
+                         "    g = Generator().to(device)\n    opt = torch.optim.Adam(g.parameters())\n"
+                         "    for z in loader:\n        loss = g(z.to(device)).pow(2).mean()\n        opt.zero_grad()\n"
+                         "        loss.backward()\n        opt.step()\n        print(loss.item())\n"),
+        })
+        assert _where(_lint(root)) == expected, (sources, _where(_lint(root)))

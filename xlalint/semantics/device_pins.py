@@ -201,6 +201,25 @@ def requires_cuda(module: cst.Module) -> Optional[str]:
                 call = small.value if type(small) is cst.Expr else None
                 if type(call) is cst.Call and _sets_cuda_default(call):
                     return dotted_name(call.func)
+                built = _builds_cuda_extension(small)
+                if built is not None:
+                    return built
+    return None
+
+
+def _builds_cuda_extension(small) -> Optional[str]:
+    """``fused = load("fused", sources=[..., "fused_bias_act_kernel.cu"])`` (``torch.utils.cpp_extension``) or
+    ``load_inline(..., cuda_sources=...)`` at a module's top: it compiles CUDA sources with nvcc when the module is
+    imported, which fails where there is no CUDA toolkit (a TPU host); the name of the call, else None."""
+    for n in (small, *own_nodes(small)):
+        if type(n) is not cst.Call:
+            continue
+        name = last_name(n.func)
+        if name == "load_inline" and any(a.keyword is not None and a.keyword.value == "cuda_sources" for a in n.args):
+            return dotted_name(n.func)
+        if name == "load" and any(type(x) is cst.SimpleString and (string_value(x) or "").endswith(".cu")
+                                  for x in own_nodes(n)):
+            return dotted_name(n.func)
     return None
 
 
