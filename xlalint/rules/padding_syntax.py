@@ -1,6 +1,7 @@
 """Batch maxima in the syntax of a collate function: ``max(len(s) for s in batch)``, the batch's longest item
 (``max(batch, key=...)``), a length call, and the length of a ``TensorDataset`` built from a literal size
-(the rule ``variable_length`` asks them), and a tokenizer call on one text of a collection."""
+(the rule ``variable_length`` asks them), a tokenizer call on one text of a collection, what a ``padding=``
+value pads to, and a collator class's field defaults (``padding: Union[bool, str] = True`` of a dataclass)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.syntax import (
-    bindings, contains, keyword_arg, last_name, name_words, names_in, positional_args, string_value, target_names,
+    bindings, contains, dotted_name, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
+    target_names,
 )
 
 
@@ -155,3 +157,71 @@ def padded_before_its_loop(call: cst.Call, func_node, over_data) -> bool:
         return bool(names) and any(type(later) in (cst.For, cst.While) and names & names_in(later) and over_data(later)
                                    for later in body[i + 1:])
     return False
+
+
+def absent(node) -> bool:
+    """No rounding: missing, ``None``, or ``8 if use_fp16 else None`` (None on TPUs, which have no fp16:
+    the Hugging Face examples' idiom)."""
+    if type(node) is cst.IfExp:
+        return absent(node.body) or absent(node.orelse)
+    return node is None or is_none(node)
+
+
+def pads_to_longest(node) -> bool:
+    if type(node) is cst.Name:
+        return node.value == "True"
+    if string_value(node) == "longest":
+        return True
+    return (dotted_name(node) or "").endswith("PaddingStrategy.LONGEST")
+
+
+def self_field(node) -> Optional[str]:
+    """``self.padding`` -> "padding"."""
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def field_defaults(cls: cst.ClassDef) -> dict:
+    """A class's fields with their defaults, in order: ``padding: Union[bool, str] = True`` (a dataclass),
+    ``padding = True`` at the class's top; a field without one maps to None."""
+    out = {}
+    body = cls.body.body if type(cls.body) is cst.IndentedBlock else ()
+    for st in body:
+        if type(st) is not cst.SimpleStatementLine:
+            continue
+        for small in st.body:
+            if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
+                out[small.target.value] = small.value
+            elif type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                out[small.targets[0].target.value] = small.value
+    return out
+
+
+def field_padding(call: cst.Call, cls: str, fields: dict, built: list) -> Optional[str]:
+    """How ``tokenizer.pad(..., padding=self.padding, pad_to_multiple_of=self.pad_to_multiple_of)`` in a method of
+    ``cls`` pads, when the fields' defaults pad to the longest without a multiple and no construction of the class
+    in this module gives them (``OurDataCollatorWithPadding(tokenizer)``), else None."""
+    name = self_field(keyword_arg(call, "padding"))
+    default = fields.get(name)
+    if default is None or not pads_to_longest(default):
+        return None
+    multiple = keyword_arg(call, "pad_to_multiple_of")
+    multiple_field = self_field(multiple)
+    if not absent(multiple) and not (multiple_field is not None and absent(fields.get(multiple_field))):
+        return None
+    order = list(fields)
+    short = cls.rpartition(".")[2]
+    for c in built:
+        if c.func.value != short:
+            continue
+        given = {order[i] for i, a in enumerate(positional_args(c)) if i < len(order)}
+        given |= {a.keyword.value for a in c.args if a.keyword is not None}
+        if any(a.star for a in c.args) or name in given or multiple_field in given:
+            return None
+    value = '"longest"' if string_value(default) == "longest" else "True"
+    return f"pads with `padding={value}` (the default of `{short}.{name}`)"
+
+
+def is_none(value) -> bool:
+    return type(value) is cst.Name and value.value == "None"

@@ -8,8 +8,8 @@ import libcst as cst
 
 from xlalint.rules import Rule, set_parts
 from xlalint.rules.padding_syntax import (
-    bindings_of, dataset_length, is_batch_max, is_len_call, is_longest_item, literal_texts,
-    padded_before_its_loop, tokenizes_one_text,
+    absent, bindings_of, dataset_length, field_defaults, field_padding, is_batch_max, is_len_call, is_longest_item,
+    is_none, literal_texts, pads_to_longest, padded_before_its_loop, self_field, tokenizes_one_text,
 )
 from xlalint.semantics import rule_tables as RT
 from xlalint.semantics import tables as T
@@ -30,7 +30,8 @@ class UnbucketedVariableLength(Rule):
         function named `*collate*` / `*batch*` or passed as `collate_fn=`) or in per-step code;
         collate functions that pad to `max(len(x) for x in batch)` without rounding it to a bucket
         (bound to a name, or written in the size: `torch.zeros(len(batch), max(lengths))`);
-        tokenizer calls with `padding=True` / `"longest"` without `pad_to_multiple_of`, even with
+        tokenizer calls with `padding=True` / `"longest"` (also a collator dataclass's `padding=self.padding` whose
+        field defaults to it, when its construction leaves it) without `pad_to_multiple_of`, even with
         `max_length=` (both ignore it: it only truncates), also when the value comes through the
         function's `padding` parameter (its default, a caller, or `functools.partial(collate,
         padding=True)`, in this module or another: reported once, at the tokenizer call); `pad_sequence`
@@ -106,12 +107,23 @@ class UnbucketedVariableLength(Rule):
         self._result_of: dict = {}  # id(call) -> (function id, the name its result is bound to)
         self._comps: list = []  # (id(func), comprehension): the recent ones, for `tokenizes_one_text`
         self._whole_split_maps: set = set()  # functions mapped over a whole split at once (`batch_size=None`)
+        self._fields: dict = {}  # class key -> {field: default node} (collator dataclasses: `padding: bool = True`)
+        self._field_pads: list = []  # (candidate, class key, tokenizer call): `padding=self.padding`
+        self._built: list = []  # calls of this module's classes: what they override is decided in finalize
+        self._method_of: dict = {}  # id(method node) -> class key
 
     # ------------------------------------------------------------------ walk
     def on_ListComp(self, node) -> None:
         self._comps = [*self._comps[-7:], (id(self.model.func), node)]
 
     on_GeneratorExp = on_ListComp
+
+    def on_ClassDef(self, node: cst.ClassDef) -> None:
+        key = self.model.class_key
+        self._fields[key] = field_defaults(node)
+        for st in node.body.body if type(node.body) is cst.IndentedBlock else ():
+            if type(st) is cst.FunctionDef:
+                self._method_of[id(st)] = key  # a class inside a function: its methods are the function's locals
 
     def on_FunctionDef(self, node: cst.FunctionDef) -> None:
         words = name_words(node.name.value)
@@ -210,7 +222,7 @@ class UnbucketedVariableLength(Rule):
                 for n in names_in(a.value):
                     self._bucketed.add((id(m.func), n))
         mapped = positional_args(node)
-        if name == "map" and mapped and type(mapped[0]) is cst.Name and _is_none(keyword_arg(node, "batch_size")):
+        if name == "map" and mapped and type(mapped[0]) is cst.Name and is_none(keyword_arg(node, "batch_size")):
             # `dataset.map(tokenize_text, batched=True, batch_size=None)`: the whole split is one batch
             self._whole_split_maps.add(mapped[0].value)
         cf = keyword_arg(node, "collate_fn")
@@ -235,7 +247,7 @@ class UnbucketedVariableLength(Rule):
         if q in RT.SHAPE_FACTORIES or (type(func) is cst.Attribute and name in _NEW_FACTORIES):
             self._inline_batch_max(node, q in RT.FILL_FACTORIES)
         if name in T.PADDING_COLLATORS:
-            if not _fixed_padding(node) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+            if not _fixed_padding(node) and absent(keyword_arg(node, "pad_to_multiple_of")):
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "collator", name))
             return
@@ -245,11 +257,18 @@ class UnbucketedVariableLength(Rule):
             type(func) is cst.Attribute and func.attr.value == "pad" and _is_tokenizer(func.value))
         if tokenizes and padding is not None:
             self._tokenized.add("max_length" if _fixed_padding(node) else "dynamic")
+        cls = (m.current_class() or self._method_of.get(id(m.func.node))) if self_field(padding) is not None else None
+        if tokenizes and cls is not None:
+            self.report(node, "", when="custom")  # `padding=self.padding` of a collator dataclass: its default
+            self._field_pads.append((m.candidates[-1], cls, node))
+            return
+        if type(func) is cst.Name and func.value[:1].isupper():
+            self._built.append(node)  # `OurDataCollatorWithPadding(tokenizer)`: the fields it leaves to their defaults
         if type(padding) is cst.Name and padding.value not in ("True", "False", "None") and tokenizes \
-                and _absent(keyword_arg(node, "pad_to_multiple_of")):
+                and absent(keyword_arg(node, "pad_to_multiple_of")):
             self._padding_from_param(node, padding.value)
             return
-        if padding is not None and _pads_to_longest(padding) and _absent(keyword_arg(node, "pad_to_multiple_of")):
+        if padding is not None and pads_to_longest(padding) and absent(keyword_arg(node, "pad_to_multiple_of")):
             if tokenizes and tokenizes_one_text(node, [c for f, c in self._comps if f == id(m.func)]):
                 return  # a list of encodings, one per text: each padded to its own length, nothing padded
             if string_value(padding) == "longest" or tokenizes:
@@ -261,7 +280,7 @@ class UnbucketedVariableLength(Rule):
             return
         if type(func) is cst.Attribute and func.attr.value == "pad" and _is_tokenizer(func.value) and padding is None \
                 and not any(a.star == "**" for a in node.args):  # tokenizer.pad(*args, **kwargs): the caller decides
-            if _absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
+            if absent(keyword_arg(node, "pad_to_multiple_of")) and keyword_arg(node, "max_length") is None:
                 self.report(node, "", when="custom")
                 self._found.append((m.candidates[-1], "tokenizer.pad", None))
             return
@@ -282,7 +301,7 @@ class UnbucketedVariableLength(Rule):
                 continue
             self.report(node, "", when="custom")
             cand = m.candidates[-1]
-            if p.default is not None and _pads_to_longest(p.default):
+            if p.default is not None and pads_to_longest(p.default):
                 self._found.append((cand, "tokenizer", (string_value(p.default) or "True", True)))
             else:
                 top = f
@@ -302,7 +321,7 @@ class UnbucketedVariableLength(Rule):
                 return
             target = args[0]
         padding = keyword_arg(node, "padding")
-        if padding is None or not _pads_to_longest(padding):
+        if padding is None or not pads_to_longest(padding):
             return
         callee = m.callee_key(target)
         if callee is not None:
@@ -320,7 +339,7 @@ class UnbucketedVariableLength(Rule):
         bs = keyword_arg(node, "batch_size")
         if bs is None and len(args) > 1:
             bs = args[1]
-        if _is_none(bs):
+        if is_none(bs):
             return
         batch = 1 if bs is None else self._int_of(bs)
         ds = keyword_arg(node, "dataset") or (args[0] if args else None)
@@ -397,6 +416,11 @@ class UnbucketedVariableLength(Rule):
                            _max_length_padding(cand.node))
             elif kind == "tokenizer.pad":
                 self._emit(cand, f"`{self.text(cand.node.func)}(...)` pads each batch to its own longest example by default", FIX_PAD)
+        for cand, cls, call in self._field_pads:
+            what = field_padding(call, cls, self._fields.get(cls, {}), self._built)
+            if what is not None:
+                self._emit(cand, f"`{self.text(call.func)}(...)` {what}: each batch is padded to its own longest text",
+                           FIX_PAD)
         for cand, func, name in self._max_lens:
             if (id(func), name) in self._bucketed or id(func) in self._bucket_funcs:
                 continue
@@ -549,22 +573,6 @@ def _tokenizer_headline(func: str, call: cst.Call, how: str, by_default: bool = 
 
 
 
-def _absent(node) -> bool:
-    """No rounding: missing, ``None``, or ``8 if use_fp16 else None`` (None on TPUs, which have no fp16:
-    the Hugging Face examples' idiom)."""
-    if type(node) is cst.IfExp:
-        return _absent(node.body) or _absent(node.orelse)
-    return node is None or _is_none(node)
-
-
-def _pads_to_longest(node) -> bool:
-    if type(node) is cst.Name:
-        return node.value == "True"
-    if string_value(node) == "longest":
-        return True
-    return (dotted_name(node) or "").endswith("PaddingStrategy.LONGEST")
-
-
 def _fixed_padding(call: cst.Call) -> bool:
     p = keyword_arg(call, "padding")
     return p is not None and (string_value(p) == "max_length" or (dotted_name(p) or "").endswith("MAX_LENGTH"))
@@ -620,10 +628,6 @@ def _max_length_padding(call: cst.Call):
 
 
 _NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_full", "new_empty"})
-
-
-def _is_none(value) -> bool:
-    return type(value) is cst.Name and value.value == "None"
 
 
 def _one_text(call: cst.Call) -> bool:

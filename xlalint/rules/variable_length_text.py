@@ -13,6 +13,10 @@ FIX_DROP_LAST = "pass `drop_last=True` (or pad the last batch to the full batch 
 
 # the rule's examples: code it must stay silent on, and code it must flag (tests/test_rule_examples.py)
 EXAMPLES_VALID = [
+    # a collator dataclass whose fields round to a multiple, or that its construction sets to a fixed length
+    "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass PairCollator:\n    tokenizer: object\n    padding: bool = True\n    pad_to_multiple_of: object = 64\n    def __call__(self, features):\n        return self.tokenizer.pad(features, padding=self.padding, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors='pt')\ncollator = PairCollator(tok)\n",
+    "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass PairCollator:\n    tokenizer: object\n    padding: bool = True\n    pad_to_multiple_of: object = None\n    def __call__(self, features):\n        return self.tokenizer.pad(features, padding=self.padding, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors='pt')\ncollator = PairCollator(tok, padding='max_length')\n",
+    "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass PairCollator:\n    tokenizer: object\n    padding: bool = 'max_length'\n    pad_to_multiple_of: object = None\n    def __call__(self, features):\n        return self.tokenizer.pad(features, padding=self.padding, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors='pt')\ncollator = PairCollator(tok)\n",
     # every text tokenized to `max_length` in `dataset.map`: the collator has nothing left to pad (peft's
     # fine-tuning examples); a dynamic tokenizer call anywhere in the file makes it a finding again
     "import torch\nfrom transformers import DataCollatorForLanguageModeling\ndef main(tokenizer, dataset, cutoff_len):\n    def tokenize_function(examples):\n        return tokenizer(examples['text'], padding='max_length', truncation=True, max_length=cutoff_len)\n    data = dataset.map(tokenize_function, batched=True)\n    collator = DataCollatorForLanguageModeling(tokenizer, mlm=False)\n    return data, collator\n",
@@ -42,6 +46,8 @@ EXAMPLES_VALID = [
     "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=16)\nfor x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n",
 ]
 EXAMPLES_INVALID = [
+    # a collator dataclass (SimCSE's, copied from transformers): `padding` defaults to True, no multiple
+    "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass PairCollator:\n    tokenizer: object\n    padding: bool = True\n    pad_to_multiple_of: object = None\n    def __call__(self, features):\n        return self.tokenizer.pad(features, padding=self.padding, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors='pt')\ncollator = PairCollator(tok)\n",
     "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ndef collate_fn(batch):\n    return pad_sequence(batch, batch_first=True)\n",
     "import torch\ndef my_collate(batch):\n    max_len = max(len(s) for s in batch)\n    out = torch.zeros(len(batch), max_len)\n    return out\n",
     # the batch maximum written inside the size (an image-captioning collate)
