@@ -85,3 +85,20 @@ def test_a_has_flag_of_a_models_output_is_a_bool():
         "        if qz.{attr}:\n            return qz.rsample()\n        return qz.sample()\n")
     assert _found(source.format(attr="has_rsample")) == []
     assert _found(source.format(attr="mean.sum() > 0")) == [(11, "XLA002")]
+
+
+def test_a_nested_function_takes_its_kinds_from_the_calls_of_its_function():
+    """Tramac's `SegmentationMetric.update` hands its arguments to a nested `evaluate_worker`, which hands them to
+    module helpers: the helper's `target.cpu()` is a device read per evaluation batch. Called with host tensors
+    (`.cpu()` first), it is not."""
+    source = HEAD + (
+        "def histogram(output, target, nclass):\n    target = target.float() + 1\n"
+        "    return torch.histc(target.cpu(), bins=nclass, min=1, max=nclass)\n\n"
+        "class Metric:\n    def __init__(self, nclass):\n        self.nclass = nclass\n        self.hist = 0\n\n"
+        "    def update(self, preds, labels):\n        def worker(pred, label):\n"
+        "            self.hist = self.hist + histogram(pred, label, self.nclass)\n"
+        "        if isinstance(preds, torch.Tensor):\n            worker(preds, labels)\n\n"
+        "def evaluate(model, loader):\n    metric = Metric(3)\n    with torch.no_grad():\n        for x, y in loader:\n"
+        "            out = model(x.to(device))\n            metric.update(out, y.to(device){host})\n            torch_xla.sync()\n")
+    assert _found(source.format(host="")) == [(6, "XLA001")]
+    assert _found(source.format(host=".cpu()")) == []

@@ -46,7 +46,7 @@ class Rewalk:
         lambdas passed as callbacks); their return kinds before, by key."""
         plans = []
         for f in list(self.funcs.values()):
-            if f.node is not None and (f.parent is None or type(f.node) is cst.Lambda):
+            if f.node is not None:
                 seeds = self._param_seeds(f)
                 if seeds != f.seeds:  # the first walk had only what other modules pass
                     plans.append((f, seeds))
