@@ -89,8 +89,8 @@ def test_a_has_flag_of_a_models_output_is_a_bool():
 
 def test_a_nested_function_takes_its_kinds_from_the_calls_of_its_function():
     """Tramac's `SegmentationMetric.update` hands its arguments to a nested `evaluate_worker`, which hands them to
-    module helpers: the helper's `target.cpu()` is a device read per evaluation batch. Called with host tensors
-    (`.cpu()` first), it is not."""
+    module helpers: the helper's `target.cpu()` is a device read per evaluation batch. Called with host tensors, it
+    is not."""
     source = HEAD + (
         "def histogram(output, target, nclass):\n    target = target.float() + 1\n"
         "    return torch.histc(target.cpu(), bins=nclass, min=1, max=nclass)\n\n"
@@ -99,6 +99,6 @@ def test_a_nested_function_takes_its_kinds_from_the_calls_of_its_function():
         "            self.hist = self.hist + histogram(pred, label, self.nclass)\n"
         "        if isinstance(preds, torch.Tensor):\n            worker(preds, labels)\n\n"
         "def evaluate(model, loader):\n    metric = Metric(3)\n    with torch.no_grad():\n        for x, y in loader:\n"
-        "            out = model(x.to(device))\n            metric.update(out, y.to(device){host})\n            torch_xla.sync()\n")
-    assert _found(source.format(host="")) == [(6, "XLA001")]
-    assert _found(source.format(host=".cpu()")) == []
+        "            out = model(x.to(device))\n            metric.update({args})\n            torch_xla.sync()\n")
+    assert _found(source.format(args="out, y.to(device)")) == [(6, "XLA001")]
+    assert _found(source.format(args="torch.zeros(2, 3), torch.zeros(2)")) == []
