@@ -1199,3 +1199,4 @@ def test_a_module_that_compiles_cuda_sources_when_imported_needs_cuda(tmp_path):
                          "        loss.backward()\n        opt.step()\n        print(loss.item())\n"),
         })
         assert _where(_lint(root)) == expected, (sources, _where(_lint(root)))
+

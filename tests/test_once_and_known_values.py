@@ -102,3 +102,15 @@ def test_a_nested_function_takes_its_kinds_from_the_calls_of_its_function():
         "            out = model(x.to(device))\n            metric.update({args})\n            torch_xla.sync()\n")
     assert _found(source.format(args="out, y.to(device)")) == [(6, "XLA001")]
     assert _found(source.format(args="torch.zeros(2, 3), torch.zeros(2)")) == []
+
+
+def test_a_periodic_call_of_an_evaluation_is_not_after_itself():
+    """The same-statement read of an evaluation's result is once per evaluation; the evaluation's own lines are not
+    (trl's `_generate_and_score_completions`, called every `generate_every` steps, reads its metrics there)."""
+    source = HEAD + (
+        "def generate(model, x):\n    n = x.sum().item()\n    outs = []\n    with torch.no_grad():\n"
+        "        for i in range(4):\n            outs.append(model(x))\n    return torch.stack(outs), n\n\n"
+        "def train(model, loader, opt):\n    for step, x in enumerate(loader):\n        x = x.to(device)\n"
+        "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n"
+        "        if step % 10 == 0:\n            samples, n = generate(model, x)\n        torch_xla.sync()\n")
+    assert _found(source) == [(5, "XLA001")]

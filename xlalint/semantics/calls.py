@@ -141,7 +141,11 @@ class CallSites:
 
     def _record_call_site(self, callee: str, node: cst.Call, func, demo: bool = False) -> None:
         """``demo``: a model run at a module's top level (`preds = v(torch.randn(1, 3, 256, 256))` under `if
-        __name__ == "__main__":`): its host tensors are a smoke test's, and say nothing of the real callers."""
+        __name__ == "__main__":`): its host tensors are a smoke test's, and say nothing of the real callers; nor
+        do a unit test module's calls (`GRPOTrainer.get_high_entropy_mask(mock, cpu_entropies, ...)`) of the
+        project's functions (its own helpers still learn from them)."""
+        if self.top.excluded and callee[:1] == "@":
+            return
         pos, kw = [], {}
         for a in node.args:
             if a.star == "*":

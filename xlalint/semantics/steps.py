@@ -447,7 +447,9 @@ class Steps:
         """A barrier (or a helper that ends the step) runs before ``ctx`` in a block that holds it; in a
         periodic block, a call that runs a whole loop of the model (an evaluation) ends it too, and in the same
         statement its own result is read once, at its end (``log.append(distortion(model, dev).item())``)."""
-        return any((seq < ctx.seq or (seq == ctx.seq and callee is not None and ctx.period is not None))
+        # (not at a call site: a call in the statement is not after itself, nor are the callee's lines)
+        same = ctx.period is not None and ctx.args is None
+        return any((seq < ctx.seq or (seq == ctx.seq and callee is not None and same))
                    and (until is None or ctx.seq <= until)
                    and (callee is None or self.syncs(callee) or (ctx.period is not None and self.runs_whole_loop(callee)))
                    for seq, callee, until in points)
