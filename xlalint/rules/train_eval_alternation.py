@@ -115,7 +115,9 @@ class TrainEvalAlternation(Rule):
         if not self._modes or not self.model.imports_torch:
             return None
         out = []
-        brackets = _brackets_only(self.model.module) if any(r[0] for r in self._modes) else set()
+        # only the functions (or the module) where an eval() is: their blocks
+        roots = {id(r[1].func): r[1].func.node or self.model.module for r in self._modes if r[0]}
+        brackets = _brackets_only(roots.values())
         for is_eval, ctx, cand, call, recv in self._modes:
             ci = cand_id(cand) if cand is not None else None
             if is_eval and ci is None:
@@ -214,19 +216,18 @@ def _switches(items: list, found: dict, hook) -> None:
                 found[id(r[2])] = (r[2], period, via, r[3], r[4], hook)
 
 
-# what a statement between `model.eval()` and `model.train()` may call without running the model in eval mode
-_NO_FORWARD_CALLS = frozenset({
-    "save", "state_dict", "save_pretrained", "save_checkpoint", "save_state", "save_model", "format", "join",
-    "makedirs", "mkdir", "exists", "print", "info", "warning", "debug", "get_rank", "barrier", "int", "str", "len",
-})
+# what a statement between `model.eval()` and `model.train()` may call without running the model in eval mode:
+# writing a checkpoint, formatting its path, logging
+_NO_FORWARD_CALLS = T.SAVE_METHODS | {"state_dict", "format", "join", "makedirs", "mkdir", "exists", "print", "info",
+                                      "warning", "debug", "get_rank", "barrier", "int", "str", "len"}
 
 
-def _brackets_only(module) -> set:
-    """ids of the ``X.eval()`` calls that only bracket a checkpoint write: the statements after it in its block
-    up to ``X.train()`` call nothing but saving, formatting and logging (baby-llama2's `model.eval();
+def _brackets_only(roots) -> set:
+    """ids of the ``X.eval()`` calls under ``roots`` that only bracket a checkpoint write: the statements after it
+    in its block up to ``X.train()`` call nothing but saving, formatting and logging (baby-llama2's `model.eval();
     torch.save(...); model.train()`): no forward runs in eval mode, so no eval graph compiles."""
     out = set()
-    stack = [module]
+    stack = list(roots)
     while stack:
         n = stack.pop()
         body = getattr(n, "body", None)

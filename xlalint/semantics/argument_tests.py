@@ -29,8 +29,7 @@ from xlalint.semantics import constants
 from xlalint.semantics.syntax import assigned_names
 
 NO_DEFAULT = "<no default>"
-NOT_NONE = "<not None>"  # an argument that is no literal and never None
-_NEVER_NONE_CALLS = frozenset({"len", "int", "float", "str", "bool", "tuple", "list", "dict", "set", "range", "size"})
+NOT_NONE = "<not None>"  # an argument that is no literal and never None (constants.never_none)
 _VARIES = constants.VARIES
 _STAR = "*"
 
@@ -131,7 +130,7 @@ def call_arguments(call: cst.Call) -> tuple:
         else:
             key, position = position, position + 1
         value = literal(a.value)
-        if value is _VARIES and _never_none(a.value):
+        if value is _VARIES and constants.never_none(a.value):
             value = NOT_NONE
         out.append((key, True, value) if value is not _VARIES else (key, False, None))
     if star:
@@ -158,23 +157,6 @@ def compatible(tests: tuple, args: Optional[tuple]) -> bool:
         if not _holds(op, passed, value):
             return False
     return True
-
-
-def _never_none(node) -> bool:
-    """An expression that cannot be None: a number or string, arithmetic, a comparison, a display, a
-    comprehension, ``x.shape[i]`` / ``x.size(i)``, ``len(...)`` and the like."""
-    t = type(node)
-    if t in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
-             cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.List, cst.Tuple, cst.Dict, cst.Set,
-             cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp):
-        return True
-    if t is cst.Subscript:
-        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
-    if t is cst.Call:
-        f = node.func
-        name = f.value if type(f) is cst.Name else f.attr.value if type(f) is cst.Attribute else None
-        return name in _NEVER_NONE_CALLS
-    return False
 
 
 def _holds(op: str, passed, value) -> bool:

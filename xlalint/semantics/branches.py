@@ -18,7 +18,7 @@ from xlalint.semantics.guards import (
     FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_period, period_of, rest_after,
     runs_once, stops_after_few, xla_polarity,
 )
-from xlalint.semantics.syntax import assigned_names, last_name, name_words, names_in, own_nodes
+from xlalint.semantics.syntax import assigned_names, ends_with_break, last_name, name_words, names_in, own_nodes
 
 
 _NO_BLOCK = cst.IndentedBlock(body=())  # what an `and`'s operand "guards": no statements of its own
@@ -286,11 +286,7 @@ def _breaks_the_loop(block, loop_stack) -> bool:
     """``if train_iterator.epoch >= epochs: generate_example(...); break``: the block ends with a ``break`` of
     the function's outermost loop (or of a loop over a loader): it runs once, as the loop ends, never every
     step (a ``break`` of an inner loop nested in the step loop may run every step: not this)."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
-        return False
-    return bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
+    return ends_with_break(block) and bool(loop_stack) and (len(loop_stack) == 1 or loop_stack[-1].iterates_loader)
 
 
 def _debug_flag(test) -> bool:

@@ -187,7 +187,7 @@ def never_none_attributes(classdef: cst.ClassDef) -> frozenset:
                 _note_attribute(n.target, None, values)
             elif type(n) is cst.WithItem and n.asname is not None:
                 _note_attribute(n.asname.name, None, values)
-    return frozenset(k for k, vs in values.items() if vs and all(v is not None and _never_none(v) for v in vs))
+    return frozenset(k for k, vs in values.items() if vs and all(v is not None and never_none(v) for v in vs))
 
 
 def _note_attribute(target, value, values: dict) -> None:
@@ -199,17 +199,29 @@ def _note_attribute(target, value, values: dict) -> None:
         values.setdefault(target.attr.value, []).append(value)
 
 
-def _never_none(value) -> bool:
+# builtins and tensor methods whose result is never None (`len(batch)`, `x.size(1)`)
+_NEVER_NONE_CALLS = frozenset({"len", "int", "float", "str", "bool", "tuple", "list", "dict", "set", "range", "size"})
+
+
+def never_none(value) -> bool:
+    """An expression that cannot be None: a literal other than None, a display or comprehension, arithmetic or a
+    comparison, ``x.shape[i]``, a call of a torch function, of a class (``Linear(...)``) or of ``len``/``int``/
+    ``x.size`` and the like. (An attribute's every value, ``never_none_attributes``; a call's argument, which then
+    decides ``param is None``: ``argument_tests``.)"""
     t = type(value)
-    if t in (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp, cst.SetComp, cst.Integer,
-             cst.Float, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
+    if t in (cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp, cst.DictComp, cst.SetComp, cst.GeneratorExp,
+             cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString,
+             cst.BinaryOperation, cst.UnaryOperation, cst.Comparison):
         return True
     if t is cst.Name:
         return value.value in ("True", "False")
+    if t is cst.Subscript:
+        return type(value.value) is cst.Attribute and value.value.attr.value == "shape"
     if t is cst.Call:
         name = dotted_name(value.func) or ""
-        last = name.rpartition(".")[2]
-        return name.startswith(("torch.", "nn.", "np.", "numpy.")) or (last[:1].isupper() and not last.isupper())
+        last = last_name(value.func) or ""
+        return (name.startswith(("torch.", "nn.", "np.", "numpy.")) or (last[:1].isupper() and not last.isupper())
+                or last in _NEVER_NONE_CALLS)
     return False
 
 

@@ -42,8 +42,8 @@ class Rewalk:
             self._rewalk_plans()
 
     def _rewalk_plans(self) -> dict:
-        """Walk again the functions whose seeds changed (module-level functions and methods, and the
-        lambdas passed as callbacks); their return kinds before, by key."""
+        """Walk again the functions whose seeds changed (module-level functions, methods, nested functions, and
+        the lambdas passed as callbacks); their return kinds before, by key."""
         plans = []
         for f in list(self.funcs.values()):
             if f.node is not None:

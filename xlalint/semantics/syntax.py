@@ -92,14 +92,19 @@ def own_nodes(block):
         stack.extend(child_nodes(n))
 
 
+def ends_with_break(block) -> bool:
+    """The block's last statement ends with ``break``."""
+    stmts = getattr(block, "body", ())
+    last = stmts[-1] if stmts else None
+    return type(last) is cst.SimpleStatementLine and bool(last.body) and type(last.body[-1]) is cst.Break
+
+
 def runs_once_at_most(body) -> bool:
     """A loop body that ends with a ``break`` no ``continue`` of its own skips: the loop runs one iteration at
     most (``for x, y in loader: print(model(x)); break``, a look at one batch)."""
-    stmts = getattr(body, "body", ())
-    last = stmts[-1] if stmts else None
-    if type(last) is not cst.SimpleStatementLine or not last.body or type(last.body[-1]) is not cst.Break:
+    if not ends_with_break(body):
         return False
-    stack = list(stmts)
+    stack = list(body.body)
     while stack:
         n = stack.pop()
         if type(n) is cst.Continue:

@@ -384,3 +384,9 @@ FORMAT_DUNDERS = ("__format__", "__str__", "__repr__")
 HOST_LIBRARIES = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "numpy", "scipy", "pandas",
                             "matplotlib", "PIL", "sklearn", "gym", "gymnasium", "tqdm", "einops", "seaborn", "cv2",
                             "h5py", "yaml", "wandb", "tensorboardX", "networkx", "dgl", "IPython", "ipywidgets"})
+
+# methods that write a checkpoint or a model out (`torch.save`'s `.save`, `.save_pretrained`): a function named for
+# saving that calls one is a checkpoint writer (walk), and between `model.eval()` and `model.train()` they run no
+# forward (train_eval_alternation)
+SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpoint", "save_state", "save_model",
+                          "save_state_dict"})

@@ -541,8 +541,6 @@ def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:
 # checkpoint writer: its host copies (`param.cpu()`) are what it is for.
 _SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save_model", "numpy.save",
                          "numpy.savez", "torch_xla.core.xla_model.save", "torch.distributed.checkpoint.save"})
-_SAVE_METHODS = frozenset({"save", "save_file", "save_pretrained", "save_checkpoint", "save_state", "save_model",
-                           "save_state_dict"})
 # an exporter or serializer (`serialize_fp32(file, tensor)`, `export_weights`) writing bytes to a file
 _FILE_WRITES = frozenset({"write", "tofile"})
 _EXPORT_WORDS = frozenset({"export", "serialize"})
@@ -558,7 +556,7 @@ def _writes_out(q, node: cst.Call, function_name: str) -> bool:
     epochs, on the host on purpose)."""
     func = node.func
     last = last_name(func)
-    if q in _SAVE_CALLS or last in _SAVE_METHODS:
+    if q in _SAVE_CALLS or last in T.SAVE_METHODS:
         return True
     words = set(name_words(function_name))
     if last in _FILE_WRITES and _EXPORT_WORDS & words:
