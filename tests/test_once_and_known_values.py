@@ -114,3 +114,65 @@ def test_a_periodic_call_of_an_evaluation_is_not_after_itself():
         "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n"
         "        if step % 10 == 0:\n            samples, n = generate(model, x)\n        torch_xla.sync()\n")
     assert _found(source) == [(5, "XLA001")]
+
+
+def test_a_parameter_the_function_moves_itself_is_on_the_host_before_the_move():
+    """Ledger round 22 (read after scoring): `train_step(batch)` reads the loader's batch, then moves it with a
+    project `move_to_device(batch, self.device)`: before the move the batch is on the host."""
+    source = HEAD + (
+        "def move_to_device(o, device):\n    return {k: v.to(device) for k, v in o.items()}\n\n"
+        "class Trainer:\n    def train_step(self, batch):\n        n = batch['mask'].sum().item()\n"
+        "        {move}\n        loss = self.model(batch['x']).sum()\n        loss.backward()\n"
+        "        return batch['x'].sum().item()\n\n"
+        "    def fit(self, loader):\n        for batch in loader:\n            self.train_step(batch)\n"
+        "            torch_xla.sync()\n")
+    assert _found(source.replace("{move}", "batch = move_to_device(batch, self.device)")) == [(13, "XLA001")]
+    assert _found(source.replace("{move}", "batch = {k: v.to(self.device) for k, v in batch.items()}")) == [
+        (13, "XLA001")]
+    # no move in the step: the batch is what the loop hands over, read before and after
+    assert _found(source.replace("{move}", "pass")) == [(9, "XLA001"), (13, "XLA001")]
+    # a cast is no move
+    assert _found(source.replace("{move}", "batch = batch.to(torch.float32)")) == [(9, "XLA001"), (13, "XLA001")]
+
+
+def test_a_predicate_that_answers_false_or_a_period_guards_its_block_every_period():
+    source = HEAD + (
+        "class Trainer:\n    def should_log(self):\n        if self.sink is None:\n            return {never}\n"
+        "        return self.global_step % self.interval == 0\n\n"
+        "    def fit(self, loader):\n        for x in loader:\n            loss = self.model(x.to(device)).sum()\n"
+        "            loss.backward()\n            log = self.should_log()\n            if log:\n"
+        "                print(loss.item())\n            torch_xla.sync()\n")
+    found = lint_source(source.replace("{never}", "False"), "train.py")
+    assert [(f.line, f.code) for f in found] == [(16, "XLA001")]
+    assert "every `self.interval` steps" in found[0].message
+    found = lint_source(source.replace("{never}", "self.always"), "train.py")
+    assert "every step" in found[0].message
+
+
+def test_an_early_exit_on_all_but_a_few_chosen_steps_leaves_the_rest_to_those_steps():
+    source = HEAD + (
+        "class Trainer:\n    def log_samples(self, logits):\n        if self.cfg.steps is None or {test}:\n"
+        "            return\n        print(logits.argmax(-1).tolist())\n\n"
+        "    def fit(self, loader):\n        for x in loader:\n            logits = self.model(x.to(device))\n"
+        "            logits.sum().backward()\n            self.log_samples(logits)\n            torch_xla.sync()\n")
+    assert _found(source.replace("{test}", "self.global_step not in self.cfg.steps")) == []
+    assert _found(source.replace("{test}", "self.global_step != 0")) == []
+    # the other way round, the rest runs on every step but a few; and a range may hold most steps
+    assert _found(source.replace("{test}", "self.global_step in self.cfg.steps")) == [(8, "XLA001")]
+    assert _found(source.replace("{test}", "self.global_step not in range(10, 10**9)")) == [(8, "XLA001")]
+
+
+def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_inference_loop():
+    """Ledger round 22: a prediction loop after training (`with torch.no_grad():` in the loop's body) reads every
+    batch of an inference pass, not every training step; a training loop with a no-grad teacher stays a step."""
+    source = HEAD + (
+        "def run(model, loader, opt):\n    preds = []\n    for batch in loader:\n        batch = batch.to(device)\n"
+        "        with torch.no_grad():\n            out = model(batch).argmax(dim=-1).cpu()\n"
+        "            preds.append(out)\n{train}")
+    found = lint_source(source.replace("{train}", ""), "train.py")
+    assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
+    assert "every evaluation batch" in found[0].message
+    teacher = "        loss = model(batch).sum()\n        loss.backward()\n        opt.step()\n        torch_xla.sync()\n"
+    found = lint_source(source.replace("{train}", teacher), "train.py")
+    assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
+    assert "every step" in found[0].message

@@ -372,6 +372,25 @@ class Bindings:
         for name in names:
             self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
 
+    def host_params_if_moved(self, node, info: FuncInfo) -> None:
+        """``def train_step(self, batch): ... batch = move_to_device(batch, self.device)``: a function that moves
+        a parameter to the device itself is handed host data (a plain loader's batch, whatever its callers'
+        loader was taken for): before the move the parameter is on the host, as in a loop that moves its batch
+        (``_host_batch_if_moved``); only what it moves is on the device."""
+        if type(node) is not cst.FunctionDef or type(node.body) is not cst.IndentedBlock:
+            return
+        p = node.params
+        for i, param in enumerate((*p.posonly_params, *p.params, *p.kwonly_params)):
+            name = param.name.value
+            if i == 0 and name in ("self", "cls") and info.class_key is not None:
+                continue
+            kind = info.env.get(name, K.UNKNOWN)
+            if kind not in (K.TENSORS, K.TENSOR, K.UNKNOWN) or not _moves_to_device(node.body, {name}):
+                continue
+            if kind is K.UNKNOWN:  # moved, so a tensor (`x.to(device)`) or a batch of them (`move_to_device(batch, d)`)
+                kind = K.TENSOR if _moves_itself(node.body, name) else K.TENSORS
+            self._bind_name(name, K.CPU_TENSORS if kind == K.TENSORS else K.CPU_TENSOR)
+
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
         if type(iter_expr) is cst.Call:
@@ -537,21 +556,37 @@ def _is_number_literal(value) -> bool:
 
 def _moves_to_device(body, names: set) -> bool:
     """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs), or on
-    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``)."""
+    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``), or hands
+    one to a device mover (``move_to_device(batch, self.device)``: ``T.DEVICE_MOVERS``)."""
     names = set(names) | _items_bound(body, names)
+    for n in _own_calls(body):
+        moved = None
+        if type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n):
+            moved = n.func.value
+        elif last_name(n.func) in T.DEVICE_MOVERS and positional_args(n):
+            moved = positional_args(n)[0]
+        while type(moved) in (cst.Subscript, cst.Attribute):
+            moved = moved.value
+        if type(moved) is cst.Name and moved.value in names:
+            return True
+    return False
+
+
+def _moves_itself(body, name: str) -> bool:
+    """The block calls ``name.to(...)``/``name.cuda()`` on the name itself (a tensor), not on an item of it."""
+    return any(type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n)
+               and type(n.func.value) is cst.Name and n.func.value.value == name for n in _own_calls(body))
+
+
+def _own_calls(body):
     stack = [body]
     while stack:
         n = stack.pop()
         if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda"):
-            root = n.func.value
-            while type(root) in (cst.Subscript, cst.Attribute):
-                root = root.value
-            if type(root) is cst.Name and root.value in names:
-                return True
+        if type(n) is cst.Call:
+            yield n
         stack.extend(child_nodes(n))
-    return False
 
 
 def _no_new_ops(value) -> bool:
@@ -568,7 +603,7 @@ def _no_new_ops(value) -> bool:
 
 def _items_bound(body, names: set) -> set:
     """Names the block binds to an item or a field of one of ``names`` (``labels = batch["labels"]``, ``x, y =
-    batch``)."""
+    batch``, ``for k, v in batch.items()`` in a comprehension)."""
     out, stack = set(), [body]
     while stack:
         n = stack.pop()
@@ -582,6 +617,12 @@ def _items_bound(body, names: set) -> set:
             if type(root) is cst.Name and root.value in names:
                 out.update(x.value for tg in n.targets for x in target_names(tg.target))
             continue
+        if type(n) is cst.CompFor:  # `{k: v.to(device) for k, v in batch.items()}`
+            root = n.iter
+            while type(root) in (cst.Call, cst.Attribute, cst.Subscript):
+                root = root.func if type(root) is cst.Call else root.value
+            if type(root) is cst.Name and root.value in names:
+                out.update(x.value for x in target_names(n.target))
         stack.extend(child_nodes(n))
     return out
 

@@ -15,8 +15,8 @@ from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.guards import (
-    FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_period, period_of, rest_after,
-    runs_once, stops_after_few, xla_polarity,
+    FREE, NEVER, ONCE, ends_block, ends_with, first_pass_of, else_mode, mode_test, negated_once, negated_period,
+    period_of, rest_after, runs_once, stops_after_few, xla_polarity,
 )
 from xlalint.semantics.syntax import assigned_names, ends_with_break, last_name, name_words, names_in, own_nodes
 
@@ -118,6 +118,9 @@ class Branches:
                     # `if not self.should_log(step): return`, `if step % N: continue`: the rest of this block
                     # runs every N steps
                     self.guards.append((skipped, False, False))
+                elif negated_once(node.test, lambda t, b: runs_once(t, b, self.func.step_counters, loop)):
+                    # `if self.global_step not in cfg.save_steps: return []`: the rest runs on those steps only
+                    self.guards.append((None, False, True))
 
     def _if_exp(self, node: cst.IfExp) -> None:
         """``loss.item() if not self.xla else loss.detach()``: each arm under its test's device guard."""

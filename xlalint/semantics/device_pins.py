@@ -475,6 +475,18 @@ def is_dtype(node) -> bool:
     return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
 
 
+def casts_only(node: cst.Call) -> bool:
+    """``x.to(torch.float)``, ``x.to(dtype=torch.bfloat16)``, ``x.to(y.dtype)``: a cast, not a placement."""
+    return bool(node.args) and all(
+        _names_dtype(a.value) if a.keyword is None else a.keyword.value in ("dtype", "non_blocking", "copy")
+        for a in node.args)
+
+
+def _names_dtype(node) -> bool:
+    return is_dtype(node) or (type(node) is cst.Attribute and node.attr.value == "dtype") or (
+        type(node) is cst.Name and node.value == "dtype")
+
+
 def device_names(node: cst.Call) -> Optional[set]:
     """The plain names a placing call puts its tensors on (``x.to(device)``, ``torch.zeros(n, device=dev)``,
     ``model.to(self.device)``), or None when a device it chooses is not one (``args.device``,

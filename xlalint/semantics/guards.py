@@ -40,7 +40,9 @@ def runs_once(test, body, counters, loop=None) -> bool:
             return True  # `if batch_i < 3:`: the first few batches (plots, samples), not every step
         if type(op) in (cst.LessThan, cst.LessThanEqual) and _fills_to_a_bound(sides[0], body):
             return True  # `if len(wandb_images) < log_imgs: wandb_images.append(...)`: until it holds a few
-        counts = any(type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters) for x in sides)
+        counts = any((type(x) is cst.Name and (x.value in _STEP_COUNTERS or x.value in counters))
+                     or (type(x) is cst.Attribute and x.attr.value in _STEP_COUNTERS)  # `self.global_step`
+                     for x in sides)
         if not counts and type(op) is cst.Equal and loop is not None:
             # `if cur_len + 1 == seq_len:` with `cur_len += 1` in the loop (``loop``): one iteration, the last
             shifted = [x.left.value for x in sides if type(x) is cst.BinaryOperation and type(x.left) is cst.Name
@@ -233,6 +235,24 @@ def negated_period(test, predicate=None) -> Optional[str]:
     return None
 
 
+_NEGATED = {cst.NotIn: cst.In, cst.NotEqual: cst.Equal}
+
+
+def negated_once(test, once) -> bool:
+    """A test true on every step but a few chosen ones, for an early exit (``if step not in save_steps: return``,
+    ``if cfg.steps is None or self.global_step not in cfg.steps: return []``, ``if step != 0: return``): the code
+    after it runs on those few steps only. ``once(test, body)``: as ``runs_once``'s."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        return negated_once(test.left, once) or negated_once(test.right, once)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return once(test.expression, ())
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) in _NEGATED:
+        c = test.comparisons[0]
+        positive = test.with_changes(comparisons=[c.with_changes(operator=_NEGATED[type(c.operator)]())])
+        return once(positive, ())
+    return False
+
+
 # How the statements after a compound `if` are reached (``rest_after``): on no path, freely, only on the run's
 # first pass, or only every N steps
 NEVER, FREE, ONCE = "never", "free", "once"
@@ -251,7 +271,7 @@ def rest_after(node: cst.If, predicate, once) -> object:
         if body == FREE and once(arm.test, arm.body):
             body = ONCE
         elif body == NEVER and arm.orelse is None:
-            body = negated_period(arm.test, predicate) or FREE  # the implicit `else` goes on
+            body = negated_period(arm.test, predicate) or (ONCE if negated_once(arm.test, once) else FREE)
             states.append(body)
             return _join(states)
         states.append(body)

@@ -208,6 +208,7 @@ class Rewalk:
         try:
             self._bind_params(f.node, f)
             f.env.update(seeds)
+            self.host_params_if_moved(f.node, f)
             self.walk_block(f.node.body)
             self.end_generator(f)
         finally:

@@ -31,7 +31,7 @@ class StepMarks:
 
     def find_periodic_predicates(self) -> None:
         """Before the walk: the short functions and methods of this module whose every return is a periodic
-        test (``def should_log(self, step): return step == 1 or step % self.log_freq == 0``), by function
+        test or False (``def should_log(self, step): return step == 1 or step % self.log_freq == 0``), by function
         key, with the period's text. A call of one in a condition guards its block as ``step % N == 0``
         does, wherever it is defined (``predicate_period``); other modules read them in the summary."""
         found = self.periodic = {}
@@ -318,10 +318,12 @@ class StepMarks:
         """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
         return self.steps.loop_trains(loop)
 
-    def _loop_hint(self, head, counts: bool = False, target=None) -> Optional[str]:
+    def _loop_hint(self, head, counts: bool = False, target=None, body=None) -> Optional[str]:
         """What a loop is, from the words of its header and its functions' names, and whether it runs
-        under ``torch.no_grad()`` (hot_loops). A ``for`` whose ``target`` names a batch (``for batch_idx in
-        range(len(test_data_gen)):``) goes over data, never over token positions or environment steps."""
+        under ``torch.no_grad()`` (hot_loops), or runs its ``body`` under one and trains nothing there
+        (``for batch in loader: with torch.no_grad(): out = model(batch.x)``: an inference loop). A ``for``
+        whose ``target`` names a batch (``for batch_idx in range(len(test_data_gen)):``) goes over data,
+        never over token positions or environment steps."""
         names = []
         stack = [head]
         while stack and len(names) < 32:
@@ -343,7 +345,21 @@ class StepMarks:
         if kind in (H.DECODE, H.ROLLOUT) and ((not counts and not _counts_positions(head)) or (
                 target is not None and {"batch", "batches"} & set(name_words(code_of(target))))):
             kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
+        if kind is None and not no_grad and body is not None:
+            no_grad = self._infers_only(body)
         return kind if kind is not None else (H.EVAL if no_grad else None)
+
+    def _infers_only(self, body) -> bool:
+        """The loop body opens ``with torch.no_grad():`` (or ``inference_mode``) and calls no ``backward()`` nor
+        ``step()`` anywhere: each iteration runs the model for its outputs only (an inference pass)."""
+        found = False
+        for n in own_nodes(body):
+            if type(n) is cst.With and any(type(i.item) is cst.Call and self.qualname(i.item.func) in H.NO_GRAD_CALLS
+                                           for i in n.items):
+                found = True
+            elif type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("backward", "step"):
+                return False
+        return found
 
     def _note_hot(self, node: cst.Call, func) -> None:
         """A call that runs the model makes its function and its innermost loop hot; ``env.step(a)``
@@ -489,6 +505,8 @@ def _note_predicate(found: dict, key: str, node: cst.FunctionDef) -> None:
         if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
         if type(n) is cst.Return:
+            if type(n.value) is cst.Name and n.value.value == "False":
+                continue  # `if self.cfg.wandb is None: return False`: never, which is within every N steps
             p = period_of(n.value) if n.value is not None else None
             if p is None:
                 return  # one return that is not a periodic test: not a predicate

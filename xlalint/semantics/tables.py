@@ -332,6 +332,13 @@ TENSOR_CONTAINER_ANNOTATIONS = frozenset(
 # Tensors that PyTorch keeps on the host by design (``PackedSequence.batch_sizes``).
 CPU_TENSOR_NAMES = frozenset({"batch_sizes"})
 
+# Helpers that move a tensor or a container of tensors to the device they are given, by the names projects and
+# libraries use for them (accelerate's ``send_to_device``, Lightning's ``move_data_to_device``, a project's
+# ``move_to_device(batch, device)``): the first argument moved, as ``.to(device)`` moves it.
+DEVICE_MOVERS = frozenset({
+    "to_device", "move_to_device", "send_to_device", "batch_to_device", "move_data_to_device",
+    "recursive_to_device", "data_to_device", "tensors_to_device", "dict_to_device", "put_on_device"})
+
 # --- XLA001: trigger checks (issue #13, hot loops engineer) -------------------------------------
 # Methods of an accelerator-like object that read a device flag to the host by themselves:
 # method -> (last words of the receiver's name, what the call does). `accelerator.check_trigger()`

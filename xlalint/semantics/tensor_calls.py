@@ -31,6 +31,9 @@ class CallKinds:
         func = e.func
         if _returns_host_tensors(e):
             return K.CPU_TENSORS  # `processor(images=..., return_tensors="pt")`: a dict of host tensors
+        moved = self._moved_kind(e)
+        if moved is not None:
+            return moved
         q = self.qualname(func)
         if q is not None:
             return self._infer_qualified_call(e, q)
@@ -74,6 +77,20 @@ class CallKinds:
             fk = self.kind(func)
             return K.TENSOR if fk == K.MODULE else K.UNKNOWN
         return K.UNKNOWN
+
+    def _moved_kind(self, e: cst.Call):
+        """``move_to_device(batch, self.device)`` (``T.DEVICE_MOVERS``): what it is given, on the device it is
+        given (on the host for ``"cpu"``), or None for another call."""
+        args = positional_args(e)
+        if last_name(e.func) not in T.DEVICE_MOVERS or not args:
+            return None
+        target = args[1] if len(args) > 1 else keyword_arg(e, "device")
+        k = self.kind(args[0])
+        if target is not None and (self.is_cpu_device(target) or self.is_cuda_device(target)):
+            return K.CPU_TENSORS if k in (K.TENSORS, K.CPU_TENSORS) else K.CPU_TENSOR
+        if k in (K.TENSORS, K.CPU_TENSORS):
+            return K.TENSORS
+        return K.TENSOR if k in K.ANY_TENSOR else None
 
     def read_kind(self, recv):
         """The kind of what a read of ``recv`` (`.item()`, `.tolist()`) sees: ``recv``'s, but for a host copy

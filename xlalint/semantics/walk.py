@@ -198,6 +198,7 @@ class StatementWalk:
             # function again after the file only if this file's own callers change the answer
             info.seeds = self._param_seeds(info, full=False)
             info.env.update(info.seeds)
+        self.host_params_if_moved(node, info)
         plain_method = (info.class_key is not None and info.class_key in self.classes
                         and not self.classes[info.class_key]["module"])
         saved_reads = self._attr_reads
@@ -252,9 +253,10 @@ class StatementWalk:
         self.walk(node.iter)
         # a body that ends with a `break` no `continue` skips runs once (a look at one batch): straight-line code
         # of what holds it, not a loop
+        hint = self._loop_hint(self.loop_iterable(node.iter), target=node.target, body=node.body)
         loop = None if runs_once_at_most(node.body) else LoopInfo(
             node, self.func, iterates_loader=self._iterates_loader(node.iter),
-            cond_depth=self.cond_depth, top_index=self.top_index, hint=self._loop_hint(self.loop_iterable(node.iter), target=node.target),
+            cond_depth=self.cond_depth, top_index=self.top_index, hint=hint,
             outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
             guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
             few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
@@ -576,15 +578,8 @@ def _places_on_device(node: cst.Call) -> bool:
     func = node.func
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
     if name in _DEVICE_METHODS:
-        return not (name == "to" and _casts_only(node))
+        return not (name == "to" and device_pins.casts_only(node))
     return any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in node.args)
-
-
-def _casts_only(node: cst.Call) -> bool:
-    """``x.to(torch.float)``, ``x.to(dtype=torch.bfloat16)``: a cast, not a placement."""
-    return bool(node.args) and all(
-        device_pins.is_dtype(a.value) if a.keyword is None else a.keyword.value in ("dtype", "non_blocking", "copy")
-        for a in node.args)
 
 
 def walk_places(node) -> bool:
