@@ -5,6 +5,13 @@
 - `model.eval()` that only brackets a checkpoint write runs no forward in eval mode: no eval graph;
 - the tuples appended to a list attribute keep their kinds by position (`for weights, l1, l2 in self.reg:`);
 - an argument that is no literal but never None (`maxlen=x.shape[1]`) decides `if maxlen is None:`.
+Round 22, read after scoring:
+- a parameter the function moves to the device itself is on the host before the move;
+- a predicate that answers False or a periodic test guards its block every period; an early exit on all but a
+  few chosen steps leaves the rest to those steps;
+- a loop that runs its model under `no_grad` and trains nothing is an inference loop (its message says so);
+- a plain tensor attribute of a model stays on the host when the model moves; a torch op on Python numbers
+  makes a host tensor.
 Each with its twin that stays a finding.
 """
 
@@ -176,3 +183,25 @@ def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_infer
     found = lint_source(source.replace("{train}", teacher), "train.py")
     assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
     assert "every step" in found[0].message
+
+
+def test_a_plain_tensor_attribute_of_a_model_stays_on_the_host_when_the_model_moves():
+    """`model.to(device)` moves parameters and buffers, not a tensor kept in a plain attribute."""
+    source = HEAD + (
+        "import torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.lin = nn.Linear(4, 4)\n        self.counts = torch.zeros(4)\n"
+        "        self.register_buffer('seen', torch.zeros(4))\n\n    def forward(self, x):\n"
+        "        return self.lin(x)\n\n"
+        "def train(loader):\n    model = Model().to(device)\n    opt = torch.optim.SGD(model.parameters(), 0.1)\n"
+        "    for x in loader:\n        loss = model(x.to(device)).sum()\n        loss.backward()\n        opt.step()\n"
+        "        print(model.counts.sum().item())\n        print(model.seen.sum().item())\n        torch_xla.sync()\n")
+    assert _found(source) == [(24, "XLA001")]
+
+
+def test_a_torch_op_on_python_numbers_makes_a_host_tensor():
+    source = HEAD + (
+        "def train(model, loader, opt):\n    for x in loader:\n        x = x.to(device)\n"
+        "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n        h = x.shape[-1]\n"
+        "        half = torch.div({arg}, 2, rounding_mode='floor')\n        print(half.item())\n        torch_xla.sync()\n")
+    assert _found(source.replace("{arg}", "h")) == []
+    assert _found(source.replace("{arg}", "loss")) == [(12, "XLA001")]

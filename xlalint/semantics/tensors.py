@@ -303,10 +303,21 @@ class TensorInference:
         if bk == K.MODULE:
             if attr in ("weight", "bias"):
                 return K.TENSOR
-            return K.UNKNOWN
+            return self._module_attribute(base, attr)
         if bk == K.NOT_TENSOR:
             return K.NOT_TENSOR
         return K.UNKNOWN
+
+    def _module_attribute(self, base, attr: str):
+        """``model.counts`` of a model whose class the source shows: what its class keeps there when that is
+        on the host or no tensor (``self.counts = torch.zeros(4)`` in ``__init__``: a plain attribute, which
+        ``model.to(device)`` does not move, unlike parameters and buffers), else unknown."""
+        cls = self.module_class_of(base)
+        if cls is None:
+            return K.UNKNOWN
+        key = cls[1:] if cls.startswith("@") else f"{self.module_name}:{cls}"
+        k = self._class_attribute(key, attr)
+        return k if k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) else K.UNKNOWN
 
     def _infer_subscript(self, e: cst.Subscript):
         key = element_key(e)
