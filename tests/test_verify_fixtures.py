@@ -28,6 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures").glob("*.py") if not p.name.startswith("_"))
 PROGRAMS = FIXTURES
 
+# torch_xla makes a slice of a device tensor a view and creates its IR node (`xla::select`) where the view is
+# first used, inside `F.embedding`: the node whose shape changes from position to position is located in torch,
+# not at the slicing line, so the 24 steady-state compiles are explained by the same pass's marked host read.
+_VIEW_OF_DEVICE_DATA = ("the position's slices of the token buffer recompile every pass (UncachedCompile on every "
+                        "step after warm-up), but torch_xla locates the view's IR node where it is first used, in "
+                        "torch's `F.embedding`, not at this line")
+
 # file name -> {("miss", line) or ("unconfirmed", line, code): why}
 KNOWN_DIFFERENCES: dict = {
     "evaluation_results_and_metric_dicts.py": {
@@ -53,6 +60,11 @@ KNOWN_DIFFERENCES: dict = {
                       "silent by design, as an evaluation's result read after its loop (issue 32)",
         ("miss", 75): "the evaluation's result read once, right after it, in the periodic block: silent by design "
                       "(issue 32: the read the fix asks for, once per evaluation)",
+    },
+    "speculative_decode_while.py": {
+        ("unconfirmed", 32, "XLA009"): _VIEW_OF_DEVICE_DATA,
+        ("unconfirmed", 33, "XLA009"): _VIEW_OF_DEVICE_DATA,
+        ("unconfirmed", 34, "XLA009"): _VIEW_OF_DEVICE_DATA,
     },
     "forecast_unfold_huber_lgamma.py": {
         ("miss", 61): "`loss.backward()` runs the backward of the marked `torch.lgamma` (`aten::digamma`) and "

@@ -34,7 +34,7 @@ import libcst as cst
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.growth import Scan, grown_dim, grown_in, int_literal, returns_grown
-from xlalint.semantics.syntax import assigned_names, names_in, target_names
+from xlalint.semantics.syntax import assigned_names, child_nodes, names_in, target_names
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,11 @@ class StepValues:
             keywords = keywords | T.TRANSFORMERS_CACHE_KEYWORDS
         for name, (dim, call) in grown_in(node.body, own, Scan(keywords, self._helper_growth)):
             self._growing[(key, name)] = (node, dim, call)
+        for name in _advanced_in(node.body) - own:
+            # `while cur < total: model(tokens[:, :cur]) ... cur += 1`: the body's earlier lines read the value
+            # the last iteration advanced (a Python int: a tensor position is data, `on_aug_assign`)
+            if self.model.kind(cst.Name(name)) not in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
+                self._names[(key, name)] = Varying(node, name, "a counter advanced every iteration")
 
     def _helper_growth(self, call: cst.Call) -> dict:
         """What a call of a function of this module returns grown (``def append(ids, t): return torch.cat([ids,
@@ -460,3 +465,26 @@ def expr_code(node) -> str:
         return cst.Module(body=[]).code_for_node(node)
     except Exception:  # noqa: BLE001
         return "..."
+
+
+def _advanced_in(body) -> set:
+    """The names a loop's body advances on its own straight line (``cur += 1``, ``pos += n + 1``: added to by
+    ints and names, no call or subscript), not in nested loops or functions."""
+    out, stack = set(), [body]
+    while stack:
+        n = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While):
+            continue
+        if (type(n) is cst.AugAssign and type(n.operator) in (cst.AddAssign, cst.SubtractAssign)
+                and type(n.target) is cst.Name and _int_arithmetic(n.value)):
+            out.add(n.target.value)
+        stack.extend(child_nodes(n))
+    return out
+
+
+def _int_arithmetic(e) -> bool:
+    if type(e) in (cst.Integer, cst.Name):
+        return True
+    if type(e) is cst.BinaryOperation and type(e.operator) in (cst.Add, cst.Subtract, cst.Multiply):
+        return _int_arithmetic(e.left) and _int_arithmetic(e.right)
+    return False
