@@ -318,12 +318,10 @@ class StepMarks:
         """The loop's body runs backward() or an optimizer step, itself or through what it calls."""
         return self.steps.loop_trains(loop)
 
-    def _loop_hint(self, head, counts: bool = False, target=None, body=None) -> Optional[str]:
+    def _loop_hint(self, head, counts: bool = False, target=None) -> Optional[str]:
         """What a loop is, from the words of its header and its functions' names, and whether it runs
-        under ``torch.no_grad()`` (hot_loops), or runs its ``body`` under one and trains nothing there
-        (``for batch in loader: with torch.no_grad(): out = model(batch.x)``: an inference loop). A ``for``
-        whose ``target`` names a batch (``for batch_idx in range(len(test_data_gen)):``) goes over data,
-        never over token positions or environment steps."""
+        under ``torch.no_grad()`` (hot_loops). A ``for`` whose ``target`` names a batch (``for batch_idx in
+        range(len(test_data_gen)):``) goes over data, never over token positions or environment steps."""
         names = []
         stack = [head]
         while stack and len(names) < 32:
@@ -345,11 +343,9 @@ class StepMarks:
         if kind in (H.DECODE, H.ROLLOUT) and ((not counts and not _counts_positions(head)) or (
                 target is not None and {"batch", "batches"} & set(name_words(code_of(target))))):
             kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
-        if kind is None and not no_grad and body is not None:
-            no_grad = self._infers_only(body)
         return kind if kind is not None else (H.EVAL if no_grad else None)
 
-    def _infers_only(self, body) -> bool:
+    def infers_only(self, body) -> bool:
         """The loop body opens ``with torch.no_grad():`` (or ``inference_mode``) and calls no ``backward()`` nor
         ``step()`` anywhere: each iteration runs the model for its outputs only (an inference pass)."""
         found = False

@@ -109,6 +109,8 @@ class LoopInfo:
     guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
     off_xla: bool = False  # one of those guards says it never runs on XLA (a GPU actor's method, `if use_cuda:`)
     few: bool = False  # it goes over a list, tuple or set written out (`for p in [prompt, negative]:`)
+    # its body runs the model under `with torch.no_grad():` and calls no backward() nor step(): an inference pass
+    infers: bool = False
     every_calls: list = field(default_factory=list)  # the callees of `calls` its body calls outside any `if`
 
 
@@ -343,7 +345,8 @@ class Steps:
     def hot_kind(self, loop: LoopInfo, step_loop: bool) -> Optional[str]:
         """The kind of hot loop to name in messages: None for a training step loop ("every step")."""
         if step_loop:
-            return loop.hint if loop.hint is not None and not self.loop_trains(loop) else None
+            hint = loop.hint or (H.EVAL if loop.infers else None)  # an inference pass over a loader
+            return hint if hint is not None and not self.loop_trains(loop) else None
         return loop.hint or H.MODEL_LOOP
 
     def syncs(self, callee: str) -> bool:

@@ -253,10 +253,10 @@ class StatementWalk:
         self.walk(node.iter)
         # a body that ends with a `break` no `continue` skips runs once (a look at one batch): straight-line code
         # of what holds it, not a loop
-        hint = self._loop_hint(self.loop_iterable(node.iter), target=node.target, body=node.body)
+        hint = self._loop_hint(self.loop_iterable(node.iter), target=node.target)
         loop = None if runs_once_at_most(node.body) else LoopInfo(
             node, self.func, iterates_loader=self._iterates_loader(node.iter),
-            cond_depth=self.cond_depth, top_index=self.top_index, hint=hint,
+            cond_depth=self.cond_depth, top_index=self.top_index, hint=hint, infers=self.infers_only(node.body),
             outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
             guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
             few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))

@@ -167,7 +167,8 @@ class Program:
                                   runs_model=bool(hot and hot[0]), hint=hot[1] if len(hot) > 1 else None,
                                   seq=hot[2] if len(hot) > 3 else 0, end_seq=hot[3] if len(hot) > 3 else 0,
                                   few=len(hot) > 4 and bool(hot[4]),
-                                  every_calls=[callee + c for c in hot[5]] if len(hot) > 5 else []))
+                                  every_calls=[callee + c for c in hot[5]] if len(hot) > 5 else [],
+                                  infers=len(hot) > 6 and bool(hot[6])))
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []
