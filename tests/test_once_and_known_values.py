@@ -138,8 +138,11 @@ def test_a_parameter_the_function_moves_itself_is_on_the_host_before_the_move():
         (13, "XLA001")]
     # no move in the step: the batch is what the loop hands over, read before and after
     assert _found(source.replace("{move}", "pass")) == [(9, "XLA001"), (13, "XLA001")]
-    # a cast is no move
+    # a cast is no move, nor a copy to the host, nor a copy of a part moved in passing (a defensive move)
     assert _found(source.replace("{move}", "batch = batch.to(torch.float32)")) == [(9, "XLA001"), (13, "XLA001")]
+    assert (9, "XLA001") in _found(source.replace("{move}", "batch = batch.to('cpu')"))
+    assert _found(source.replace("{move}", "same = batch['x'][:, 1:].to(self.device) == 0")) == [
+        (9, "XLA001"), (13, "XLA001")]
 
 
 def test_a_predicate_that_answers_false_or_a_period_guards_its_block_every_period():

@@ -19,7 +19,8 @@ from xlalint.semantics import tables as T
 from xlalint.semantics import value_uses
 from xlalint.semantics.steps import FuncInfo
 from xlalint.semantics.syntax import (
-    child_nodes, dotted_name, is_shape, last_name, name_words, names_in, positional_args, target_names,
+    child_nodes, dotted_name, is_shape, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
+    target_names,
 )
 from xlalint.semantics.tensors import element_key, element_key_of
 from xlalint.semantics.unbound import is_host_library
@@ -373,10 +374,11 @@ class Bindings:
             self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
 
     def host_params_if_moved(self, node, info: FuncInfo) -> None:
-        """``def train_step(self, batch): ... batch = move_to_device(batch, self.device)``: a function that moves
-        a parameter to the device itself is handed host data (a plain loader's batch, whatever its callers'
-        loader was taken for): before the move the parameter is on the host, as in a loop that moves its batch
-        (``_host_batch_if_moved``); only what it moves is on the device."""
+        """``def train_step(self, batch): ... batch = move_to_device(batch, self.device)``: a function whose body
+        rebinds a parameter to the parameter moved to the device, on its straight line, is handed host data (a
+        plain loader's batch, whatever its callers' loader was taken for): before the move the parameter is on
+        the host, as in a loop that moves its batch (``_host_batch_if_moved``). Not a copy moved in one branch
+        (``candidates[:, 1:].to(logits.device)``): a defensive move of a value that may already be there."""
         if type(node) is not cst.FunctionDef or type(node.body) is not cst.IndentedBlock:
             return
         p = node.params
@@ -385,10 +387,11 @@ class Bindings:
             if i == 0 and name in ("self", "cls") and info.class_key is not None:
                 continue
             kind = info.env.get(name, K.UNKNOWN)
-            if kind not in (K.TENSORS, K.TENSOR, K.UNKNOWN) or not _moves_to_device(node.body, {name}):
+            move = _rebinding_move(node.body.body, name)
+            if kind not in (K.TENSORS, K.TENSOR, K.UNKNOWN) or move is None:
                 continue
             if kind is K.UNKNOWN:  # moved, so a tensor (`x.to(device)`) or a batch of them (`move_to_device(batch, d)`)
-                kind = K.TENSOR if _moves_itself(node.body, name) else K.TENSORS
+                kind = K.TENSOR if _moves_itself(move, name) else K.TENSORS
             self._bind_name(name, K.CPU_TENSORS if kind == K.TENSORS else K.CPU_TENSOR)
 
     def _bind_iteration(self, target, iter_expr) -> None:
@@ -561,7 +564,8 @@ def _moves_to_device(body, names: set) -> bool:
     names = set(names) | _items_bound(body, names)
     for n in _own_calls(body):
         moved = None
-        if type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n):
+        if type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n) \
+                and not _to_host(n):
             moved = n.func.value
         elif last_name(n.func) in T.DEVICE_MOVERS and positional_args(n):
             moved = positional_args(n)[0]
@@ -572,10 +576,34 @@ def _moves_to_device(body, names: set) -> bool:
     return False
 
 
+def _rebinding_move(stmts, name: str):
+    """The value of the first statement of ``stmts`` (a function's own straight line) that rebinds ``name`` to
+    ``name`` moved to the device (``batch = move_to_device(batch, d)``, ``x = x.to(d)``, ``batch = {k: v.to(d)
+    for k, v in batch.items()}``), or None."""
+    for stmt in stmts:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
+                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name})):
+                return small.value
+    return None
+
+
 def _moves_itself(body, name: str) -> bool:
     """The block calls ``name.to(...)``/``name.cuda()`` on the name itself (a tensor), not on an item of it."""
     return any(type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n)
-               and type(n.func.value) is cst.Name and n.func.value.value == name for n in _own_calls(body))
+               and not _to_host(n) and type(n.func.value) is cst.Name and n.func.value.value == name for n in _own_calls(body))
+
+
+def _to_host(call: cst.Call) -> bool:
+    """``x.to("cpu")``, ``x.to(device="cpu")``, ``x.to(torch.device("cpu"))``: a copy to the host, not a move to the
+    device."""
+    args = positional_args(call)
+    target = keyword_arg(call, "device") or (args[0] if args else None)
+    if type(target) is cst.Call and last_name(target.func) == "device" and target.args:
+        target = target.args[0].value
+    return (string_value(target) or "").split(":")[0] == "cpu" if target is not None else False
 
 
 def _own_calls(body):
