@@ -183,6 +183,15 @@ def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_infer
     assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
     assert "every evaluation batch" in found[0].message
     teacher = "        loss = model(batch).sum()\n        loss.backward()\n        opt.step()\n        torch_xla.sync()\n"
+    # a caching pass under no_grad before the training loop of the same function stays work done before training,
+    # and the training loop's own reads are still every step (diffusers' latents cache)
+    cache_then_train = HEAD + (
+        "def train(vae, model, loader, opt):\n    cache = []\n    for batch in loader:\n        with torch.no_grad():\n"
+        "            cache.append(vae(batch.to(device)))\n    for step, batch in enumerate(loader):\n"
+        "        loss = model(cache[step]).sum()\n        loss.backward()\n        opt.step()\n"
+        "        print(loss.detach().item())\n        torch_xla.sync()\n")
+    found = lint_source(cache_then_train, "train.py")
+    assert [(f.line, f.code) for f in found] == [(13, "XLA001")] and "every step" in found[0].message
     found = lint_source(source.replace("{train}", teacher), "train.py")
     assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
     assert "every step" in found[0].message
