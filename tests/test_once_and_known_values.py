@@ -10,8 +10,7 @@ Round 22, read after scoring:
 - a predicate that answers False or a periodic test guards its block every period; an early exit on all but a
   few chosen steps leaves the rest to those steps;
 - a loop that runs its model under `no_grad` and trains nothing is an inference loop (its message says so);
-- a plain tensor attribute of a model stays on the host when the model moves; a torch op on Python numbers
-  makes a host tensor.
+- a plain tensor attribute of a model stays on the host when the model moves.
 Each with its twin that stays a finding.
 """
 
@@ -208,12 +207,3 @@ def test_a_plain_tensor_attribute_of_a_model_stays_on_the_host_when_the_model_mo
         "    for x in loader:\n        loss = model(x.to(device)).sum()\n        loss.backward()\n        opt.step()\n"
         "        print(model.counts.sum().item())\n        print(model.seen.sum().item())\n        torch_xla.sync()\n")
     assert _found(source) == [(24, "XLA001")]
-
-
-def test_a_torch_op_on_python_numbers_makes_a_host_tensor():
-    source = HEAD + (
-        "def train(model, loader, opt):\n    for x in loader:\n        x = x.to(device)\n"
-        "        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n        h = x.shape[-1]\n"
-        "        half = torch.div({arg}, 2, rounding_mode='floor')\n        print(half.item())\n        torch_xla.sync()\n")
-    assert _found(source.replace("{arg}", "h")) == []
-    assert _found(source.replace("{arg}", "loss")) == [(12, "XLA001")]

@@ -207,7 +207,7 @@ class CallKinds:
                 if k == K.BOOL_TENSOR and keyword_arg(e, "dtype") is not None:
                     return K.TENSOR  # torch.zeros_like(mask, dtype=torch.float)
                 return k
-            if self._all_args_cpu(e) or self._python_values_only(e):
+            if self._all_args_cpu(e):
                 return K.CPU_TENSOR
             return K.TENSOR
         if ns.startswith("torch.nn") and fn[:1].isupper() and not ns.startswith("torch.nn.utils"):
@@ -493,12 +493,6 @@ class CallKinds:
         tensor runs on the host (its other tensors must be there too, or it fails)."""
         ks = [self.kind(a.value) for a in e.args if a.keyword is None]
         return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)
-
-    def _python_values_only(self, e: cst.Call) -> bool:
-        """Every argument is a known Python value (``torch.div(h, 2)`` with ``h = x.shape[-1]``): the op makes a
-        new tensor from numbers, on the host (no ``device=`` to put it elsewhere)."""
-        return bool(e.args) and keyword_arg(e, "device") is None and all(
-            self.kind(a.value) == K.NOT_TENSOR for a in e.args if a.keyword is None or a.keyword.value != "out")
 
     def _looks_like_loader(self, node) -> bool:
         n = last_name(node)
