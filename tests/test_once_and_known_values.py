@@ -135,6 +135,8 @@ def test_a_parameter_the_function_moves_itself_is_on_the_host_before_the_move():
     assert _found(source.replace("{move}", "batch = move_to_device(batch, self.device)")) == [(13, "XLA001")]
     assert _found(source.replace("{move}", "batch = {k: v.to(self.device) for k, v in batch.items()}")) == [
         (13, "XLA001")]
+    # a mover that moves the batch in place (torchtune's `batch_to_device(batch, device)`) leaves it on the device
+    assert _found(source.replace("{move}", "batch_to_device(batch, self.device)")) == [(9, "XLA001"), (13, "XLA001")]
     # no move in the step: the batch is what the loop hands over, read before and after
     assert _found(source.replace("{move}", "pass")) == [(9, "XLA001"), (13, "XLA001")]
     # a cast is no move, nor a copy to the host, nor a copy of a part moved in passing (a defensive move)

@@ -362,7 +362,9 @@ class Bindings:
         it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
         kinds = {n.value: self._env_lookup(n.value)[1] for n in target_names(node.target)}
         names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
-        if not names or not _moves_to_device(node.body, names):
+        stmts = node.body.body if type(node.body) is cst.IndentedBlock else ()
+        if not names or not (_moves_to_device(node.body, names)
+                             or any(_rebinding_move(stmts, name) is not None for name in names)):
             return
         it = node.iter
         while type(it) is cst.Call and positional_args(it) and (
@@ -557,17 +559,18 @@ def _is_number_literal(value) -> bool:
     return type(value) in (cst.Integer, cst.Float)
 
 
-def _moves_to_device(body, names: set) -> bool:
+def _moves_to_device(body, names: set, movers: bool = False) -> bool:
     """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs), or on
-    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``), or hands
-    one to a device mover (``move_to_device(batch, self.device)``: ``T.DEVICE_MOVERS``)."""
+    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``); with
+    ``movers``, or hands one to a device mover (``move_to_device(batch, self.device)``: ``T.DEVICE_MOVERS``; only
+    where its result is bound back: torchtune's ``batch_to_device(batch, device)`` moves the batch in place)."""
     names = set(names) | _items_bound(body, names)
     for n in _own_calls(body):
         moved = None
         if type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n) \
                 and not _to_host(n):
             moved = n.func.value
-        elif last_name(n.func) in T.DEVICE_MOVERS and positional_args(n):
+        elif movers and last_name(n.func) in T.DEVICE_MOVERS and positional_args(n):
             moved = positional_args(n)[0]
         while type(moved) in (cst.Subscript, cst.Attribute):
             moved = moved.value
@@ -585,7 +588,7 @@ def _rebinding_move(stmts, name: str):
             continue
         for small in stmt.body:
             if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
-                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name})):
+                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name}, movers=True)):
                 return small.value
     return None
 
