@@ -241,13 +241,14 @@ _NEGATED = {cst.NotIn: cst.In, cst.NotEqual: cst.Equal}
 def negated_once(test, once) -> bool:
     """A test true on every step but a few chosen ones, for an early exit (``if step not in save_steps: return``,
     ``if cfg.steps is None or self.global_step not in cfg.steps: return []``, ``if step != 0: return``): the code
-    after it runs on those few steps only. ``once(test, body)``: as ``runs_once``'s."""
+    after it runs on those few steps only. Not a negated flag (``if not is_last: return``: what sets the flag is
+    not the step's count). ``once(test, body)``: as ``runs_once``'s."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
         return negated_once(test.left, once) or negated_once(test.right, once)
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return once(test.expression, ())
     if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.comparisons[0].operator) in _NEGATED:
         c = test.comparisons[0]
+        if type(c.operator) is cst.NotEqual and not (type(test.left) is cst.Integer or type(c.comparator) is cst.Integer):
+            return False  # `if step != last_step:` compares two values that both move: not one chosen step
         positive = test.with_changes(comparisons=[c.with_changes(operator=_NEGATED[type(c.operator)]())])
         return once(positive, ())
     return False
