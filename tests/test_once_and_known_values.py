@@ -135,6 +135,13 @@ def test_a_parameter_the_function_moves_itself_is_on_the_host_before_the_move():
     assert _found(source.replace("{move}", "batch = move_to_device(batch, self.device)")) == [(13, "XLA001")]
     assert _found(source.replace("{move}", "batch = {k: v.to(self.device) for k, v in batch.items()}")) == [
         (13, "XLA001")]
+    # a move that keeps what is no tensor as it is leaves a batch on the device after it
+    assert _found(source.replace("{move}", "batch = {k: v.to(self.device) if torch.is_tensor(v) else v "
+                                           "for k, v in batch.items()}")) == [(13, "XLA001")]
+    # one tensor moved is as often a defensive no-op: no claim about it before the move
+    one = source.replace("def train_step(self, batch):", "def train_step(self, x):").replace(
+        "batch['mask']", "x").replace("batch['x']", "x")
+    assert _found(one.replace("{move}", "x = x.to(self.device)")) == [(9, "XLA001"), (13, "XLA001")]
     # a mover that moves the batch in place (torchtune's `batch_to_device(batch, device)`) leaves it on the device
     assert _found(source.replace("{move}", "batch_to_device(batch, self.device)")) == [(9, "XLA001"), (13, "XLA001")]
     # no move in the step: the batch is what the loop hands over, read before and after

@@ -390,11 +390,16 @@ class Bindings:
                 continue
             kind = info.env.get(name, K.UNKNOWN)
             move = _rebinding_move(node.body.body, name)
-            if kind not in (K.TENSORS, K.TENSOR, K.UNKNOWN) or move is None:
-                continue
-            if kind is K.UNKNOWN:  # moved, so a tensor (`x.to(device)`) or a batch of them (`move_to_device(batch, d)`)
-                kind = K.TENSOR if _moves_itself(move, name) else K.TENSORS
-            self._bind_name(name, K.CPU_TENSORS if kind == K.TENSORS else K.CPU_TENSOR)
+            if kind not in (K.TENSORS, K.UNKNOWN) or move is None or _moves_itself(move, name):
+                continue  # one tensor moved (`labels = labels.to(device)`): as often a defensive no-op as an upload
+            self._bind_name(name, K.CPU_TENSORS)
+            self._batch_moves.add(id(move))  # and after the move, a batch on the device (`batch_moved_kind`)
+
+    def batch_moved_kind(self, value, kind):
+        """The kind an assignment binds: a batch on the device where ``value`` is the move of a host batch
+        (``host_params_if_moved``), whatever the move's own kind says (``{k: v.to(d) if torch.is_tensor(v) else v
+        ...}`` mixes the moved tensors with the rest)."""
+        return K.TENSORS if id(value) in self._batch_moves else kind
 
     def _bind_iteration(self, target, iter_expr) -> None:
         """``for target in iter_expr``: bind the target to the kind of one element."""
@@ -588,9 +593,25 @@ def _rebinding_move(stmts, name: str):
             continue
         for small in stmt.body:
             if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
-                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name}, movers=True)):
+                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name}, movers=True)
+                    and _to_the_run_device(small.value)):
                 return small.value
     return None
+
+
+def _to_the_run_device(value) -> bool:
+    """Every move in ``value`` targets the run's device (``device``, ``self.device``, ``args.device``,
+    ``accelerator.device``, ``xm.xla_device()``), not where another value is (``labels.to(logits.device)``: an
+    alignment with a tensor that may be on the device already)."""
+    targets = []
+    for n in _own_calls(value):
+        if type(n.func) is cst.Attribute and n.func.attr.value == "to":
+            args = positional_args(n)
+            targets.append(keyword_arg(n, "device") or (args[0] if args else None))
+        elif last_name(n.func) in T.DEVICE_MOVERS:
+            args = positional_args(n)
+            targets.append(keyword_arg(n, "device") or (args[1] if len(args) > 1 else None))
+    return bool(targets) and all(t is not None and device_pins.names_the_run_device(t) for t in targets)
 
 
 def _moves_itself(body, name: str) -> bool:

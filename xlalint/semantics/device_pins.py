@@ -475,6 +475,20 @@ def is_dtype(node) -> bool:
     return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
 
 
+def names_the_run_device(node) -> bool:
+    """``device``, ``self.device``, ``args.device``, ``accelerator.device``, ``xm.xla_device()``,
+    ``torch.device(name)``: the device the run chose (a setting, a launcher's), not where a tensor or a module
+    was put (``logits.device``, ``model.device``)."""
+    if type(node) is cst.Name:
+        return True
+    if type(node) is cst.Attribute:
+        holder = last_name(node.value) or ""
+        return holder in _HOLDERS_OF_THE_DEVICE or holder in _RUNTIMES
+    if type(node) is cst.Call:
+        return (last_name(node.func) or "") in ("xla_device", "device", "get_device")
+    return False
+
+
 def casts_only(node: cst.Call) -> bool:
     """``x.to(torch.float)``, ``x.to(dtype=torch.bfloat16)``, ``x.to(y.dtype)``: a cast, not a placement."""
     return bool(node.args) and all(

@@ -120,6 +120,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         self._host_top: set = set()  # the module statements that run before any placement (walk_top)
         self._whole: Optional[bool] = None  # the module binds every name it uses (walk_top asks, once)
         self._uploaded: set = set()  # (id of the function record, name): holds a host tensor uploaded as it is
+        # id of the value of a statement that moves a function's host batch to the run's device (host_params_if_moved)
+        self._batch_moves: set = set()
         self.classes: dict[str, dict] = {}  # class key -> {"module": bool, "attrs": {}, "bases": [..]}
         self.funcs: dict[str, FuncInfo] = {}
         self.loops: list[LoopInfo] = []

@@ -99,7 +99,7 @@ class StatementWalk:
     def _assign(self, node: cst.Assign) -> None:
         self._emit("Assign", node)
         self.walk(node.value)
-        value_kind = self.kind(node.value)
+        value_kind = self.batch_moved_kind(node.value, self.kind(node.value))
         if value_kind is K.UNKNOWN or value_kind == K.NOT_TENSOR:
             value_kind = self.callable_kind(node.value) or value_kind  # `hooks = [log, partial(check, k=1)]`
         period = polarity = None
