@@ -13,14 +13,13 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins
+from xlalint.semantics import device_pins, moves
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics import value_uses
 from xlalint.semantics.steps import FuncInfo
 from xlalint.semantics.syntax import (
-    child_nodes, dotted_name, is_shape, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
-    target_names,
+    dotted_name, is_shape, last_name, name_words, names_in, positional_args, target_names,
 )
 from xlalint.semantics.tensors import element_key, element_key_of
 from xlalint.semantics.unbound import is_host_library
@@ -362,9 +361,7 @@ class Bindings:
         it moves is on the device; what it leaves behind (``batch["meta"]``) stays on the host."""
         kinds = {n.value: self._env_lookup(n.value)[1] for n in target_names(node.target)}
         names = {name for name, k in kinds.items() if k in (K.TENSORS, K.TENSOR)}
-        stmts = node.body.body if type(node.body) is cst.IndentedBlock else ()
-        if not names or not (_moves_to_device(node.body, names)
-                             or any(_rebinding_move(stmts, name) is not None for name in names)):
+        if not names or not moves.loop_moves_its_batch(node, names):
             return
         it = node.iter
         while type(it) is cst.Call and positional_args(it) and (
@@ -376,29 +373,15 @@ class Bindings:
             self._bind_name(name, K.CPU_TENSORS if kinds[name] == K.TENSORS else K.CPU_TENSOR)
 
     def host_params_if_moved(self, node, info: FuncInfo) -> None:
-        """``def train_step(self, batch): ... batch = move_to_device(batch, self.device)``: a function whose body
-        rebinds a parameter to the parameter moved to the device, on its straight line, is handed host data (a
-        plain loader's batch, whatever its callers' loader was taken for): before the move the parameter is on
-        the host, as in a loop that moves its batch (``_host_batch_if_moved``). Not a copy moved in one branch
-        (``candidates[:, 1:].to(logits.device)``): a defensive move of a value that may already be there."""
-        if type(node) is not cst.FunctionDef or type(node.body) is not cst.IndentedBlock:
-            return
-        p = node.params
-        for i, param in enumerate((*p.posonly_params, *p.params, *p.kwonly_params)):
-            name = param.name.value
-            if i == 0 and name in ("self", "cls") and info.class_key is not None:
-                continue
-            kind = info.env.get(name, K.UNKNOWN)
-            move = _rebinding_move(node.body.body, name)
-            if kind not in (K.TENSORS, K.UNKNOWN) or move is None or _moves_itself(move, name):
-                continue  # one tensor moved (`labels = labels.to(device)`): as often a defensive no-op as an upload
+        """A batch parameter the function moves to the run's device itself is a host batch before the move and
+        a device batch after it (``moves.moved_batch_params``)."""
+        for name, move in moves.moved_batch_params(node, info):
             self._bind_name(name, K.CPU_TENSORS)
-            self._batch_moves.add(id(move))  # and after the move, a batch on the device (`batch_moved_kind`)
+            self._batch_moves.add(id(move))
 
     def batch_moved_kind(self, value, kind):
-        """The kind an assignment binds: a batch on the device where ``value`` is the move of a host batch
-        (``host_params_if_moved``), whatever the move's own kind says (``{k: v.to(d) if torch.is_tensor(v) else v
-        ...}`` mixes the moved tensors with the rest)."""
+        """The kind an assignment of ``value`` binds: a device batch where it is such a move, whatever the move's
+        own kind (``{k: v.to(d) if torch.is_tensor(v) else v ...}`` mixes moved tensors with the rest)."""
         return K.TENSORS if id(value) in self._batch_moves else kind
 
     def _bind_iteration(self, target, iter_expr) -> None:
@@ -564,83 +547,6 @@ def _is_number_literal(value) -> bool:
     return type(value) in (cst.Integer, cst.Float)
 
 
-def _moves_to_device(body, names: set, movers: bool = False) -> bool:
-    """The block calls ``.to(...)``/``.cuda()`` on one of ``names`` or an item of it (not in nested defs), or on
-    a name it bound to an item of one (``input_ids = batch["input_ids"]`` then ``input_ids.to("xla")``); with
-    ``movers``, or hands one to a device mover (``move_to_device(batch, self.device)``: ``T.DEVICE_MOVERS``; only
-    where its result is bound back: torchtune's ``batch_to_device(batch, device)`` moves the batch in place)."""
-    names = set(names) | _items_bound(body, names)
-    for n in _own_calls(body):
-        moved = None
-        if type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n) \
-                and not _to_host(n):
-            moved = n.func.value
-        elif movers and last_name(n.func) in T.DEVICE_MOVERS and positional_args(n):
-            moved = positional_args(n)[0]
-        while type(moved) in (cst.Subscript, cst.Attribute):
-            moved = moved.value
-        if type(moved) is cst.Name and moved.value in names:
-            return True
-    return False
-
-
-def _rebinding_move(stmts, name: str):
-    """The value of the first statement of ``stmts`` (a function's own straight line) that rebinds ``name`` to
-    ``name`` moved to the device (``batch = move_to_device(batch, d)``, ``x = x.to(d)``, ``batch = {k: v.to(d)
-    for k, v in batch.items()}``), or None."""
-    for stmt in stmts:
-        if type(stmt) is not cst.SimpleStatementLine:
-            continue
-        for small in stmt.body:
-            if (type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name
-                    and small.targets[0].target.value == name and _moves_to_device(small.value, {name}, movers=True)
-                    and _to_the_run_device(small.value)):
-                return small.value
-    return None
-
-
-def _to_the_run_device(value) -> bool:
-    """Every move in ``value`` targets the run's device (``device``, ``self.device``, ``args.device``,
-    ``accelerator.device``, ``xm.xla_device()``), not where another value is (``labels.to(logits.device)``: an
-    alignment with a tensor that may be on the device already)."""
-    targets = []
-    for n in _own_calls(value):
-        if type(n.func) is cst.Attribute and n.func.attr.value == "to":
-            args = positional_args(n)
-            targets.append(keyword_arg(n, "device") or (args[0] if args else None))
-        elif last_name(n.func) in T.DEVICE_MOVERS:
-            args = positional_args(n)
-            targets.append(keyword_arg(n, "device") or (args[1] if len(args) > 1 else None))
-    return bool(targets) and all(t is not None and device_pins.names_the_run_device(t) for t in targets)
-
-
-def _moves_itself(body, name: str) -> bool:
-    """The block calls ``name.to(...)``/``name.cuda()`` on the name itself (a tensor), not on an item of it."""
-    return any(type(n.func) is cst.Attribute and n.func.attr.value in ("to", "cuda") and not device_pins.casts_only(n)
-               and not _to_host(n) and type(n.func.value) is cst.Name and n.func.value.value == name for n in _own_calls(body))
-
-
-def _to_host(call: cst.Call) -> bool:
-    """``x.to("cpu")``, ``x.to(device="cpu")``, ``x.to(torch.device("cpu"))``: a copy to the host, not a move to the
-    device."""
-    args = positional_args(call)
-    target = keyword_arg(call, "device") or (args[0] if args else None)
-    if type(target) is cst.Call and last_name(target.func) == "device" and target.args:
-        target = target.args[0].value
-    return (string_value(target) or "").split(":")[0] == "cpu" if target is not None else False
-
-
-def _own_calls(body):
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(n) is cst.Call:
-            yield n
-        stack.extend(child_nodes(n))
-
-
 def _no_new_ops(value) -> bool:
     """``loss``, ``loss.detach()``, ``batch["input_ids"]``: a value that adds no operation to the graph."""
     while True:
@@ -651,32 +557,6 @@ def _no_new_ops(value) -> bool:
             value = value.value
         else:
             return type(value) is cst.Name
-
-
-def _items_bound(body, names: set) -> set:
-    """Names the block binds to an item or a field of one of ``names`` (``labels = batch["labels"]``, ``x, y =
-    batch``, ``for k, v in batch.items()`` in a comprehension)."""
-    out, stack = set(), [body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(n) is cst.Assign and (type(n.value) in (cst.Subscript, cst.Attribute) or (
-                type(n.value) is cst.Name and any(type(tg.target) in (cst.Tuple, cst.List) for tg in n.targets))):
-            root = n.value
-            while type(root) in (cst.Subscript, cst.Attribute):
-                root = root.value
-            if type(root) is cst.Name and root.value in names:
-                out.update(x.value for tg in n.targets for x in target_names(tg.target))
-            continue
-        if type(n) is cst.CompFor:  # `{k: v.to(device) for k, v in batch.items()}`
-            root = n.iter
-            while type(root) in (cst.Call, cst.Attribute, cst.Subscript):
-                root = root.func if type(root) is cst.Call else root.value
-            if type(root) is cst.Name and root.value in names:
-                out.update(x.value for x in target_names(n.target))
-        stack.extend(child_nodes(n))
-    return out
 
 
 # Methods a torch.Tensor does not have, that caches, dicts and lists do: a parameter whose body calls one
