@@ -25,6 +25,13 @@ def _found(source: str) -> list:
     return sorted((f.line, f.code) for f in lint_source(source, "train.py"))
 
 
+def _only(source: str, line: int, code: str) -> str:
+    """The message of the one finding ``source`` must print, at ``line`` with ``code``."""
+    found = lint_source(source, "train.py")
+    assert [(f.line, f.code) for f in found] == [(line, code)]
+    return found[0].message
+
+
 def test_a_loop_that_breaks_at_the_end_of_its_body_runs_once():
     peek = HEAD + ("def show(model, loader):\n    for x, y in loader:\n        x = x.to(device)\n"
                    "        print(model(x))\n        {end}\n")
@@ -142,8 +149,17 @@ def test_a_parameter_the_function_moves_itself_is_on_the_host_before_the_move():
     one = source.replace("def train_step(self, batch):", "def train_step(self, x):").replace(
         "batch['mask']", "x").replace("batch['x']", "x")
     assert _found(one.replace("{move}", "x = x.to(self.device)")) == [(9, "XLA001"), (13, "XLA001")]
+    # a move to where another tensor is aligns the batch with it, which may be there already
+    assert _found(source.replace("{move}", "batch = {k: v.to(self.model.weight.device) for k, v in batch.items()}")) \
+        == [(9, "XLA001"), (13, "XLA001")]
     # a mover that moves the batch in place (torchtune's `batch_to_device(batch, device)`) leaves it on the device
     assert _found(source.replace("{move}", "batch_to_device(batch, self.device)")) == [(9, "XLA001"), (13, "XLA001")]
+    # the same in the loop itself: after an in-place mover the loop's batch is on the device
+    loop = HEAD + (
+        "def train(model, loader, opt):\n    for batch in loader:\n        batch_to_device(batch, device)\n"
+        "        loss = model(batch['x']).sum()\n        loss.backward()\n        opt.step()\n"
+        "        print(batch['x'].sum().item())\n        torch_xla.sync()\n")
+    assert _found(loop) == [(10, "XLA001")]
     # no move in the step: the batch is what the loop hands over, read before and after
     assert _found(source.replace("{move}", "pass")) == [(9, "XLA001"), (13, "XLA001")]
     # a cast is no move, nor a copy to the host, nor a copy of a part moved in passing (a defensive move)
@@ -160,11 +176,8 @@ def test_a_predicate_that_answers_false_or_a_period_guards_its_block_every_perio
         "    def fit(self, loader):\n        for x in loader:\n            loss = self.model(x.to(device)).sum()\n"
         "            loss.backward()\n            log = self.should_log()\n            if log:\n"
         "                print(loss.item())\n            torch_xla.sync()\n")
-    found = lint_source(source.replace("{never}", "False"), "train.py")
-    assert [(f.line, f.code) for f in found] == [(16, "XLA001")]
-    assert "every `self.interval` steps" in found[0].message
-    found = lint_source(source.replace("{never}", "self.always"), "train.py")
-    assert "every step" in found[0].message
+    assert "every `self.interval` steps" in _only(source.replace("{never}", "False"), 16, "XLA001")
+    assert "every step" in _only(source.replace("{never}", "self.always"), 16, "XLA001")
 
 
 def test_an_early_exit_on_all_but_a_few_chosen_steps_leaves_the_rest_to_those_steps():
@@ -178,6 +191,9 @@ def test_an_early_exit_on_all_but_a_few_chosen_steps_leaves_the_rest_to_those_st
     # the other way round, the rest runs on every step but a few; and a range may hold most steps
     assert _found(source.replace("{test}", "self.global_step in self.cfg.steps")) == [(8, "XLA001")]
     assert _found(source.replace("{test}", "self.global_step not in range(10, 10**9)")) == [(8, "XLA001")]
+    # a negated flag, or `!=` between two values that both move, chooses no step by the count (kohya, on the ledger)
+    assert _found(source.replace("{test}", "not self.done")) == [(8, "XLA001")]
+    assert _found(source.replace("{test}", "self.global_step != self.next_sample")) == [(8, "XLA001")]
 
 
 def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_inference_loop():
@@ -187,9 +203,7 @@ def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_infer
         "def run(model, loader, opt):\n    preds = []\n    for batch in loader:\n        batch = batch.to(device)\n"
         "        with torch.no_grad():\n            out = model(batch).argmax(dim=-1).cpu()\n"
         "            preds.append(out)\n{train}")
-    found = lint_source(source.replace("{train}", ""), "train.py")
-    assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
-    assert "every evaluation batch" in found[0].message
+    assert "every evaluation batch" in _only(source.replace("{train}", ""), 9, "XLA001")
     teacher = "        loss = model(batch).sum()\n        loss.backward()\n        opt.step()\n        torch_xla.sync()\n"
     # a caching pass under no_grad before the training loop of the same function stays work done before training,
     # and the training loop's own reads are still every step (diffusers' latents cache)
@@ -198,11 +212,8 @@ def test_a_loop_that_runs_its_model_under_no_grad_and_trains_nothing_is_an_infer
         "            cache.append(vae(batch.to(device)))\n    for step, batch in enumerate(loader):\n"
         "        loss = model(cache[step]).sum()\n        loss.backward()\n        opt.step()\n"
         "        print(loss.detach().item())\n        torch_xla.sync()\n")
-    found = lint_source(cache_then_train, "train.py")
-    assert [(f.line, f.code) for f in found] == [(13, "XLA001")] and "every step" in found[0].message
-    found = lint_source(source.replace("{train}", teacher), "train.py")
-    assert [(f.line, f.code) for f in found] == [(9, "XLA001")]
-    assert "every step" in found[0].message
+    assert "every step" in _only(cache_then_train, 13, "XLA001")
+    assert "every step" in _only(source.replace("{train}", teacher), 9, "XLA001")
 
 
 def test_a_plain_tensor_attribute_of_a_model_stays_on_the_host_when_the_model_moves():

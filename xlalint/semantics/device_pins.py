@@ -590,14 +590,15 @@ def declares_host_device(classdef: cst.ClassDef) -> bool:
         body = stmt.body.body if type(stmt.body) is cst.IndentedBlock else ()
         returns = [small.value for line in body if type(line) is cst.SimpleStatementLine
                    for small in line.body if type(small) is cst.Return and small.value is not None]
-        return len(returns) == 1 and _is_cpu_device(returns[0])
+        return len(returns) == 1 and is_cpu_device(returns[0])
     return False
 
 
-def _is_cpu_device(node) -> bool:
+def is_cpu_device(node) -> bool:
+    """``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``: the host, by what it says."""
     if type(node) is cst.Call and dotted_name(node.func) in ("torch.device", "device") and node.args:
         node = node.args[0].value
-    return (string_value(node) or "").lower() == "cpu"
+    return (string_value(node) or "").lower().partition(":")[0] == "cpu"
 
 
 
@@ -612,7 +613,7 @@ def params_given_cuda(module: cst.Module, names: set, ordinal_names) -> set:
 def params_given_cpu(module: cst.Module, names: set) -> set:
     """Of ``names``, the parameters every call in ``module`` passes the CPU (``pred_and_store(..., device="cpu")``,
     ``device=torch.device("cpu")``): in a whole program, what the function places there is on the host."""
-    return params_given(module, names, _is_cpu_device)
+    return params_given(module, names, is_cpu_device)
 
 
 def params_given(module: cst.Module, names: set, passed) -> set:

@@ -9,7 +9,7 @@ import libcst as cst
 from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import child_nodes, keyword_arg, last_name, positional_args, string_value, target_names
+from xlalint.semantics.syntax import child_nodes, keyword_arg, last_name, own_nodes, positional_args, target_names
 
 
 def loop_moves_its_batch(node: cst.For, names: set) -> bool:
@@ -101,20 +101,12 @@ def _to_host(call: cst.Call) -> bool:
     device."""
     args = positional_args(call)
     target = keyword_arg(call, "device") or (args[0] if args else None)
-    if type(target) is cst.Call and last_name(target.func) == "device" and target.args:
-        target = target.args[0].value
-    return (string_value(target) or "").split(":")[0] == "cpu" if target is not None else False
+    return target is not None and device_pins.is_cpu_device(target)
 
 
-def _own_calls(body):
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(n) is cst.Call:
-            yield n
-        stack.extend(child_nodes(n))
+def _own_calls(node):
+    """The calls ``node`` makes when it runs (itself included), not those in nested functions."""
+    return (n for n in (node, *own_nodes(node)) if type(n) is cst.Call)
 
 
 def _items_bound(body, names: set) -> set:

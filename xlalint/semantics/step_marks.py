@@ -345,18 +345,6 @@ class StepMarks:
             kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
         return kind if kind is not None else (H.EVAL if no_grad else None)
 
-    def infers_only(self, body) -> bool:
-        """The loop body opens ``with torch.no_grad():`` (or ``inference_mode``) and calls no ``backward()`` nor
-        ``step()`` anywhere: each iteration runs the model for its outputs only (an inference pass)."""
-        found = False
-        for n in own_nodes(body):
-            if type(n) is cst.With and any(type(i.item) is cst.Call and self.qualname(i.item.func) in H.NO_GRAD_CALLS
-                                           for i in n.items):
-                found = True
-            elif type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("backward", "step"):
-                return False
-        return found
-
     def _note_hot(self, node: cst.Call, func) -> None:
         """A call that runs the model makes its function and its innermost loop hot; ``env.step(a)``
         makes the loop a rollout; ``register_forward_hook(fn)`` / ``add_callback("on_batch_end", fn)``

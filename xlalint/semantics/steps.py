@@ -109,7 +109,8 @@ class LoopInfo:
     guard_depth: int = 0  # the guards open at its header (a period guard among them is outside the loop)
     off_xla: bool = False  # one of those guards says it never runs on XLA (a GPU actor's method, `if use_cuda:`)
     few: bool = False  # it goes over a list, tuple or set written out (`for p in [prompt, negative]:`)
-    # its body runs the model under `with torch.no_grad():` and calls no backward() nor step(): an inference pass
+    # its own body opens `with torch.no_grad():` (the walk sets it): a step loop that also trains nothing
+    # (`loop_trains`) is an inference pass, "every evaluation batch" (`hot_kind`)
     infers: bool = False
     every_calls: list = field(default_factory=list)  # the callees of `calls` its body calls outside any `if`
 

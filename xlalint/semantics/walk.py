@@ -256,7 +256,7 @@ class StatementWalk:
         hint = self._loop_hint(self.loop_iterable(node.iter), target=node.target)
         loop = None if runs_once_at_most(node.body) else LoopInfo(
             node, self.func, iterates_loader=self._iterates_loader(node.iter),
-            cond_depth=self.cond_depth, top_index=self.top_index, hint=hint, infers=self.infers_only(node.body),
+            cond_depth=self.cond_depth, top_index=self.top_index, hint=hint,
             outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
             guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
             few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
@@ -350,6 +350,8 @@ class StatementWalk:
             if type(item.item) is cst.Call and self.qualname(item.item.func) in H.NO_GRAD_CALLS:
                 no_grad = True
         self.stmt = prev
+        if no_grad and self.loop_stack:
+            self.loop_stack[-1].infers = True  # the loop runs this block without gradients (an inference pass?)
         self.no_grad_depth += no_grad
         self.walk_block(node.body)
         self.no_grad_depth -= no_grad
