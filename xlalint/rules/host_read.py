@@ -9,7 +9,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import NOT_PER_STEP
 from xlalint.semantics.syntax import (
-    dotted_name, keyword_arg, last_name, name_words, names_in, positional_args, string_value,
+    dotted_name, last_name, name_words, names_in, positional_args, string_value,
 )
 
 FIX = "accumulate on the device (`total += loss.detach()`) and read once after the loop, or read it in `xm.add_step_closure`"
@@ -227,7 +227,7 @@ class HostRead(Rule):
                     if meth != "item":
                         self._note_dump(node)
                 return
-            if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and _to_cpu(m, node):
+            if meth == "to" and m.kind(func.value) in K.DEVICE_TENSORS and m.to_cpu(node):
                 self._flag(node, f"`{t}` copies the tensor to the host {{when}}")
                 self._note_dump(node)
                 return
@@ -342,12 +342,6 @@ def _sink(m, node: cst.Call):
             return v, who
     return None
 
-
-def _to_cpu(m, node: cst.Call) -> bool:
-    dev = keyword_arg(node, "device")
-    args = positional_args(node)
-    target = dev if dev is not None else (args[0] if args else None)
-    return target is not None and m.is_cpu_device(target)
 
 
 

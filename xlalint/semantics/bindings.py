@@ -342,6 +342,12 @@ class Bindings:
     def _holds(self, container, kind) -> None:
         """A device tensor was put into ``container`` (``d[k] = t``, ``d.update(k=t)``, ``xs.append(t)``):
         a Python dict or list of this function becomes a container of tensors (printing it reads them)."""
+        if kind in (K.CPU_TENSOR, K.CPU_TENSORS):
+            # `res = {}` then `res[image_id] = {"boxes": boxes.cpu(), ...}`: a dict of host tensors
+            if type(container) is cst.Name and container.value not in self.imports \
+                    and self._env_lookup(container.value) == (True, K.NOT_TENSOR):
+                self._bind_name(container.value, K.CPU_TENSORS)
+            return
         if kind not in K.HOLDS_DEVICE_TENSOR:
             return
         if self.kind(container) in K.ANY_TENSOR:

@@ -39,6 +39,7 @@ from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
 from xlalint.semantics.syntax import dotted_name, last_name
+from xlalint.semantics.host_values import HostValues
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
 from xlalint.semantics.walk import StatementWalk, install_dispatch, walk_places
@@ -56,7 +57,7 @@ _COUNTING_ITERABLES = frozenset({"range", "enumerate", "reversed", "tqdm", "tran
 
 
 class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, ModuleCalls, Callables, StepMarks,
-                    Rewalk, Export, CallKinds, TensorInference, Narrowing):
+                    Rewalk, Export, CallKinds, HostValues, TensorInference, Narrowing):
     def __init__(self, module: cst.Module, rules: list, *, module_name: str = "__main__",
                  is_package: bool = False, facts=None, is_notebook: bool = False, names_xla: bool = True,
                  ipython_magics: bool = False,
@@ -111,6 +112,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         self._cuda_index_names: set = set()
         self._other_names: set = set()
         self._dtype_names: set = set()
+        # (id of the function record, name): last bound to the CPU device (`cpu_device = torch.device("cpu")`)
+        self._cpu_device_names: set = set()
         # (id of the function record, name) -> the iterable bound to it: `pbar = tqdm(range(1, total_len))`
         # before `for cur_pos in pbar:` (loop_iterable)
         self._iterables: dict = {}
@@ -255,10 +258,22 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
                 and type(value.args[0].value) is cst.Name and value.args[0].value.value in self.cuda_ordinal_names)
             (self._cuda_index_names if ordinal else self._other_names).add(name)
         key = (id(self.func), name)
+        if device_pins.is_cpu_device(value):
+            self._cpu_device_names.add(key)
+        else:
+            self._cpu_device_names.discard(key)
         if type(value) is cst.Call and last_name(value.func) in _COUNTING_ITERABLES:
             self._iterables[key] = value
         else:
             self._iterables.pop(key, None)
+
+    def names_cpu_device(self, name: str) -> bool:
+        """``name`` was last bound to the CPU device, in this function (``cpu_device = torch.device("cpu")``
+        before ``v.to(cpu_device)``) or at module level when the function has no binding of its own."""
+        if (id(self.func), name) in self._cpu_device_names:
+            return True
+        return (self.func is not self.top and name not in self.func.env
+                and (id(self.top), name) in self._cpu_device_names)
 
     def note_placement(self, node: cst.Call) -> None:
         """Whether the call pins CUDA by name or places on a device chosen at run time

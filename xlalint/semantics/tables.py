@@ -186,6 +186,8 @@ LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "e
 # A torch.distributions object built from device tensors (`Categorical(logits=out)`), as an instance kind, and
 # its methods that give device tensors (`dist.sample()`, `dist.log_prob(a)`)
 DEVICE_DISTRIBUTION = "torch.distributions:Distribution"
+# one built from host tensors (`Categorical(probs.cpu())`): those methods give host tensors
+HOST_DISTRIBUTION = "torch.distributions:HostDistribution"
 DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf",
                                          "perplexity", "enumerate_support", "mode", "kl", "nll"})
 # the last word of a model output's field that holds a distribution, not a tensor (diffusers' VAE encode output's

@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins, passthrough
+from xlalint.semantics import passthrough
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
@@ -51,7 +51,8 @@ class CallKinds:
                 k = passthrough.at_call(f.call_return_kind, e, self.kind)
                 # only where its own walk could not tell (a device result stays one: the walk knows better
                 # than the arguments' kinds, litgpt's sampler is given device logits at every call that counts)
-                if k is K.UNKNOWN and places_nothing(f.node, self.imports) and self._host_arguments(e):
+                if (k is K.UNKNOWN or (k in K.DEVICE_TENSORS and self.copied_to_host_arguments(e))) and \
+                        places_nothing(f.node, self.imports) and self.host_arguments(e):
                     return K.CPU_TENSOR  # xyxy2xywh(torch.tensor(box)): host tensors in, the same ops, host out
                 return k
             if name in self.classes:
@@ -102,15 +103,6 @@ class CallKinds:
                and base.func.attr.value in ("cpu", "detach")):
             base = base.func.value
         return K.UNKNOWN if base is not recv and self.kind(base) is K.UNKNOWN else k
-
-    def _host_arguments(self, e: cst.Call) -> bool:
-        """Every argument of the call is a host value (a host tensor, a NumPy value, a Python value) and one
-        at least a host tensor."""
-        if not e.args or any(a.star for a in e.args):
-            return False
-        kinds = [self.kind(a.value) for a in e.args]
-        return all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in kinds) and (
-            K.CPU_TENSOR in kinds or K.CPU_TENSORS in kinds)
 
     def _infer_builtin(self, e: cst.Call, name: str):
         args = positional_args(e)
@@ -185,12 +177,17 @@ class CallKinds:
             return K.LOADER
         if q in T.TENSOR_SEQUENCE_TORCH_FUNCTIONS:  # `torch.split(x, sizes)`: the pieces stay where x is
             return K.TENSORS if self._any_arg_kind(e, K.DEVICE_TENSORS) else (
-                K.CPU_TENSORS if self._all_args_cpu(e) else K.UNKNOWN)
+                K.CPU_TENSORS if self.all_args_cpu(e) else K.UNKNOWN)
         if ns == "torch.distributions" or ns.startswith("torch.distributions."):
             # `Categorical(logits=out)`: a distribution over device tensors, whose samples are device tensors
-            return K.instance(T.DEVICE_DISTRIBUTION) if self._any_arg_kind(e, K.DEVICE_TENSORS) else K.UNKNOWN
+            if self._any_arg_kind(e, K.DEVICE_TENSORS):
+                return K.instance(T.DEVICE_DISTRIBUTION)
+            ks = [self.kind(a.value) for a in e.args]
+            if any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
+                return K.instance(T.HOST_DISTRIBUTION)  # `Categorical(policy(state).cpu())`: host samples
+            return K.UNKNOWN
         if q in T.BOOL_RESULT_FUNCTIONS:
-            return K.BOOL_TENSOR if not self._all_args_cpu(e) else K.CPU_TENSOR
+            return K.BOOL_TENSOR if not self.all_args_cpu(e) else K.CPU_TENSOR
         if q in T.CPU_FACTORY_FUNCTIONS:
             dev = keyword_arg(e, "device")
             if dev is not None and self.is_cuda_device(dev):
@@ -207,7 +204,7 @@ class CallKinds:
                 if k == K.BOOL_TENSOR and keyword_arg(e, "dtype") is not None:
                     return K.TENSOR  # torch.zeros_like(mask, dtype=torch.float)
                 return k
-            if self._all_args_cpu(e):
+            if self.all_args_cpu(e):
                 return K.CPU_TENSOR
             return K.TENSOR
         if ns.startswith("torch.nn") and fn[:1].isupper() and not ns.startswith("torch.nn.utils"):
@@ -229,6 +226,8 @@ class CallKinds:
         cls_key = K.instance_class(rk)
         if cls_key == T.DEVICE_DISTRIBUTION:
             return K.TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN  # dist.sample()
+        if cls_key == T.HOST_DISTRIBUTION:
+            return K.CPU_TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN
         if cls_key is not None:  # trainer.step(batch): what the method returns
             return self._method_return(cls_key, meth)
         if meth in ("astype", "asnumpy"):
@@ -268,7 +267,9 @@ class CallKinds:
             return rk if rk != K.BOOL_TENSOR else K.TENSOR
         if rk in (K.TENSORS, K.CPU_TENSORS):
             if meth == "items":
-                return K.ITEMS if rk == K.TENSORS else K.UNKNOWN
+                # (key, value) pairs; those of a host container are host values (`predictions.items()` of
+                # outputs moved to the CPU)
+                return K.ITEMS if rk == K.TENSORS else K.CPU_TENSORS
             if meth == "values":
                 return rk
             if meth in ("keys", "__len__"):
@@ -305,7 +306,7 @@ class CallKinds:
             return K.NOT_TENSOR  # a Gym environment's observations, rewards and info: NumPy arrays and Python values
         if meth == "per_device_loader":
             return K.LOADER
-        if meth == "cpu" or (meth == "to" and self._to_cpu(e)):
+        if meth == "cpu" or (meth == "to" and self.to_cpu(e)):
             # x.cpu() / x.to("cpu") on something unknown: a module if it is named like one, else what it returns
             # is on the host whatever it was (a tensor's copy; reading it, or its rows, costs nothing more)
             return K.MODULE if _named_like_module(recv) else K.CPU_TENSOR
@@ -458,41 +459,12 @@ class CallKinds:
         n = (last_name(target) or "").lower()
         return n in ("device", "dev", "xla_device", "xla_dev") or n.endswith("device")
 
-    def _to_cpu(self, call: cst.Call) -> bool:
-        """``.to("cpu")``, ``.to(device="cpu")``, ``.to(torch.device("cpu"))``."""
-        args = positional_args(call)
-        target = keyword_arg(call, "device") or (args[0] if args else None)
-        return target is not None and self.is_cpu_device(target)
-
-    def is_cuda_device(self, node) -> bool:
-        """``"cuda:1"``, ``torch.cuda.current_device()``, a name only ever given CUDA device indices: a tensor
-        put there is on a CUDA device, never the XLA device (``kinds.CPU_TENSOR``: reading it is no XLA sync).
-        Not a device variable (``device``, even set to "cuda": the run's setting, pointed at XLA on a TPU)."""
-        if type(node) is cst.Name:
-            return node.value in self.cuda_ordinal_names
-        return device_pins.names_cuda(node)
-
-    def is_cpu_device(self, node) -> bool:
-        s = string_value(node)
-        if s is not None:
-            return s.split(":")[0] == "cpu"
-        if type(node) is cst.Call and (self.qualname(node.func) == "torch.device"):
-            args = positional_args(node)
-            return bool(args) and (string_value(args[0]) or "").split(":")[0] == "cpu"
-        return False
-
     def _any_arg_kind(self, e: cst.Call, kinds) -> bool:
         for a in e.args:
             k = self.kind(a.value)
             if k in kinds:
                 return True
         return False
-
-    def _all_args_cpu(self, e: cst.Call) -> bool:
-        """Some positional argument is a host tensor and none a device tensor: an op or a module given a host
-        tensor runs on the host (its other tensors must be there too, or it fails)."""
-        ks = [self.kind(a.value) for a in e.args if a.keyword is None]
-        return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)
 
     def _looks_like_loader(self, node) -> bool:
         n = last_name(node)

@@ -228,6 +228,9 @@ class TensorInference:
             ks = [self.kind(el.value) for el in e.elements if type(el) is cst.DictElement]
             if any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
                 return K.TENSORS
+            if ks and len(ks) == len(e.elements) and all(k in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) for k in ks) \
+                    and any(k != K.NOT_TENSOR for k in ks):
+                return K.CPU_TENSORS  # `{"boxes": boxes, "scores": scores}` of host tensors
             if all(k == K.NOT_TENSOR for k in ks):
                 return K.NOT_TENSOR
             return K.UNKNOWN
@@ -235,6 +238,8 @@ class TensorInference:
             k = self.kind(e.elt)
             if k in K.HOLDS_DEVICE_TENSOR:
                 return K.TENSORS
+            if k in (K.CPU_TENSOR, K.CPU_TENSORS):
+                return K.CPU_TENSORS  # `[{k: v.cpu() for k, v in t.items()} for t in outputs]`: host copies
             if k == K.NOT_TENSOR:
                 return K.NOT_TENSOR
             return K.UNKNOWN

@@ -269,8 +269,10 @@ class StatementWalk:
         for name in target_names(node.target):
             if self.kind(name) in (K.TENSOR, K.CPU_TENSOR) and _string_keyed(node.body, name.value):
                 # `for attrs in batch["custom_attributes"]: ... attrs["diff_output_preservation"]`: no row of a
-                # tensor takes a string index, so the items are dicts (a batch's per-item settings), not tensors
-                self._bind_name(name.value, K.UNKNOWN)
+                # tensor takes a string index, so the items are dicts (a batch's per-item settings), not tensors;
+                # those of a host container hold host tensors (`for prediction in predictions.values():` of
+                # outputs moved to the CPU, then `prediction["boxes"]`)
+                self._bind_name(name.value, K.CPU_TENSORS if self.kind(name) == K.CPU_TENSOR else K.UNKNOWN)
         self._host_batch_if_moved(node)
         self.walk(node.target)
         self.stmt = prev
