@@ -1196,3 +1196,65 @@ def test_a_loop_over_batch_indices_is_no_decoding_loop(tmp_path):
     msgs = _messages(_lint(tmp_path), "t.py")
     assert "every evaluation batch" in msgs[8] and "decoding" not in msgs[8]
     assert "every decoding step" in msgs[14]
+
+
+def test_a_loader_loop_after_model_eval_runs_every_evaluation_batch(tmp_path):
+    """``model.eval()`` then a loop over a loader that trains nothing: an accuracy pass, not the training's
+    step loop (a notebook's cell after the training cell); a later ``model.train()`` makes the next loop a
+    training loop again, and one under ``torch.no_grad()`` is an inference pass too."""
+    (tmp_path / "t.py").write_text(
+        "import torch\n"
+        "import torch_xla\n"
+        "device = torch_xla.device()\n"
+        "model = torch.nn.Linear(4, 2).to(device)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4)), batch_size=2)\n"
+        "model.train()\n"
+        "for (x,) in loader:\n"
+        "    loss = model(x.to(device)).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    print(loss.cpu())\n"
+        "model.eval()\n"
+        "for (x,) in loader:\n"
+        "    out = model(x.to(device)).cpu()\n"
+        "model.train()\n"
+        "for (x,) in loader:\n"
+        "    out = model(x.to(device)).cpu()\n"
+        "def accuracy(model, loader):\n"
+        "    with torch.no_grad():\n"
+        "        for (x,) in loader:\n"
+        "            out = model(x.to(device)).cpu()\n"
+        "accuracy(model, loader)\n"
+    )
+    msgs = _messages(_lint(tmp_path), "t.py")
+    assert "every step" in msgs[12]
+    assert "every evaluation batch" in msgs[15], msgs[15]
+    assert "every step" in msgs[18], msgs[18]
+    assert "every evaluation batch" in msgs[22], msgs[22]
+
+
+def test_a_loss_of_a_host_copy_is_a_host_tensor(tmp_path):
+    """``criterion(prediction.cpu(), y)``: the loss module runs where its inputs are; formatting the loss
+    reads nothing from the device (the copy is the cost, reported where it is made)."""
+    (tmp_path / "t.py").write_text(
+        "import numpy as np\n"
+        "import torch\n"
+        "import torch_xla\n"
+        "device = torch_xla.device()\n"
+        "rnn = torch.nn.RNN(1, 8, batch_first=True).to(device)\n"
+        "criterion = torch.nn.MSELoss()\n"
+        "opt = torch.optim.SGD(rnn.parameters(), lr=0.1)\n"
+        "for step in range(100):\n"
+        "    x = torch.from_numpy(np.random.randn(1, 10, 1).astype(np.float32)).to(device)\n"
+        "    y = torch.from_numpy(np.random.randn(1, 10, 8).astype(np.float32))\n"
+        "    prediction, h = rnn(x)\n"
+        "    loss = criterion(prediction.cpu(), y)\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    if (step + 1) % 20 == 0:\n"
+        "        print('loss {:4f}'.format(loss))\n"
+        "    torch_xla.sync()\n"
+    )
+    findings = [f for f in _lint(tmp_path) if Path(f.path).name == "t.py"]
+    assert [(f.line, f.code) for f in findings] == [(12, "XLA001")], [(f.line, f.code, f.message) for f in findings]

@@ -239,3 +239,58 @@ def is_shape(value) -> bool:
     return (type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute
             and value.func.attr.value == "size")
 
+
+
+def mode_before(block, target) -> Optional[str]:
+    """``"eval"`` or ``"train"``: the mode the last ``x.eval()`` / ``x.train()`` statement run on the way to the
+    statement ``target`` inside ``block`` (a list of statements) set, in its own block or an enclosing one
+    (``model.eval()`` then ``for x, y in loader:``), else None. Nested functions and classes are not entered."""
+    mode = None
+    for stmt in block:
+        if stmt is target:
+            return mode
+        t = type(stmt)
+        if t is cst.SimpleStatementLine:
+            for small in stmt.body:
+                m = _mode_call(small.value) if type(small) is cst.Expr else None
+                mode = m or mode
+            continue
+        if t in (cst.FunctionDef, cst.ClassDef) or not contains(stmt, target):
+            continue
+        for inner in _inner_blocks(stmt):
+            if contains(inner, target):
+                found = mode_before(inner.body if type(inner) is cst.IndentedBlock else [inner], target)
+                return found or mode
+        return mode
+    return mode
+
+
+def _mode_call(e) -> Optional[str]:
+    """``x.eval()`` -> "eval"; ``x.train()``, ``x.train(True)`` -> "train"; ``x.train(False)`` -> "eval"."""
+    if type(e) is not cst.Call or type(e.func) is not cst.Attribute:
+        return None
+    meth = e.func.attr.value
+    if meth == "eval" and not e.args:
+        return "eval"
+    if meth == "train" and len(e.args) <= 1:
+        if not e.args:
+            return "train"
+        v = e.args[0].value
+        if type(v) is cst.Name and v.value in ("True", "False"):
+            return "train" if v.value == "True" else "eval"
+    return None
+
+
+def _inner_blocks(stmt) -> list:
+    """The statement blocks a compound statement holds (its body, else branches, handlers, finally)."""
+    out = []
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if part is None:
+            continue
+        if type(part) in (cst.Else, cst.If, cst.Finally):
+            out.extend([part.body] if type(part) is not cst.If else [part])
+        elif type(part) is cst.IndentedBlock or type(part) is cst.SimpleStatementSuite:
+            out.append(part)
+    out.extend(h.body for h in getattr(stmt, "handlers", ()))
+    return out

@@ -59,20 +59,20 @@ class CallKinds:
                 return K.MODULE if self.classes[name]["module"] else K.instance(f"{self.module_name}:{name}")
             found, fk = self._env_lookup(name)
             if found and fk == K.MODULE:
-                return K.TENSOR
+                return self._module_output(e)
             if found and fk is not K.UNKNOWN:
                 return K.UNKNOWN
             if not found and name in getattr(self, "toplevel_defs", ()):
                 return K.UNKNOWN  # `parse_model(cfg)`, a function of this module defined further down: not a model
             words = name_words(name)
             if words and words[-1] in T.MODEL_NAME_WORDS | {"criterion"} and e.args:
-                return K.TENSOR
+                return self._module_output(e)
             if name in ("loss_fn", "lossfn", "loss_func", "loss_function", "criterion") and e.args:
-                return K.TENSOR
+                return self._module_output(e)
             return K.UNKNOWN
         if type(func) is cst.Attribute:
             if self.kind(func) == K.MODULE:
-                return K.TENSOR  # self.proj(x)
+                return self._module_output(e)  # self.proj(x)
             return self._infer_method_call(e, func)
         if type(func) is cst.Call or type(func) is cst.Subscript:
             fk = self.kind(func)
@@ -103,6 +103,11 @@ class CallKinds:
                and base.func.attr.value in ("cpu", "detach")):
             base = base.func.value
         return K.UNKNOWN if base is not recv and self.kind(base) is K.UNKNOWN else k
+
+    def _module_output(self, e: cst.Call):
+        """What a model or a loss module returns: a device tensor, unless it is given a host copy made here and
+        host values only (``criterion(prediction.cpu(), y)``: it runs where its inputs are)."""
+        return K.CPU_TENSOR if self.copied_to_host_arguments(e) and self.host_arguments(e) else K.TENSOR
 
     def _infer_builtin(self, e: cst.Call, name: str):
         args = positional_args(e)

@@ -24,7 +24,7 @@ from xlalint.semantics.guards import ends_with, period_of, xla_polarity
 from xlalint.semantics.steps import FuncInfo, LoopInfo
 from xlalint.semantics.syntax import (
     FIELDS, NODE_TYPES, assigned_names, child_fields, child_nodes, dotted_name, keyword_arg, last_name, name_words,
-    own_nodes, positional_args, runs_once_at_most, string_value, target_names,
+    mode_before, own_nodes, positional_args, runs_once_at_most, string_value, target_names,
 )
 
 
@@ -262,6 +262,8 @@ class StatementWalk:
             few=type(node.iter) in (cst.List, cst.Tuple, cst.Set))
         if loop is not None:
             self.loops.append(loop)
+            # `model.eval()` before it, or under `torch.no_grad()`: an inference pass when it trains nothing
+            loop.infers = self.no_grad_depth > 0 or self.func.no_grad or self._eval_mode_before(node)
         self._bind_target(node.target, None, K.UNKNOWN, iter_expr=node.iter)
         if type(node.target) is cst.Name and self.kind(node.iter) in (K.TENSORS, K.CPU_TENSORS) \
                 and _indexes_by(node.body, dotted_name(node.iter), node.target.value):
@@ -279,6 +281,15 @@ class StatementWalk:
         self._loop_body(loop, node.body)
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
+
+    def _eval_mode_before(self, stmt) -> bool:
+        """The last ``x.eval()`` / ``x.train()`` on the way to ``stmt`` in its function (or the module) set
+        evaluation mode (``syntax.mode_before``)."""
+        f = self.func
+        node = f.node if f is not self.top else None
+        body = node.body.body if type(node) is cst.FunctionDef and type(node.body) is cst.IndentedBlock else (
+            self.module.body if node is None else None)
+        return body is not None and mode_before(body, stmt) == "eval"
 
     def _while(self, node: cst.While) -> None:
         self.seq += 1
