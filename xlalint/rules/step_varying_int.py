@@ -164,6 +164,9 @@ class StepVaryingPythonInt(Rule):
         self.sv = None
         self._found: list = []  # (candidate, Varying, role, code)
         self._calls: list = []  # (ctx, callee, position or keyword, Varying, argument's code)
+        # (candidate, index of its loop in the context, Varying, role, code): a use in a decoding loop cut every
+        # iteration that this module cannot tell runs the model (through another module's class): the project decides
+        self._deferred: list = []
 
     def before_rewalk(self) -> None:
         alive = {id(c) for c in self.model.candidates}
@@ -328,6 +331,8 @@ class StepVaryingPythonInt(Rule):
                     continue
                 if not m.is_step_loop(loop):
                     if not self._hot_and_cut(loop):
+                        if self._maybe_hot_elsewhere(loop) and (role != GROWS or feeds_a_graph(loop.node, v.name)):
+                            self._deferred.append((cand, cand.ctx.loops.index(loop), v, role, code))
                         continue  # the value does not change from graph to graph where it is used
                     if role == GROWS and not feeds_a_graph(loop.node, v.name):
                         continue  # cut by host reads of other values only: the growing `cat` stays pending
@@ -355,6 +360,13 @@ class StepVaryingPythonInt(Rule):
         sv = self._values()
         return _decoding(self.model.steps, loop) and sv.cuts(loop.node) and not sv.chunks(loop.node)
 
+    def _maybe_hot_elsewhere(self, loop) -> bool:
+        """A decoding loop (by its words) cut every iteration that this module does not see run the model:
+        it may, through a class of another module (``approx_model_cache.generate(prefix, gamma)``)."""
+        sv = self._values()
+        return loop.hint == H.DECODE and sv.cuts(loop.node) and not sv.chunks(loop.node) \
+            and not _decoding(self.model.steps, loop)
+
     # ------------------------------------------------------------------ across functions and modules
     def export(self, ctx_id, cand_id):
         m = self.model
@@ -363,7 +375,9 @@ class StepVaryingPythonInt(Rule):
             ci = cand_id(cand)
             if v.param is not None and ci is not None:
                 uses.append([ci, cand.ctx.func.key, v.param, v.name, v.origin, role, code])
-        if not uses and not self._calls:
+        local = [[cand_id(cand), pos, v.name, v.origin, role, code] for cand, pos, v, role, code in self._deferred
+                 if cand_id(cand) is not None]
+        if not uses and not self._calls and not local:
             return None
         mod = m.module_name
 
@@ -392,7 +406,25 @@ class StepVaryingPythonInt(Rule):
             if type(f.node) is cst.FunctionDef:
                 ps = f.node.params
                 params[f.key] = [[p.name.value for p in (*ps.posonly_params, *ps.params)], f.class_key is not None]
-        return {"uses": uses, "calls": calls, "params": params}
+        return {"uses": uses, "calls": calls, "params": params, "local": local}
+
+    @staticmethod
+    def _resolve_local(steps, data: dict, cands: dict) -> None:
+        """The uses in decoding loops cut every iteration that run the model only through another module
+        (``finalize`` deferred them): reported where the whole program shows the loop runs the model."""
+        for mod, d in data.items():
+            for ci, pos, name, origin, role, code in d.get("local", ()):
+                cand = cands[mod][ci]
+                loop = cand.ctx.loops[pos] if pos < len(cand.ctx.loops) else None
+                if loop is None or not _decoding(steps, loop):
+                    continue
+                fr = steps.frequency(cand.ctx)
+                if not fr.per_step:
+                    continue
+                cand.frequency = fr
+                if role != GROWS_CACHE:
+                    cand.fix = FIX_DECODE
+                cand.message = _message(code, name, origin, role, cand.fix, True)
 
     @classmethod
     def resolve_project(cls, program, data: dict, cands: dict) -> None:
@@ -400,6 +432,7 @@ class StepVaryingPythonInt(Rule):
         counter (or a value derived from it) where that loop is a step loop, or a varying parameter of the
         caller. Uses of such a parameter (in any module) are reported."""
         steps = program.steps
+        cls._resolve_local(steps, data, cands)
         params = {}
         for mod, d in data.items():
             for key, rec in d["params"].items():

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+import libcst as cst
+
 from xlalint.semantics import tables as T
-from xlalint.semantics.syntax import name_words
+from xlalint.semantics.syntax import assigned_names, measured_lengths, name_words
 
 # --------------------------------------------------------------------------------------------------
 # Hot loops
@@ -278,3 +280,11 @@ def words_of(*names) -> list:
         if n:
             out.extend(name_words(n))
     return out
+
+
+
+def tests_what_it_grows(loop) -> bool:
+    """A ``while`` loop whose test reads the length of a tensor its body rebinds (``while prefix.shape[1] < T:``
+    with ``prefix = torch.cat((prefix, t), dim=1)``): a loop over positions, whatever each round calls (a
+    speculative round drafts several tokens with ``cache.generate(prefix, gamma)``)."""
+    return type(loop) is cst.While and bool(set(measured_lengths(loop.test)) & assigned_names(loop.body))

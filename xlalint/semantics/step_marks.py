@@ -364,7 +364,8 @@ class StepMarks:
         if type(func) is not cst.Attribute:
             return
         meth = func.attr.value
-        if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE:
+        if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE \
+                and not H.tests_what_it_grows(self.loop_stack[-1].node):
             self.loop_stack[-1].hint = None  # one generate() per iteration: not a loop over token positions
         if meth == "step" and self.loop_stack and H.words_of(last_name(func.value)) and \
                 H.words_of(last_name(func.value))[-1] in H.ENV_RECEIVER_WORDS:
@@ -395,7 +396,7 @@ class StepMarks:
             if name == "self":
                 cls = self.current_class()
                 return bool(cls and self.classes.get(cls, {}).get("module"))
-            if not name[:1].islower():
+            if not name.lstrip("_")[:1].islower():
                 return False  # a class: building a layer, not running one
             words = name_words(name)
             if set(words) & H.NOT_MODEL_WORDS:
@@ -408,7 +409,7 @@ class StepMarks:
             return bool(words) and words[-1] in T.MODEL_NAME_WORDS and bool(node.args)
         if type(func) is cst.Attribute:
             last = func.attr.value
-            if set(name_words(last)) & H.NOT_MODEL_WORDS or not last[:1].islower():
+            if set(name_words(last)) & H.NOT_MODEL_WORDS or not last.lstrip("_")[:1].islower():  # `self._model(x)`
                 return False
             if self.qualname(func) is not None:
                 return False

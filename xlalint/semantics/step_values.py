@@ -34,7 +34,7 @@ import libcst as cst
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.growth import Scan, grown_dim, grown_in, int_literal, returns_grown
-from xlalint.semantics.syntax import assigned_names, child_nodes, names_in, target_names
+from xlalint.semantics.syntax import assigned_names, child_nodes, measured_lengths, names_in, target_names
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,14 @@ class StepValues:
             keywords = keywords | T.TRANSFORMERS_CACHE_KEYWORDS
         for name, (dim, call) in grown_in(node.body, own, Scan(keywords, self._helper_growth)):
             self._growing[(key, name)] = (node, dim, call)
+        if type(node) is cst.While:
+            # `while prefix.shape[1] < T:` that rebinds `prefix`: the loop ends only once that length reaches the
+            # bound, so it changes from one iteration to the next (a speculative round keeps a varying prefix)
+            rebound = assigned_names(node.body)
+            for name, dim in measured_lengths(node.test).items():
+                if name in rebound and (key, name) not in self._growing \
+                        and self.model.kind(cst.Name(name)) in K.DEVICE_TENSORS:
+                    self._growing[(key, name)] = (node, dim, None)
         for name in _advanced_in(node.body) - own:
             # `while cur < total: model(tokens[:, :cur]) ... cur += 1`: the body's earlier lines read the value
             # the last iteration advanced (a Python int: a tensor position is data, `on_aug_assign`)

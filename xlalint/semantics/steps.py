@@ -315,12 +315,16 @@ class Steps:
         every iteration also runs a whole decode or sampling (a function with a hot loop of its own), unless it
         goes over a loader's batches (a call under an `if` is not every iteration's): an iteration is a whole run, and what it reads once per run (the
         generated batch's features, gathered to the host beside the images) is not a per-step cost, as for a
-        loop calling `model.generate()` per prompt."""
+        loop calling `model.generate()` per prompt. A decoding loop itself (``while prefix.shape[1] < T:`` in
+        a sampler) that drafts a few tokens per round through such a function is hot: a round is a step."""
         if loop.func.excluded:
             return False
+        whole = any(self._whole(t) for c in loop.every_calls for t in self.targets(c))
+        if whole and loop.hint == H.DECODE:
+            return True  # a decoding loop whose every round drafts a few tokens (speculative decoding)
         if not (loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))):
             return False
-        return loop.iterates_loader or not any(self._whole(t) for c in loop.every_calls for t in self.targets(c))
+        return loop.iterates_loader or not whole
 
     def _trains_key(self, key: str) -> bool:
         return self._through_calls(self._trains, key, lambda f: f.trains_outside_loops)
@@ -522,8 +526,11 @@ class Steps:
             fr = self.frequency(ctx, f.key.rsplit(".<locals>.", 1)[0] if local else None)
             if not fr.per_step:
                 continue
-            if fr.hot is not None and (f.name in H.WHOLE_DECODE_FUNCTIONS or self._whole(f.key)):
-                continue  # generate() called per prompt: its own loops say how often its parts run
+            if fr.hot is not None and ((f.name in H.WHOLE_DECODE_FUNCTIONS and self._loops_of.get(id(f)))
+                                       or self._whole(f.key)):
+                # generate() called per prompt: its own loops say how often its parts run (not a loopless
+                # `sample(probs)` that draws one token)
+                continue
             any_site = True
             all_after = all_after and fr.after_sync
             if fr.level > best.level or (fr.level == best.level and best.hot is not None and fr.hot is None):

@@ -294,3 +294,26 @@ def _inner_blocks(stmt) -> list:
             out.append(part)
     out.extend(h.body for h in getattr(stmt, "handlers", ()))
     return out
+
+
+def measured_lengths(test) -> dict:
+    """name -> dimension of the lengths an expression reads: ``x.shape[1]``, ``x.size(1)`` (1), ``len(x)`` (0)
+    (``while prefix.shape[1] < T:``). Only literal dimensions."""
+    out: dict = {}
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is cst.Subscript and type(n.value) is cst.Attribute and n.value.attr.value == "shape" \
+                and type(n.value.value) is cst.Name and len(n.slice) == 1 and type(n.slice[0].slice) is cst.Index \
+                and type(n.slice[0].slice.value) is cst.Integer:
+            out.setdefault(n.value.value.value, int(n.slice[0].slice.value.value))
+        elif t is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "size" \
+                and type(n.func.value) is cst.Name and len(n.args) == 1 and type(n.args[0].value) is cst.Integer:
+            out.setdefault(n.func.value.value, int(n.args[0].value.value))
+        elif t is cst.Call and type(n.func) is cst.Name and n.func.value == "len" and len(n.args) == 1 \
+                and type(n.args[0].value) is cst.Name:
+            out.setdefault(n.args[0].value.value, 0)
+        if t in NODE_TYPES:
+            stack.extend(child_nodes(n))
+    return out

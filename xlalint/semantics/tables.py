@@ -193,6 +193,9 @@ DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_p
 # the last word of a model output's field that holds a distribution, not a tensor (diffusers' VAE encode output's
 # `latent_dist`, a `posterior`): its `.mode()` is the distribution's, not torch's `mode` (issue 32, cause 8)
 DISTRIBUTION_FIELD_WORDS = frozenset({"dist", "distribution", "posterior"})
+# fields of a model output that hold a tuple of tensors (transformers' convention): a container, whose truth
+# value is Python's (`assert out.past_key_values`), not a tensor
+TUPLE_OUTPUT_FIELDS = frozenset({"past_key_values", "hidden_states", "attentions", "cross_attentions"})
 
 TRANSPARENT_ITERATION_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter"})
 
@@ -270,7 +273,7 @@ BOOL_PRESERVING_METHODS = frozenset(
     {"unsqueeze", "squeeze", "view", "reshape", "flatten", "expand", "expand_as", "contiguous", "clone",
      "detach", "t", "transpose", "permute", "repeat", "flip", "roll", "view_as", "reshape_as", "cuda",
      "logical_not", "logical_and", "logical_or", "logical_xor", "movedim", "narrow", "tril", "triu",
-     "unflatten", "squeeze_", "unsqueeze_", "index_select", "gather", "bool"}
+     "unflatten", "squeeze_", "unsqueeze_", "index_select", "gather", "bool", "scatter", "masked_fill"}
 )
 
 # torch factories whose positional arguments are sizes (or arange's bounds): a device tensor there is read

@@ -297,6 +297,8 @@ class TensorInference:
                 return K.NOT_TENSOR
             if attr in T.TENSOR_ATTRIBUTES:
                 return K.CPU_TENSOR if bk == K.CPU_TENSOR else K.TENSOR
+            if attr in T.TUPLE_OUTPUT_FIELDS:
+                return K.CPU_TENSORS if bk == K.CPU_TENSOR else K.TENSORS  # `out.past_key_values`: a tuple
             if (name_words(attr) or [""])[-1] in T.DISTRIBUTION_FIELD_WORDS:
                 # `vae.encode(x).latent_dist`: a distribution over device tensors (its `.sample()` is one)
                 return K.UNKNOWN if bk == K.CPU_TENSOR else K.instance(T.DEVICE_DISTRIBUTION)
