@@ -29,7 +29,7 @@ MARK = re.compile(r"#\s*expect:\s*(?P<codes>XLA\d+(?:\s*,\s*XLA\d+)*)")
 # Projects whose marks sit outside train.py: single-file analysis cannot find them (issue #12).
 NEEDS_PROJECT_ANALYSIS = {"classifier_pkg", "trainer_callbacks", "seq2seq_returns", "padded_batches", "speech_helpers",
                           "decode_eval_hooks", "logging_sinks", "kv_decode",
-                          "script_callbacks", "helper_defaults", "cuda_side_scripts"}
+                          "script_callbacks", "helper_defaults", "cuda_side_scripts", "speculative_rounds"}
 
 
 # Projects whose marks --verify measures but cannot attribute to their lines yet, with the reason. The
@@ -47,11 +47,25 @@ UNATTRIBUTED = {
 }
 
 
+# Projects whose marks of some codes --verify measures but cannot attribute to their lines, with the reason:
+# those marks must run and stay NOT CONFIRMED while every step after warm-up compiles (the others are CONFIRMED).
+UNATTRIBUTED_CODES = {
+    "speculative_rounds": ({"XLA009"}, "the round's varying prefix length is baked into slice offsets and indices, "
+                                       "which the IR text dump does not print, so the diff of two graphs names "
+                                       "no line; the compiles are there, one set per round"),
+}
+
+
 # (project, file, line) -> why a real runtime cost there is deliberately not a finding
 KNOWN_MISSES = {
     ("chat_cache", "chat/model.py", 29): "the new input shape of every token (the cache given back, grown by "
                                          "`torch.cat` in forward): --verify explains it by xlalint's XLA009 growth "
                                          "findings, which the marks this test runs it with do not carry",
+    ("speculative_rounds", "train.py", 51): "the round's barrier compiles the graph of a prefix one round longer (an "
+                                            "input first used in torch's embedding): --verify explains it by "
+                                            "xlalint's XLA009 growth finding at the `torch.cat`, which the marks this "
+                                            "test runs with do not carry (`xlalint --verify train.py`: explained by "
+                                            "XLA009, 0 missed)",
     ("logging_sinks", "train.py", 60): "the evaluation's result read once, right after evaluate() in the periodic "
                                        "block: a cut every `log_every` steps that xlalint leaves silent by design "
                                        "(issue 32: the read the fix asks for, once per evaluation)",
@@ -132,6 +146,14 @@ def test_live_every_mark_is_a_per_step_cost(live_reports, project):
         assert all(v.numbers["runs"] > 0 and v.status == "NOT CONFIRMED" for v in verdicts.values()), \
             [(k, v.status) for k, v in verdicts.items()]
         verdicts = {}
+    if project.name in UNATTRIBUTED_CODES:
+        codes, _why = UNATTRIBUTED_CODES[project.name]
+        steady = [s.uncached for s in report.steps if not s.warmup]
+        assert steady and all(n >= 1 for n in steady), steady
+        unattributed = {k: v for k, v in verdicts.items() if k[2] in codes}
+        assert unattributed and all(v.numbers["runs"] > 0 and v.status == "NOT CONFIRMED" for v in unattributed.values()), \
+            [(k, v.status) for k, v in unattributed.items()]
+        verdicts = {k: v for k, v in verdicts.items() if k[2] not in codes}
     problems = [f"{k}: {v.status}: {v.evidence}" for k, v in sorted(verdicts.items()) if v.status != "CONFIRMED"]
     problems += [f"{_rel(project, m.path)}:{m.line}: MISSED {m.kind}: {m.message}" for m in report.misses
                  if (project.name, _rel(project, m.path), m.line) not in KNOWN_MISSES]

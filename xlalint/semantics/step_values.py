@@ -76,6 +76,7 @@ class StepValues:
         # or a KV cache it passes to a model call and takes back from what the call returns (`call`, the
         # model call that extends it; dim None)
         self._growing: dict = {}
+        self._measured: set = set()  # of those, the ones a `while` test measures (not seen growing by a `cat`)
 
     # ------------------------------------------------------------------ events from the walk
     def on_for(self, node: cst.For) -> None:
@@ -118,8 +119,9 @@ class StepValues:
             rebound = assigned_names(node.body)
             for name, dim in measured_lengths(node.test).items():
                 if name in rebound and (key, name) not in self._growing \
-                        and self.model.kind(cst.Name(name)) in K.DEVICE_TENSORS:
+                        and self.model.kind(cst.Name(name)) not in (K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS):
                     self._growing[(key, name)] = (node, dim, None)
+                    self._measured.add((key, name))
         for name in _advanced_in(node.body) - own:
             # `while cur < total: model(tokens[:, :cur]) ... cur += 1`: the body's earlier lines read the value
             # the last iteration advanced (a Python int: a tensor position is data, `on_aug_assign`)
@@ -199,7 +201,11 @@ class StepValues:
         found = self._growing.get((self._key(), base.value))
         if found is None or found[1] is None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
             return None
-        return Varying(found[0], expr_code(e), f"the length of `{base.value}`, which grows by a `torch.cat` every iteration")
+        if (self._key(), base.value) in self._measured:
+            how = "which the loop changes every iteration until its test ends it"
+        else:
+            how = "which grows by a `torch.cat` every iteration"
+        return Varying(found[0], expr_code(e), f"the length of `{base.value}`, {how}")
 
     def _unwrapped(self, it):
         """``reversed(range(T))``, ``tqdm(range(n))``: the iterable they go over, in its order or reversed."""
