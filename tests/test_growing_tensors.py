@@ -216,3 +216,34 @@ def test_a_position_kept_on_the_device_and_incremented_in_place_is_not_a_python_
            '    return generated\n')
     assert not any(c == "XLA009" for _, _, c in _codes(tmp_path, src.format(start="torch.tensor([n], device=device)")))
     assert ("train.py", 13, "XLA009") in _codes(tmp_path, src.format(start="n"))
+
+
+def test_a_cache_passed_by_position_and_taken_back_unless_none_grows_and_its_length_varies(tmp_path):
+    """minimind's generate(): the cache passed to `self.forward` by position under its own name, taken back as
+    `outputs.past_key_values if use_cache else None`, and its length read as `past[0][0].shape[1]` to slice
+    the ids: a new length every token."""
+    src = ('import torch\nimport torch.nn as nn\nimport torch_xla\n\n\n'
+           'class LM(nn.Module):\n'
+           '    def __init__(self):\n'
+           '        super().__init__()\n'
+           '        self.head = nn.Linear(8, 8)\n\n'
+           '    def forward(self, ids, mask=None, past_key_values=None, use_cache=False):\n'
+           '        return self.head(ids.float())\n\n'
+           '    @torch.inference_mode()\n'
+           '    def generate(self, input_ids, max_new_tokens=8, use_cache=True, eos=2):\n'
+           '        past_key_values = None\n'
+           '        for _ in range(max_new_tokens):\n'
+           '            past_len = past_key_values[0][0].shape[1] if past_key_values else 0\n'
+           '            outputs = self.forward(input_ids[:, past_len:], None, past_key_values, use_cache=use_cache)\n'
+           '            nxt = outputs.logits[:, -1, :].argmax(-1, keepdim=True)\n'
+           '            input_ids = torch.cat([input_ids, nxt], dim=-1)\n'
+           '            past_key_values = outputs.past_key_values if use_cache else None\n'
+           '            if (nxt == eos).all():\n'
+           '                break\n'
+           '        return input_ids\n')
+    found = _codes(tmp_path, src)
+    assert ("train.py", 19, "XLA009") in found, found
+    # a cache rebuilt on every iteration is not carried: nothing grows through it
+    fresh = src.replace("            past_len = past_key_values[0][0].shape[1] if past_key_values else 0\n",
+                        "            past_key_values = None\n            past_len = 0\n")
+    assert ("train.py", 20, "XLA009") not in _codes(tmp_path, fresh)

@@ -150,7 +150,8 @@ def _note_cache(n: cst.Assign, grown: dict, bound: set, outputs: dict, scan) -> 
     past_key_values=past).past_key_values``, ``logits, past = model(x, past_key_values=past)``."""
     names = [x.value for tg in n.targets for x in target_names(tg.target)]
     single = names[0] if len(n.targets) == 1 and type(n.targets[0].target) is cst.Name else None
-    root = n.value
+    value = _unless_none(n.value)  # `past = out.past_key_values if use_cache else None`
+    root = value
     keywords = scan.keywords
     if type(n.value) is cst.Call:
         _note_helper(n, grown, bound, scan)
@@ -158,21 +159,33 @@ def _note_cache(n: cst.Assign, grown: dict, bound: set, outputs: dict, scan) -> 
         return
     while type(root) in (cst.Attribute, cst.Subscript):
         root = root.value
-    if type(root) is cst.Name and single is not None and root is not n.value:
+    if type(root) is cst.Name and single is not None and root is not value:
         given = outputs.get(root.value)  # past = out.past_key_values
         if given is not None and given[0] == single and single not in bound:
             grown.setdefault(single, (None, given[1]))
         return
     if type(root) is not cst.Call:
         return
-    cache = next((a.value.value for a in root.args if a.keyword is not None and a.keyword.value in keywords
-                  and type(a.value) is cst.Name), None)
+    # `past_key_values=past`, or the cache passed by position under a cache's name (`self.forward(ids, mask,
+    # past_key_values)`)
+    cache = next((a.value.value for a in root.args if type(a.value) is cst.Name and (
+        a.value.value in keywords if a.keyword is None else a.keyword.value in keywords)), None)
     if cache is None or cache in bound:
         return
     if cache in names:
         grown.setdefault(cache, (None, root))  # logits, past = model(x, past_key_values=past)
     elif single is not None and root is n.value:
         outputs[single] = (cache, root)  # out = model(x, past_key_values=past)
+
+
+def _unless_none(e):
+    """``a if cond else None`` (or ``None if cond else a``): ``a``; else ``e``."""
+    if type(e) is cst.IfExp:
+        if type(e.orelse) is cst.Name and e.orelse.value == "None":
+            return e.body
+        if type(e.body) is cst.Name and e.body.value == "None":
+            return e.orelse
+    return e
 
 
 def _note_helper(n: cst.Assign, grown: dict, bound: set, scan) -> None:

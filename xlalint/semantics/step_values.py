@@ -196,7 +196,11 @@ class StepValues:
             base, dim = e.func.value, int_literal(e.args[0].value)
         else:
             return None
-        if type(base) is not cst.Name or dim is None:
+        if dim is None:
+            return None
+        if type(base) is cst.Subscript:
+            return self._cache_length(base, dim)
+        if type(base) is not cst.Name:
             return None
         found = self._growing.get((self._key(), base.value))
         if found is None or found[1] is None or not (dim == found[1] or (found[1] == -1 and dim >= 1)):
@@ -206,6 +210,21 @@ class StepValues:
         else:
             how = "which grows by a `torch.cat` every iteration"
         return Varying(found[0], expr_code(e), f"the length of `{base.value}`, {how}")
+
+    def _cache_length(self, base, dim: int) -> Optional[Varying]:
+        """``past[0][0].shape[1]`` of a KV cache the loop gives back to the model every iteration: the length
+        of a layer's keys, which grows by the input's length (a sequence dimension: neither the batch nor the
+        last one)."""
+        root = base
+        while type(root) is cst.Subscript:
+            root = root.value
+        if type(root) is not cst.Name or dim in (0, -1):
+            return None
+        found = self._growing.get((self._key(), root.value))
+        if found is None or found[1] is not None or found[2] is None:
+            return None
+        return Varying(found[0], expr_code(base) + f".shape[{dim}]",
+                       f"the length of the KV cache `{root.value}`, given back to the model every iteration")
 
     def _unwrapped(self, it):
         """``reversed(range(T))``, ``tqdm(range(n))``: the iterable they go over, in its order or reversed."""
