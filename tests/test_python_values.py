@@ -495,3 +495,36 @@ def test_reading_back_a_batch_as_uploaded_runs_no_graph():
     for change in ("classes = classes * 2", "dist.all_reduce(classes)", "classes.clamp_(min=0)", "classes[classes < 0] = 0"):
         moved = {f for f in lint(body.replace("{classes}", change).replace("{read}", "cpu()")) if f[1] == "XLA001"}
         assert moved == {(10, "XLA001"), (11, "XLA001")}, (change, moved)
+
+
+def test_a_nested_helper_keeps_what_its_calls_pass_when_its_parent_is_walked_again():
+    """fairseq's `compute_block_mask_2d` (ledger, dev): a nested `get_nbs(b, m, w)` given host masks
+    only returns a host tensor, and `int(cands.sum().item())` of it reads nothing from the device. The
+    parent's walk again (its callee's return changed) makes the nested function anew: it keeps the seeds its
+    calls gave it, instead of falling back to its unseeded walk's device result every other walk."""
+    found = lint("""
+        def block_mask(B, d, device):
+            def get_nbs(b, m, w):
+                all_nbs = F.conv2d(m.unsqueeze(1), w, padding="same")
+                return all_nbs.clamp_max_(1).view(b, -1)
+
+            mask = torch.zeros((B, d, d))
+            w = torch.zeros((1, 1, 3, 3))
+            nbs = get_nbs(B, mask, w)
+            for i in range(B):
+                cands = (1 - mask[i].flatten() + nbs[i]) > 1
+                if int(cands.sum().item()) == 0:
+                    break
+            return mask.to(device)
+
+
+        def train(model, loader, opt):
+            device = torch_xla.device()
+            for x in loader:
+                m = block_mask(4, 8, device)
+                loss = model(x.to(device) * m.sum()).sum()
+                loss.backward()
+                opt.step()
+                torch_xla.sync()
+        """)
+    assert not found, found

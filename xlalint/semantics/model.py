@@ -120,6 +120,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # (id of the function record, name) -> the call whose result it holds, for unpacking it later
         # (`results = self.pre_attention_ops(x)` then `rc_length, ... = results`: bindings)
         self._bound_calls: dict = {}
+        # key of a nested function -> the seeds its last walk had, kept when its parent's walk again makes it anew
+        self.carried_seeds: dict = {}
         self._host_top: set = set()  # the module statements that run before any placement (walk_top)
         self._whole: Optional[bool] = None  # the module binds every name it uses (walk_top asks, once)
         self._uploaded: set = set()  # (id of the function record, name): holds a host tensor uploaded as it is

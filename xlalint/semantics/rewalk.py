@@ -170,7 +170,10 @@ class Rewalk:
         self.candidates = [c for c in self.candidates if not mine(c.ctx.func)]
         self.loops = [lp for lp in self.loops if not mine(lp.func)]
         for key in [k for k in self.funcs if k.startswith(prefix)]:  # made again by the walk
-            self._replaced.append(self.funcs.pop(key))  # release() breaks their cycles (their syntax with them)
+            old = self.funcs.pop(key)
+            self._replaced.append(old)  # release() breaks their cycles (their syntax with them)
+            if old.seeds:
+                self.carried_seeds[key] = old.seeds  # what its calls passed, for the walk that makes it again
         f.env.clear()
         f.periods.clear()
         f.polarities.clear()

@@ -198,6 +198,11 @@ class StatementWalk:
             # function again after the file only if this file's own callers change the answer
             info.seeds = self._param_seeds(info, full=False)
             info.env.update(info.seeds)
+        elif info.parent is not None and key in self.carried_seeds:
+            # a nested function made again by its parent's walk again keeps what its calls were seen to pass
+            # (else its return falls back to its unseeded walk's, and the parent's next walk to that)
+            info.seeds = dict(self.carried_seeds[key])
+            info.env.update(info.seeds)
         self.host_params_if_moved(node, info)
         plain_method = (info.class_key is not None and info.class_key in self.classes
                         and not self.classes[info.class_key]["module"])
