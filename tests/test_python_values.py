@@ -528,3 +528,30 @@ def test_a_nested_helper_keeps_what_its_calls_pass_when_its_parent_is_walked_aga
                 torch_xla.sync()
         """)
     assert not found, found
+
+
+def test_a_batch_unpacked_and_turned_into_tensors_from_numpy_holds_host_values():
+    """FastSpeech2 (audit, opened round 2): `to_device(data, device)` unpacks the collated batch and turns
+    some items into tensors with `torch.from_numpy(...)`: the batch holds NumPy arrays and ids, so the ids
+    it hands back are no device tensors (`"{}.png".format(basename)` reads nothing), while the moved items
+    are (their `.item()` is a read)."""
+    found = lint("""
+        def to_device(data, device):
+            ids, texts, lens = data
+            texts = torch.from_numpy(texts).long().to(device)
+            lens = torch.from_numpy(lens).to(device)
+            return ids, texts, lens
+
+
+        def train(model, loader, opt):
+            device = torch_xla.device()
+            for step, batch in enumerate(loader):
+                ids, texts, lens = to_device(batch, device)
+                loss = model(texts).sum()
+                loss.backward()
+                opt.step()
+                print("{}.png".format(ids[0]))
+                print(lens.max().item())
+                torch_xla.sync()
+        """)
+    assert found == {(17, "XLA001")}, found

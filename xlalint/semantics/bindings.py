@@ -384,6 +384,8 @@ class Bindings:
         for name, move in moves.moved_batch_params(node, info):
             self._bind_name(name, K.CPU_TENSORS)
             self._batch_moves.add(id(move))
+        for name in moves.numpy_batch_params(node, info):  # `ids, texts = data; torch.from_numpy(texts)`
+            self._bind_name(name, K.CPU_TENSORS)
 
     def batch_moved_kind(self, value, kind):
         """The kind an assignment of ``value`` binds: a device batch where it is such a move, whatever the move's

@@ -133,3 +133,32 @@ def _items_bound(body, names: set) -> set:
                 out.update(x.value for x in target_names(n.target))
         stack.extend(child_nodes(n))
     return out
+
+
+# calls that make a tensor from a host value (a NumPy array, a list): their argument is not a tensor
+_FROM_HOST = frozenset({"from_numpy", "as_tensor", "tensor", "LongTensor", "FloatTensor"})
+
+
+def numpy_batch_params(node, info) -> list:
+    """``def to_device(data, device): ids, texts, lens = data; texts = torch.from_numpy(texts).to(device)``: the
+    parameters the function unpacks, on its straight line, into names some of which it turns into tensors from
+    host values (``torch.from_numpy``, ``torch.as_tensor``): a batch of host values (NumPy arrays, ids, sizes), none
+    of whose items is a device tensor, those it leaves as they are (the ids it hands back) included."""
+    if type(node) is not cst.FunctionDef or type(node.body) is not cst.IndentedBlock:
+        return []
+    p = node.params
+    params = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    unpacked: dict = {}  # name -> the parameter it was unpacked from
+    for stmt in own_nodes(node.body):
+        if type(stmt) is cst.Assign and len(stmt.targets) == 1 and type(stmt.value) is cst.Name \
+                and stmt.value.value in params and type(stmt.targets[0].target) in (cst.Tuple, cst.List):
+            for x in target_names(stmt.targets[0].target):
+                unpacked[x.value] = stmt.value.value
+    if not unpacked:
+        return []
+    found = set()
+    for n in _own_calls(node.body):
+        if last_name(n.func) in _FROM_HOST and n.args and type(n.args[0].value) is cst.Name \
+                and n.args[0].value.value in unpacked:
+            found.add(unpacked[n.args[0].value.value])
+    return sorted(name for name in found if info.env.get(name, K.UNKNOWN) in (K.TENSORS, K.UNKNOWN))
