@@ -144,6 +144,10 @@ def test_an_attribute_only_ever_set_to_tensors_is_never_none():
     # reset to a parameter (maybe None), or a class-level default of None: the other arm may run
     assert lint(body.replace("{default}", "").replace("{reset}", "w")) == {(13, "XLA003")}
     assert lint(body.replace("{default}", "weights = None").replace("{reset}", "torch.zeros(3)")) == {(13, "XLA003")}
+    # `w or torch.ones(3)` falls back to a tensor, `torch.ones(3) if w is None else torch.tensor(w)` is one either way
+    assert lint(body.replace("{default}", "").replace("{reset}", "w or torch.ones(3)")) == set()
+    assert lint(body.replace("{default}", "").replace("{reset}", "torch.ones(3) if w is None else torch.tensor(w)")) == set()
+    assert lint(body.replace("{default}", "").replace("{reset}", "w or None")) == {(13, "XLA003")}
 
 
 def test_a_nested_function_sees_its_enclosing_functions_name_not_the_module_constant():

@@ -205,7 +205,7 @@ _NEVER_NONE_CALLS = frozenset({"len", "int", "float", "str", "bool", "tuple", "l
 
 def never_none(value) -> bool:
     """An expression that cannot be None: a literal other than None, a display or comprehension, arithmetic or a
-    comparison, ``x.shape[i]``, a call of a torch function, of a class (``Linear(...)``) or of ``len``/``int``/
+    comparison, ``x or <never None>``, a conditional of two such, ``x.shape[i]``, a call of a torch function, of a class (``Linear(...)``) or of ``len``/``int``/
     ``x.size`` and the like. (An attribute's every value, ``never_none_attributes``; a call's argument, which then
     decides ``param is None``: ``argument_tests``.)"""
     t = type(value)
@@ -215,6 +215,10 @@ def never_none(value) -> bool:
         return True
     if t is cst.Name:
         return value.value in ("True", "False")
+    if t is cst.BooleanOperation and type(value.operator) is cst.Or:
+        return never_none(value.right)  # `max_seq_len or 576`: the default when the value is falsy
+    if t is cst.IfExp:
+        return never_none(value.body) and never_none(value.orelse)
     if t is cst.Subscript:
         return type(value.value) is cst.Attribute and value.value.attr.value == "shape"
     if t is cst.Call:
