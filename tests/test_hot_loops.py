@@ -1460,3 +1460,34 @@ def test_frames_collected_in_a_loop_and_written_after_it_are_a_dump():
             ax.quiver(X, Y, out[:, :, 0], out[:, :, 1])
     """
     assert lint(quiver) == []
+
+
+def test_a_while_loop_over_generated_batches_calling_a_whole_sampler_is_no_decoding_loop():
+    """consistency_models' `while len(all_images) * batch_size < num_samples:` calls a whole multistep sampler
+    per batch of samples: its reads after the sampler are once per generated batch, not per decoding step. A
+    `while` that tests the length of a tensor it rebinds (`while prefix.shape[1] < T:`) is a loop over
+    positions even when each round calls a whole small decode (speculative decoding)."""
+    body = """
+        def sampler(model, x, steps):
+            for i in range(steps):
+                x = model(x, i)
+            return x
+
+        def sample_generator(model, n, batch_size):
+            all_images = []
+            while len(all_images) * batch_size < n:
+                x = torch.randn(batch_size, 4, device=device)
+                sample = sampler(model, x, 40)
+                all_images.extend([sample.cpu().numpy()])
+            return all_images
+
+        def speculative_sample(model, prefix, T):
+            while prefix.shape[1] < T:
+                draft = sampler(model, prefix, 3)
+                keep = int(draft.sum().item()) % 2
+                prefix = torch.cat([prefix, draft[:, -1:]], dim=1)
+            return prefix
+        """
+    found = lint(body)
+    assert not [f for f in found if f[0] == 12], found
+    assert at(found, 18, "XLA001"), found

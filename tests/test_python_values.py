@@ -555,3 +555,27 @@ def test_a_batch_unpacked_and_turned_into_tensors_from_numpy_holds_host_values()
                 torch_xla.sync()
         """)
     assert found == {(17, "XLA001")}, found
+
+
+def test_the_runs_device_variable_set_to_cpu_is_still_the_runs_device():
+    """`device = torch.device("cpu")` is the setting a user points at XLA on a TPU (as `device = "cuda"` is):
+    what moves there is on the run's device. Only a name that says it is the CPU (`cpu_device`) is a host
+    device (LLMs-from-scratch lost 20 true findings to the first form, which took any name bound to "cpu")."""
+    found = lint("""
+        device = torch.device("cpu")
+        cpu_device = torch.device("cpu")
+
+
+        def train(model, loader, opt):
+            model.to(device)
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = F.cross_entropy(out, y.to(device))
+                loss.backward()
+                opt.step()
+                print(loss.item())
+                kept = out.to(cpu_device)
+                print(kept.tolist())
+                torch_xla.sync()
+        """)
+    assert found == {(13, "XLA001"), (14, "XLA001")}, found

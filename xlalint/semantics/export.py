@@ -70,7 +70,7 @@ class Export:
         loops = [[lp.func.key if lp.func is not self.top else "", lp.iterates_loader, lp.direct_step_call, lp.trains,
                   [callee_ref(c) for c in lp.calls], [(s, callee_ref(c) if c is not None else None, u) for s, c, u in lp.sync_points],
                   loop_ids.get(id(lp.outer)), lp.runs_model, lp.hint, lp.seq, lp.end_seq, lp.few,
-                  [callee_ref(c) for c in lp.every_calls], lp.infers]
+                  [callee_ref(c) for c in lp.every_calls], lp.infers, lp.over_positions]
                  for lp in self.loops]
         classes = {k: [c["module"], {a: v for a, v in c["attrs"].items() if v is not None}, c.get("bases", [])]
                    for k, c in self.classes.items()}

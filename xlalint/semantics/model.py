@@ -38,7 +38,7 @@ from xlalint.semantics.narrowing import Narrowing
 from xlalint.semantics.rewalk import Rewalk
 from xlalint.semantics.step_marks import StepMarks
 from xlalint.semantics.steps import Candidate, Ctx, FuncInfo, LoopInfo, Steps, is_test_module
-from xlalint.semantics.syntax import dotted_name, last_name
+from xlalint.semantics.syntax import dotted_name, last_name, name_words
 from xlalint.semantics.host_values import HostValues
 from xlalint.semantics.tensor_calls import CallKinds
 from xlalint.semantics.tensors import TensorInference
@@ -270,8 +270,12 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
             self._iterables.pop(key, None)
 
     def names_cpu_device(self, name: str) -> bool:
-        """``name`` was last bound to the CPU device, in this function (``cpu_device = torch.device("cpu")``
-        before ``v.to(cpu_device)``) or at module level when the function has no binding of its own."""
+        """``name`` says it is the CPU (``cpu_device``, ``CPU``) and was last bound to the CPU device, in this
+        function (``cpu_device = torch.device("cpu")`` before ``v.to(cpu_device)``) or at module level when the
+        function has no binding of its own. Not the run's device variable (``device = "cpu"`` in a notebook: the
+        setting a user points at XLA on a TPU, as ``device = "cuda"`` is)."""
+        if "cpu" not in name_words(name):
+            return False
         if (id(self.func), name) in self._cpu_device_names:
             return True
         return (self.func is not self.top and name not in self.func.env

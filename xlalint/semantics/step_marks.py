@@ -365,7 +365,7 @@ class StepMarks:
             return
         meth = func.attr.value
         if meth in H.WHOLE_DECODE_FUNCTIONS and self.loop_stack and self.loop_stack[-1].hint == H.DECODE \
-                and not H.tests_what_it_grows(self.loop_stack[-1].node):
+                and not self.loop_stack[-1].over_positions:
             self.loop_stack[-1].hint = None  # one generate() per iteration: not a loop over token positions
         if meth == "step" and self.loop_stack and H.words_of(last_name(func.value)) and \
                 H.words_of(last_name(func.value))[-1] in H.ENV_RECEIVER_WORDS:

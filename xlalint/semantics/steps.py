@@ -113,6 +113,8 @@ class LoopInfo:
     # (`loop_trains`) is an inference pass, "every evaluation batch" (`hot_kind`)
     infers: bool = False
     every_calls: list = field(default_factory=list)  # the callees of `calls` its body calls outside any `if`
+    # a `while` whose test measures a tensor its body rebinds (`while prefix.shape[1] < T:`): over positions
+    over_positions: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -320,8 +322,8 @@ class Steps:
         if loop.func.excluded:
             return False
         whole = any(self._whole(t) for c in loop.every_calls for t in self.targets(c))
-        if whole and loop.hint == H.DECODE:
-            return True  # a decoding loop whose every round drafts a few tokens (speculative decoding)
+        if whole and loop.hint == H.DECODE and loop.over_positions:
+            return True  # a loop over positions whose every round drafts a few tokens (speculative decoding)
         if not (loop.runs_model or any(self.runs_model(t) for c in loop.calls for t in self.targets(c))):
             return False
         return loop.iterates_loader or not whole

@@ -304,7 +304,8 @@ class StatementWalk:
             node, self.func, cond_depth=self.cond_depth, top_index=self.top_index,
             hint=self._loop_hint(node.test, counts=True),
             outer=self.loop_stack[-1] if self.loop_stack else None, seq=self.seq,
-            guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards))
+            guard_depth=len(self.guards), off_xla=any(g[1] for g in self.guards),
+            over_positions=H.tests_what_it_grows(node))
         if loop is not None:
             self.loops.append(loop)
             self.loop_stack.append(loop)

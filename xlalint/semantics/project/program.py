@@ -168,7 +168,8 @@ class Program:
                                   seq=hot[2] if len(hot) > 3 else 0, end_seq=hot[3] if len(hot) > 3 else 0,
                                   few=len(hot) > 4 and bool(hot[4]),
                                   every_calls=[callee + c for c in hot[5]] if len(hot) > 5 else [],
-                                  infers=len(hot) > 6 and bool(hot[6])))
+                                  infers=len(hot) > 6 and bool(hot[6]),
+                                  over_positions=len(hot) > 7 and bool(hot[7])))
         self.loops.extend(loops)
         self.loops_of[mod] = loops
         ctxs = []
