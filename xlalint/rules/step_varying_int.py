@@ -314,7 +314,7 @@ class StepVaryingPythonInt(Rule):
         return None
 
     def _flag(self, node, v, role: str, fix: str) -> None:
-        if v.param is not None and self.model.kind(cst.Name(v.param)) in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
+        if v.param is not None and self.model.name_kind(v.param) in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
             return  # a parameter the callers pass a tensor: not a Python int
         self.report(node, "", fix=fix, when="custom")
         self._found.append((self.model.candidates[-1], v, role, self.text(node, 60)))

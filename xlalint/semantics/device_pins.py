@@ -18,7 +18,9 @@ from typing import Optional
 
 import libcst as cst
 
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, code_of, dotted_name, last_name, own_nodes, string_value
+from xlalint.semantics.syntax import (
+    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, own_nodes, positional_args, string_value,
+)
 
 PIN = "pin"  # places on CUDA by name
 CHOSEN = "chosen"  # places on a device chosen at run time (a variable, an argument)
@@ -592,6 +594,12 @@ def declares_host_device(classdef: cst.ClassDef) -> bool:
                    for small in line.body if type(small) is cst.Return and small.value is not None]
         return len(returns) == 1 and is_cpu_device(returns[0])
     return False
+
+
+def to_target(call: cst.Call):
+    """The device a ``.to(...)`` call names: its ``device=`` keyword, else its first positional argument, or None."""
+    args = positional_args(call)
+    return keyword_arg(call, "device") or (args[0] if args else None)
 
 
 def is_cpu_device(node) -> bool:

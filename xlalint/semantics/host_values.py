@@ -11,7 +11,7 @@ import libcst as cst
 
 from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import keyword_arg, positional_args, string_value
+from xlalint.semantics.syntax import keyword_arg, positional_args
 
 
 class HostValues:
@@ -52,8 +52,7 @@ class HostValues:
 
     def to_cpu(self, call: cst.Call) -> bool:
         """``.to("cpu")``, ``.to(device="cpu")``, ``.to(torch.device("cpu"))``."""
-        args = positional_args(call)
-        target = keyword_arg(call, "device") or (args[0] if args else None)
+        target = device_pins.to_target(call)
         return target is not None and self.is_cpu_device(target)
 
     def is_cuda_device(self, node) -> bool:
@@ -68,16 +67,14 @@ class HostValues:
         """``"cpu"``, ``torch.device("cpu")``, or a name last bound to one (``names_cpu_device``)."""
         if type(node) is cst.Name:
             return self.names_cpu_device(node.value)
-        s = string_value(node)
-        if s is not None:
-            return s.split(":")[0] == "cpu"
-        if type(node) is cst.Call and (self.qualname(node.func) == "torch.device"):
+        if type(node) is cst.Call and self.qualname(node.func) == "torch.device":  # `import torch as T; T.device(...)`
             args = positional_args(node)
-            return bool(args) and (string_value(args[0]) or "").split(":")[0] == "cpu"
-        return False
+            return bool(args) and device_pins.is_cpu_device(args[0])
+        return device_pins.is_cpu_device(node)
 
-    def all_args_cpu(self, e: cst.Call) -> bool:
-        """Some positional argument is a host tensor and none a device tensor: an op or a module given a host
-        tensor runs on the host (its other tensors must be there too, or it fails)."""
-        ks = [self.kind(a.value) for a in e.args if a.keyword is None]
+    def all_args_cpu(self, e: cst.Call, keywords: bool = False) -> bool:
+        """Some positional argument (any argument, with ``keywords``: `Categorical(probs=p.cpu())`) is a host
+        tensor and none a device tensor: an op or a module given a host tensor runs on the host (its other
+        tensors must be there too, or it fails)."""
+        ks = [self.kind(a.value) for a in e.args if keywords or a.keyword is None]
         return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)

@@ -82,8 +82,7 @@ def _to_the_run_device(value) -> bool:
     targets = []
     for n in _own_calls(value):
         if type(n.func) is cst.Attribute and n.func.attr.value == "to":
-            args = positional_args(n)
-            targets.append(keyword_arg(n, "device") or (args[0] if args else None))
+            targets.append(device_pins.to_target(n))
         elif last_name(n.func) in T.DEVICE_MOVERS:
             args = positional_args(n)
             targets.append(keyword_arg(n, "device") or (args[1] if len(args) > 1 else None))
@@ -99,8 +98,7 @@ def _moves_itself(body, name: str) -> bool:
 def _to_host(call: cst.Call) -> bool:
     """``x.to("cpu")``, ``x.to(device="cpu")``, ``x.to(torch.device("cpu"))``: a copy to the host, not a move to the
     device."""
-    args = positional_args(call)
-    target = keyword_arg(call, "device") or (args[0] if args else None)
+    target = device_pins.to_target(call)
     return target is not None and device_pins.is_cpu_device(target)
 
 

@@ -119,13 +119,13 @@ class StepValues:
             rebound = assigned_names(node.body)
             for name, dim in measured_lengths(node.test).items():
                 if name in rebound and (key, name) not in self._growing \
-                        and self.model.kind(cst.Name(name)) not in (K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS):
+                        and self.model.name_kind(name) not in (K.NOT_TENSOR, K.CPU_TENSOR, K.CPU_TENSORS):
                     self._growing[(key, name)] = (node, dim, None)
                     self._measured.add((key, name))
         for name in _advanced_in(node.body) - own:
             # `while cur < total: model(tokens[:, :cur]) ... cur += 1`: the body's earlier lines read the value
             # the last iteration advanced (a Python int: a tensor position is data, `on_aug_assign`)
-            if self.model.kind(cst.Name(name)) not in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
+            if self.model.name_kind(name) not in K.ANY_TENSOR | K.HOLDS_DEVICE_TENSOR:
                 self._names[(key, name)] = Varying(node, name, "a counter advanced every iteration")
 
     def _helper_growth(self, call: cst.Call) -> dict:

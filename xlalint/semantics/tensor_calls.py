@@ -187,8 +187,7 @@ class CallKinds:
             # `Categorical(logits=out)`: a distribution over device tensors, whose samples are device tensors
             if self._any_arg_kind(e, K.DEVICE_TENSORS):
                 return K.instance(T.DEVICE_DISTRIBUTION)
-            ks = [self.kind(a.value) for a in e.args]
-            if any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks):
+            if self.all_args_cpu(e, keywords=True):
                 return K.instance(T.HOST_DISTRIBUTION)  # `Categorical(policy(state).cpu())`: host samples
             return K.UNKNOWN
         if q in T.BOOL_RESULT_FUNCTIONS:

@@ -31,6 +31,11 @@ class TensorInference:
         cache[key] = k
         return k
 
+    def name_kind(self, name: str):
+        """The kind a bare name has here, not cached: ``kind(cst.Name(name))`` would cache it under the id of a
+        node made for the question, which CPython reuses for the next such node (a stale answer for another name)."""
+        return self._infer(cst.Name(name))
+
     def forget_kinds(self, tree) -> None:
         """Drop the cached kinds of ``tree``'s nodes: asked before the walk bound the names they read (a
         comprehension's element asked by a rule at its ``Assign``, before its ``for`` targets exist), they
