@@ -159,7 +159,7 @@ def _straight_calls(node, qualname=None, bound=frozenset(), placements: bool = F
         return None
     if type(node) is cst.Call:
         found = needs_cuda_call(node, qualname, bound)
-        if found is None and placements and (_places_on_cuda(node) or _sets_cuda_default(node)):
+        if found is None and placements and (_places_on_cuda(node) or sets_cuda_default(node)):
             found = code_of(node.func)  # `lm_net = lm_net.cuda()`: the model is on CUDA, whatever the batches are
         if found is not None:
             return found
@@ -182,55 +182,12 @@ def _places_on_cuda(call: cst.Call) -> bool:
         a.keyword is not None and a.keyword.value == "device" for a in call.args)
 
 
-def requires_cuda(module: cst.Module) -> Optional[str]:
-    """What makes the module unable to run without CUDA, else None: a CUDA-only library
-    (``CUDA_ONLY_LIBRARIES``) imported at its top level, unconditionally (an import under ``try:`` or ``if`` is
-    optional: the code runs without it), or CUDA made the default for every tensor built without a device
-    (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, ``torch.set_default_device("cuda")``) at its
-    top level or in its ``if __name__ == "__main__":`` block: that call raises where there is no CUDA, and the
-    program's device-less tensors rely on it."""
-    for n in hard_imports(module, ""):
-        if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
-            return n
-    for stmt in module.body:
-        body = [stmt]
-        if type(stmt) is cst.If and is_main_guard(stmt.test):
-            body = list(stmt.body.body)
-        for line in body:
-            if type(line) is not cst.SimpleStatementLine:
-                continue
-            for small in line.body:
-                call = small.value if type(small) is cst.Expr else None
-                if type(call) is cst.Call and _sets_cuda_default(call):
-                    return dotted_name(call.func)
-                built = _builds_cuda_extension(small)
-                if built is not None:
-                    return built
-    return None
-
-
-def _builds_cuda_extension(small) -> Optional[str]:
-    """``fused = load("fused", sources=[..., "fused_bias_act_kernel.cu"])`` (``torch.utils.cpp_extension``) or
-    ``load_inline(..., cuda_sources=...)`` at a module's top: it compiles CUDA sources with nvcc when the module is
-    imported, which fails where there is no CUDA toolkit (a TPU host); the name of the call, else None."""
-    for n in (small, *own_nodes(small)):
-        if type(n) is not cst.Call:
-            continue
-        name = last_name(n.func)
-        if name == "load_inline" and any(a.keyword is not None and a.keyword.value == "cuda_sources" for a in n.args):
-            return dotted_name(n.func)
-        if name == "load" and any(type(x) is cst.SimpleString and (string_value(x) or "").endswith(".cu")
-                                  for x in own_nodes(n)):
-            return dotted_name(n.func)
-    return None
-
-
 def is_main_guard(test) -> bool:
     return (type(test) is cst.Comparison and dotted_name(test.left) == "__name__" and len(test.comparisons) == 1
             and string_value(test.comparisons[0].comparator) == "__main__")
 
 
-def _sets_cuda_default(call: cst.Call) -> bool:
+def sets_cuda_default(call: cst.Call) -> bool:
     """``torch.set_default_tensor_type("torch.cuda.FloatTensor")`` / ``(torch.cuda.FloatTensor)`` /
     ``torch.set_default_device("cuda")``."""
     name = dotted_name(call.func) or ""
@@ -239,37 +196,6 @@ def _sets_cuda_default(call: cst.Call) -> bool:
     arg = call.args[0].value
     text = string_value(arg) or dotted_name(arg) or ""
     return text.startswith("torch.cuda.") or names_cuda(arg)
-
-
-def hard_imports(module: cst.Module, package: str) -> list:
-    """The modules the module imports at its top level, unconditionally (not under ``try:`` or ``if``):
-    importing it imports them. Relative imports are resolved against ``package`` (the importing module's
-    package; "" leaves them out); ``from a import b`` gives ``a.b`` (a submodule or a name: the project
-    resolves which)."""
-    out = []
-    for stmt in module.body:
-        if type(stmt) is not cst.SimpleStatementLine:
-            continue
-        for small in stmt.body:
-            if type(small) is cst.Import:
-                out.extend(dotted_name(a.name) or "" for a in small.names)
-            elif type(small) is cst.ImportFrom:
-                base = dotted_name(small.module) if small.module is not None else ""
-                if small.relative:
-                    if not package:
-                        continue
-                    parts = package.split(".")
-                    up = len(small.relative) - 1
-                    if up > len(parts):
-                        continue
-                    head = ".".join(parts[: len(parts) - up])
-                    base = f"{head}.{base}" if base and head else (base or head)
-                if not base:
-                    continue
-                out.append(base)
-                if type(small.names) is not cst.ImportStar:
-                    out.extend(f"{base}.{a.name.value}" for a in small.names if type(a.name) is cst.Name)
-    return out
 
 
 # what a module that quantizes with bitsandbytes or torchao, launches triton kernels or places on CUDA by name
@@ -523,24 +449,6 @@ def device_names(node: cst.Call) -> Optional[set]:
             else:
                 return None
     return names
-
-
-def registers(module: cst.Module) -> bool:
-    """The module registers a class or function by name at its top level (``@register_criterion("...")``,
-    ``@MODELS.register_module()``, ``registry.register(...)``): a framework loads it through that registry
-    (often by importing every module of a folder), so its static importers do not say where it runs."""
-    for stmt in module.body:
-        if type(stmt) in (cst.ClassDef, cst.FunctionDef):
-            for d in stmt.decorators:
-                dec = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
-                if "register" in (dotted_name(dec) or "").rpartition(".")[2].lower():
-                    return True
-        elif type(stmt) is cst.SimpleStatementLine:
-            for small in stmt.body:
-                call = small.value if type(small) is cst.Expr else None
-                if type(call) is cst.Call and "register" in (dotted_name(call.func) or "").rpartition(".")[2].lower():
-                    return True
-    return False
 
 
 def asserts_cuda(test) -> bool:

@@ -7,6 +7,7 @@ module that defines it and the rest.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Iterable, Optional
 
@@ -67,10 +68,11 @@ _RELATIVE: dict = {}
 
 def module_name(path: str, root: str) -> tuple[str, bool]:
     """(dotted module name, is a package ``__init__``) of a file under ``root``; ``src/`` layouts
-    drop the ``src`` part, as an installed package would."""
+    drop the ``src`` part, as an installed package would, unless ``src`` is a package itself
+    (``src/__init__.py``: RWKV's ``train.py`` imports ``from src.model import RWKV``)."""
     rel = relative(path, root)
     parts = rel.replace(os.sep, "/").split("/")
-    if len(parts) > 1 and parts[0] == "src":
+    if len(parts) > 1 and parts[0] == "src" and not _src_is_package(root):
         parts = parts[1:]
     last = parts[-1]
     for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/sources/notebook.py)
@@ -80,6 +82,11 @@ def module_name(path: str, root: str) -> tuple[str, bool]:
     parts = parts[:-1] if is_pkg else parts[:-1] + [last]
     parts = [p for p in parts if p not in ("", ".")]
     return ".".join(parts) or "__main__", is_pkg
+
+
+@functools.lru_cache(maxsize=256)
+def _src_is_package(root: str) -> bool:
+    return os.path.isfile(os.path.join(root, "src", "__init__.py"))
 
 
 class ProjectIndex:

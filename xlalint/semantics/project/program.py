@@ -85,8 +85,8 @@ class Program:
                         importers.setdefault(target, set()).add(mod)
                     target = target.rpartition(".")[0]
         needs_cuda = {mod for mod, s in summaries.items() if s.get("requires_cuda")}
-        hard = {mod: {hit[0] for hit in (self.facts.index.split(t, mod) for t in s.get("hard_imports", ()))
-                      if hit is not None and hit[0] != mod} for mod, s in summaries.items()}
+        hard = {mod: self._project_modules(mod, s.get("hard_imports", ())) for mod, s in summaries.items()}
+        runs = {mod: self._project_modules(mod, s.get("main_imports", ())) for mod, s in summaries.items()}
         # not XLA code because it pins CUDA or needs a CUDA-only library (unit tests, CPU notebooks and JAX
         # modules are not XLA code either, but say nothing of where the code they import runs)
         off = {mod for mod, s in summaries.items() if s.get("cuda_only")}
@@ -102,6 +102,10 @@ class Program:
                     # importing it imports a module that needs a CUDA-only library (apex): it cannot be
                     # imported on a TPU host either, whatever it says of XLA
                     needs_cuda.add(mod)
+                elif runs[mod] & needs_cuda and not importers.get(mod):
+                    # a script whose `__main__` block imports such a module (RWKV's `train.py` imports its model
+                    # there): it runs nowhere but there, nor does what only it imports
+                    pass
                 elif (s.get("names_xla") or mod.endswith("__main__")
                       or (s.get("registers") and not self._statically_loaded(mod, hard))
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
@@ -113,6 +117,10 @@ class Program:
             for f in self._funcs_of.get(mod, ()):
                 f.excluded = True
         return found
+
+    def _project_modules(self, mod: str, names) -> set:
+        """The project's modules among what ``mod`` imports by ``names``, itself aside."""
+        return {hit[0] for hit in (self.facts.index.split(t, mod) for t in names) if hit is not None and hit[0] != mod}
 
     def _statically_loaded(self, mod: str, hard: dict) -> bool:
         """A registering module whose own package imports it (mmcv's ``from .dpt_head import DPTHead``), and

@@ -1,0 +1,114 @@
+"""What a module does when it is imported or run (issue 32 cause 8, round 24 read after scoring): a model module
+that builds its CUDA kernels from `.cu` sources at import (named by an f-string, or in every branch of an
+`if`/`else` at its top) cannot be imported on a TPU host, nor can the script whose `__main__` block imports it,
+nor the trainer only that script imports (a top-level `src/` with an `__init__.py` is a package: `from src.model
+import RWKV` names it). Each with its twin that stays XLA code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlalint.config import build_settings
+from xlalint.run.project import lint_files
+from xlalint.sources.discover import iter_python_files
+
+
+def _lint(root: Path) -> set:
+    settings = build_settings(None)
+    files = [str(p) for p in iter_python_files([str(root)], settings)]
+    return {(Path(f.path).relative_to(root).as_posix(), f.line, f.code) for f in lint_files(files, settings, jobs=1, cache=None)}
+
+
+def _write(root: Path, files: dict) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+KERNELS = {
+    "f-string": 'wkv = load(name="wkv", sources=["cuda/wkv_op.cpp", f"cuda/wkv_cuda_{T_MAX}.cu"])\n',
+    "every branch": ('if os.environ.get("FLOAT_MODE") == "bf16":\n'
+                     '    wkv = load(name="wkv_bf16", sources=["cuda/wkv_op_bf16.cpp", "cuda/wkv_cuda_bf16.cu"])\n'
+                     'else:\n'
+                     '    wkv = load(name="wkv", sources=["cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"])\n'),
+    # twins: a kernel built in one branch only (the other runs without it), a C++-only (CPU) extension
+    "one branch": ('if os.environ.get("USE_KERNEL") == "1":\n'
+                   '    wkv = load(name="wkv", sources=["cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"])\n'),
+    "cpu extension": 'wkv = load(name="wkv", sources=["cpu/wkv_op.cpp", f"cpu/wkv_{T_MAX}.cpp"])\n',
+}
+
+MODEL = '''import os
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load
+
+T_MAX = int(os.environ.get("T_MAX", "1024"))
+{kernel}
+
+class RWKV(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.emb = nn.Embedding(n, 64)
+        self.head = nn.Linear(64, n)
+
+    def forward(self, idx):
+        return self.head(self.emb(idx))
+'''
+
+TRAINER = '''import torch
+
+
+def train_loop(model, loader, opt, device):
+    for x, y in loader:
+        logits = model(x.to(device))
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.to(device).flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"loss {loss.item():.3f}")
+'''
+
+TRAIN = '''import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    import torch
+    from src.trainer import train_loop
+    from src.model import RWKV
+
+    model = RWKV(50277).to(args.device)
+    opt = torch.optim.Adam(model.parameters())
+    train_loop(model, torch.load("batches.pt"), opt, args.device)
+'''
+
+
+def test_a_script_whose_main_block_imports_a_model_built_on_cuda_kernels_is_not_xla_code(tmp_path):
+    """RWKV's v7 `train.py` imports `src.model` in its `__main__` block, and the model builds its kernels with
+    `load(..., sources=[f"cuda/....cu"])` (an f-string) or in both branches of a float-mode test: neither the
+    script nor `src/trainer.py`, which only it imports, runs on XLA. A kernel built in one branch only, or a C++
+    extension, leaves the trainer's per-step read a finding."""
+    for case, kernel in KERNELS.items():
+        root = tmp_path / case.replace(" ", "-")
+        _write(root, {"pyproject.toml": "", "src/__init__.py": "", "src/model.py": MODEL.format(kernel=kernel),
+                      "src/trainer.py": TRAINER, "train.py": TRAIN})
+        found = _lint(root)
+        if case in ("f-string", "every branch"):
+            assert found == set(), (case, found)
+        else:
+            assert found == {("src/trainer.py", 11, "XLA001")}, (case, found)
+
+
+def test_a_module_imported_by_another_program_as_well_stays_xla_code(tmp_path):
+    """The trainer is imported by the CUDA-kernel script and by a second script that never loads the kernels
+    (its own model): it runs on XLA there, so its read stays a finding. Importing a script does not run its
+    `__main__` block: a script importing `train.py` says nothing of where the trainer runs."""
+    root = tmp_path / "p"
+    _write(root, {"pyproject.toml": "", "src/__init__.py": "", "src/model.py": MODEL.format(kernel=KERNELS["f-string"]),
+                  "src/trainer.py": TRAINER, "train.py": TRAIN,
+                  "finetune.py": ("import torch\nfrom src.trainer import train_loop\n\n\n"
+                                  "def main(loader, device):\n    model = torch.nn.Linear(8, 8).to(device)\n"
+                                  "    train_loop(model, loader, torch.optim.SGD(model.parameters(), 0.1), device)\n")})
+    assert _lint(root) == {("src/trainer.py", 11, "XLA001")}
