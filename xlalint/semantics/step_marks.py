@@ -443,8 +443,8 @@ class StepMarks:
             cls = self.classes.get(info.class_key, {})
             if name == "forward" and cls.get("autograd"):
                 return False  # an autograd.Function's forward runs where `Cls.apply(...)` is called
-            if name == "forward" and (cls.get("module") or self.imports_torch):
-                return True
+            if name == "forward" and (cls.get("module") or (self.imports_torch and _has_bases(cls))):
+                return True  # a class with no base (`class LLM:`) is no nn.Module: its forward runs where called
             if name in ("training_step", "validation_step", "test_step", "predict_step"):
                 return True
             if name in H.hook_methods_of(self._external_bases(info.class_key)):
@@ -457,6 +457,12 @@ class StepMarks:
                 if H.is_per_step_event(string_value(ev) or dotted_name(ev)):
                     return True
         return False
+
+
+def _has_bases(cls: dict) -> bool:
+    """The class derives from something other than ``object``: from what this module cannot see, an
+    ``nn.Module`` among them perhaps."""
+    return any(b not in ("object", "builtins.object") for b in cls.get("bases", ()))
 
 
 def _has_inner_loop(loop) -> bool:
