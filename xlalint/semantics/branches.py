@@ -128,8 +128,10 @@ class Branches:
         self.walk(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
         params = self.fixed_parameters(node)
+        loop = self.loop_stack[-1].node if self.loop_stack else None
+        once = loop is not None and self.stmt is not None and runs_once(node.test, self.stmt, self.func.step_counters, loop)
         # `int(cache_position[0]) if cache_position is not None else ...`: an arm the callers' literals decide
-        self.guards.append((None, polarity == "non-xla", False,
+        self.guards.append((None, polarity == "non-xla", once,
                             argument_tests.tests_of(node.test, params) if params else ()))
         self.walk(node.body)
         self.guards[-1] = (None, polarity == "xla", False,

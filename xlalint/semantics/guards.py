@@ -34,6 +34,8 @@ def runs_once(test, body, counters, loop=None) -> bool:
             return False
         if type(op) is cst.Is and _lazy_init(sides, body):
             return True  # `if self.inv_freq is None: self.inv_freq = ...`: the object's first call only
+        if type(op) is cst.Is and _first_pass_fill(sides, body, loop):
+            return True  # `total = x.item() if total is None else total + x.item()`: the loop's first pass
         if type(op) is cst.Equal and any(_is_last_index(x) for x in sides) and any(type(x) is cst.Name for x in sides):
             return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
         if type(op) in (cst.LessThan, cst.LessThanEqual) and type(sides[0]) is cst.Name and _small_int(sides[1]):
@@ -104,6 +106,23 @@ def _lazy_init(sides, body) -> bool:
         return False
     name = dotted_name(attr[0]) or ""
     return name.startswith("self.") and _binds(body, name)
+
+
+def _first_pass_fill(sides, body, loop) -> bool:
+    """``name is None`` (either side) tested in a loop by a block, or the statement of a conditional expression,
+    that sets ``name``, which the loop never sets back to None: the name outlives the passes (bound before the
+    loop), so the block runs on the loop's first pass only (RecBole's ``total_loss = loss.item() if total_loss
+    is None else total_loss + loss.item()``)."""
+    if loop is None:
+        return False
+    none = [x for x in sides if type(x) is cst.Name and x.value == "None"]
+    named = [x for x in sides if type(x) is cst.Name and x.value != "None"]
+    if len(none) != 1 or len(named) != 1:
+        return False
+    name = named[0].value
+    return _binds(body, name) and not any(
+        type(target) is cst.Name and target.value == name and type(value) is cst.Name and value.value == "None"
+        for target, value in bindings(loop.body))
 
 
 def _binds(body, name: str) -> bool:

@@ -346,7 +346,10 @@ class StatementWalk:
         for h in node.handlers:
             if h.type is not None:
                 self.walk(h.type)
+            rare = _failure_handler(h)
+            self.error_depth += rare
             self.walk_block(h.body)
+            self.error_depth -= rare
         if node.orelse is not None:
             self.walk_block(node.orelse.body)
         self.cond_depth -= 1
@@ -528,6 +531,22 @@ def _indexes_by(body, container: Optional[str], name: str) -> bool:
 # list/dict methods that put their arguments into the container
 _CONTAINER_PUTS = frozenset({"append", "extend", "insert", "update", "setdefault"})
 
+
+
+# what code catches to take another path on a normal run (EAFP: `try: x = d[k] except KeyError: x = d[alt]`), so
+# its handler may run as often as the `try`
+_NORMAL_PATH_ERRORS = frozenset({"KeyError", "AttributeError", "TypeError", "IndexError", "LookupError",
+                                 "ImportError", "ModuleNotFoundError", "NotImplementedError", "ValueError",
+                                 "OverflowError", "ZeroDivisionError", "FileNotFoundError", "OSError"})
+
+
+def _failure_handler(handler: cst.ExceptHandler) -> bool:
+    """A handler of a failure (``except AssertionError:`` around a NaN check, ``except RuntimeError:``, a bare
+    ``except:``, ``except Exception:``): it runs when something went wrong, not on every pass of a normal run.
+    A handler of what code catches to take another path (``_NORMAL_PATH_ERRORS``) may run every time."""
+    caught = handler.type
+    names = [e.value for e in caught.elements] if type(caught) is cst.Tuple else [caught]
+    return not any(n is not None and last_name(n) in _NORMAL_PATH_ERRORS for n in names)
 
 
 def _class_record(walk: StatementWalk, node: cst.ClassDef) -> dict:

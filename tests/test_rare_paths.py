@@ -1,0 +1,75 @@
+"""Code that runs less often than the loop around it (issue 32 cause 4, round 24 read after scoring): a handler
+of a failure (`except AssertionError:` around a NaN check) runs when something went wrong, and the arm of
+`total = loss.item() if total is None else total + loss.item()` that fills an accumulator bound before the
+loop runs on its first pass only. Each with its twin that stays a finding."""
+
+from __future__ import annotations
+
+import textwrap
+
+from xlalint.analysis.source import lint_source
+
+HEAD = "import torch\nimport torch_xla\n\n"
+
+
+def lint(body: str) -> set:
+    src = HEAD + textwrap.dedent(body)
+    return {(f.line - HEAD.count("\n"), f.code) for f in lint_source(src, "train.py")}
+
+
+HANDLER = """
+def train(model, loader, opt, logger, device):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        d = loss.detach().clamp(min=1e-8)
+        try:
+            check(d)
+        except {caught}:
+            logger.info("bad values %s", d.max().item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_a_handler_of_a_failure_does_not_run_every_step():
+    """RecBole's DGCF logs the minimum and maximum of its degrees in `except AssertionError:` after a NaN check:
+    only when the check failed. So do a bare `except:`, `except Exception:` and `except (RuntimeError,
+    FloatingPointError):`. A handler of what code catches to take another path on a normal run (`KeyError`,
+    `AttributeError`, ...) may run every step: its read stays a finding."""
+    for caught in ("AssertionError", "Exception", "(RuntimeError, FloatingPointError)", "Exception as e"):
+        assert lint(HANDLER.format(caught=caught)) == set(), caught
+    assert lint(HANDLER.format(caught="KeyError")) == {(9, "XLA001")}
+    assert lint(HANDLER.format(caught="(AttributeError, TypeError)")) == {(9, "XLA001")}
+    assert lint(HANDLER.replace("except {caught}:", "except:")) == set()
+
+
+FIRST_PASS = """
+def train_epoch(model, loader, opt, device):
+    total_loss = None
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total_loss = (loss.item() if total_loss is None
+                      else total_loss + loss.item())
+        torch_xla.sync()
+    return total_loss
+"""
+
+
+def test_the_arm_that_fills_an_accumulator_on_the_first_pass_runs_once():
+    """RecBole's trainer: `total_loss = loss.item() if total_loss is None else total_loss + loss.item()` with
+    `total_loss = None` before the loop reads in its first arm on the first batch only; the second arm reads on
+    every other batch and stays a finding. So does the first arm where the loop sets the name back to None
+    (every pass is a first pass), and an `if total is None:` block likewise."""
+    assert lint(FIRST_PASS) == {(10, "XLA001")}
+    reset = FIRST_PASS.replace("        opt.step()\n", "        opt.step()\n        total_loss = None\n")
+    assert lint(reset) == {(10, "XLA001"), (11, "XLA001")}
+    as_block = FIRST_PASS.replace(
+        "        total_loss = (loss.item() if total_loss is None\n                      else total_loss + loss.item())\n",
+        "        if total_loss is None:\n            total_loss = loss.item()\n        else:\n"
+        "            total_loss += loss.detach()\n")
+    assert lint(as_block) == set()
