@@ -579,3 +579,82 @@ def test_the_runs_device_variable_set_to_cpu_is_still_the_runs_device():
                 torch_xla.sync()
         """)
     assert found == {(13, "XLA001"), (14, "XLA001")}, found
+
+
+STAGING = """
+import numpy as np
+
+
+def predict_for_user(user_id, dataset, model, config):
+    model.eval()
+    with torch.no_grad():
+        index = np.isin(dataset["user_id"].numpy(), [user_id])
+        rows = dataset[index]
+        last = rows["item_length"][-1].item()
+        test = {"item_id_list": rows["item_id_list"][-1:], "item_length": torch.tensor([last + 1])}
+        batch = {k: v.to(config["device"]) for k, v in test.items()}
+        scores = model(batch)
+        {after}
+    return torch.topk(scores, 10)
+
+
+for user_id in range(100):
+    _, top = predict_for_user(user_id, dataset, model, config)
+    print(top.cpu())
+"""
+
+UPLOAD_AFTER = """
+for batch in loader:
+    n = batch["len"].max().item()
+    x = batch["x"].to(device)
+    out = model(x)
+    kept = batch["y"].item()
+    {after}
+    torch_xla.sync()
+"""
+
+
+def test_a_value_read_before_the_function_uploads_is_a_host_value():
+    """Round 24, read after scoring (RecBole's notebooks): `predict_for_user` reads `rows[...][-1].item()` from
+    the dataset and only then moves what it built to `config["device"]`: a function that stages its inputs and
+    uploads them after reads host values. A read after the upload, of what the model returned, stays a
+    finding. In a loop, the parts of a batch whose other parts are uploaded (`batch["x"].to(device)`) are host
+    values before and after; the batch rebound to its upload is a device value after."""
+    assert lint(STAGING.replace("{after}", "pass")) == {(20, "XLA001")}
+    assert lint(STAGING.replace("{after}", "best = scores.max().item()")) == {(14, "XLA001"), (20, "XLA001")}
+    device = "device = torch_xla.device()\nmodel = nn.Linear(4, 2).to(device)\n"
+    assert lint(device + UPLOAD_AFTER.replace("{after}", "print(out.sum().item())")) == {(9, "XLA001")}
+    rebound = (device + UPLOAD_AFTER.replace('x = batch["x"].to(device)', "batch = {k: v.to(device) for k, v in "
+                                             "batch.items()}").replace('model(x)', 'model(batch["x"])')
+               .replace("{after}", "pass"))
+    assert lint(rebound) == {(8, "XLA001")}
+
+
+PLAIN_CLASS = """
+import numpy as np
+
+
+class LLM{base}:
+    def __init__(self, weights):
+        self.W = weights
+
+    def run_one(self, token, state):
+        x = self.W["emb"][int(token)]
+        return x, state
+
+    def forward(self, tokens, state=None):
+        logits = None
+        for token in tokens:
+            logits, state = self.run_one(token, state)
+        return logits, state
+"""
+
+
+def test_the_forward_of_a_class_with_no_base_is_no_module_pass():
+    """Round 24, read after scoring (RWKV's NumPy reference `class LLM:`): a class with no base is no
+    `nn.Module`, so its `forward` is a method called where it is called, not a pass whose inputs are device
+    tensors: `int(token)` of its tokens is silent. The same class deriving from a base this module cannot see
+    (`nn.Module` perhaps) keeps `forward`'s inputs tensors."""
+    assert lint(PLAIN_CLASS.replace("{base}", "")) == set()
+    assert lint(PLAIN_CLASS.replace("{base}", "(object)")) == set()
+    assert lint(PLAIN_CLASS.replace("{base}", "(nn.Module)")) == {(10, "XLA001")}

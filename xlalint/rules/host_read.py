@@ -216,6 +216,8 @@ class HostRead(Rule):
                     # numpy", measured): in code that runs, its receiver is on the CPU; `numpy(force=True)` copies
                     return
                 k = m.read_kind(func.value)
+                if (k in K.DEVICE_TENSORS or k is K.UNKNOWN) and m.read_before_upload(node, func.value, k):
+                    return  # `n = batch["len"].max().item()` before `batch["x"].to(device)`: read on the host
                 if k in K.DEVICE_TENSORS or (k is K.UNKNOWN and meth in ("item", "tolist") and not _is_module_ref(m, func.value)
                                              and not m.type_tested(func.value)):
                     what = T.HOST_READ_METHODS[meth]

@@ -11,7 +11,7 @@ import libcst as cst
 
 from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import keyword_arg, positional_args
+from xlalint.semantics.syntax import NODE_TYPES, child_nodes, keyword_arg, name_words, positional_args, string_value
 
 
 class HostValues:
@@ -78,3 +78,124 @@ class HostValues:
         tensors must be there too, or it fails)."""
         ks = [self.kind(a.value) for a in e.args if keywords or a.keyword is None]
         return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)
+
+    def read_before_upload(self, node, receiver, kind) -> bool:
+        """``node`` reads ``receiver`` before a call of its function that moves a value to the run's device
+        (``new_inter = new_inter.to(config["device"])``): the function stages its inputs on the host and uploads
+        them after, so a value of unknown kind it reads there is a host value, and so is any part of what it
+        uploads later (``n = batch["len"].max().item()`` before ``x = batch["x"].to(device)``). A loop body that
+        uploads first and reads after keeps its reads."""
+        f = self.func
+        staged = self._staged_nodes.get(id(f))
+        if staged is None:
+            body = self.module if f is self.top else f.node  # a script's own statements, or the function's
+            staged = self._staged_nodes[id(f)] = self._before_uploads(body)
+        before_any, by_root = staged
+        if kind is K.UNKNOWN and id(node) in before_any:
+            return True
+        root = _root_name(receiver)
+        return root is not None and id(node) in by_root.get(root, ())
+
+    def _before_uploads(self, body) -> tuple:
+        """The ids of the nodes before the last upload that stages (``_in_order``), and per name whose parts are
+        uploaded (``batch`` of ``batch["x"].to(device)``, or bound to a container of uploads: ``batch = {k:
+        v.to(device) ...}``) the ids of the nodes where it holds host values: before it is bound to its uploads,
+        or everywhere when it never is. A name moved whole (``x = x.to(device)``) is as often a defensive no-op:
+        it claims nothing of the name; nor does a parameter moved whole of what the function read before."""
+        params = _param_names(body)
+        seen: list = []
+        last = 0
+        roots: dict = {}
+        rebound: set = set()
+        for n, in_loop in _in_order(body):
+            seen.append(id(n))
+            if type(n) is cst.Call and self._uploads_value(n):
+                receiver = n.func.value
+                whole = type(receiver) is cst.Name
+                if not in_loop and not (whole and receiver.value in params):
+                    last = len(seen)  # a loop that uploads reads its next pass's values after its last upload
+            elif type(n) in (cst.Assign, cst.AnnAssign) and n.value is not None:
+                targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+                if self._container_upload(n.value):
+                    for t in targets:
+                        if type(t) is cst.Name:
+                            rebound.add(t.value)
+                            roots[t.value] = len(seen) + sum(1 for _ in _in_order(n))  # after the whole statement
+                for root in self._parts_bound(n.value):
+                    roots.setdefault(root, len(seen))
+        everywhere = frozenset(seen)
+        return frozenset(seen[:last]), {r: (frozenset(seen[:at]) if r in rebound else everywhere)
+                                        for r, at in roots.items()}
+
+    def _parts_bound(self, v) -> list:
+        """The containers whose parts ``v`` binds as uploaded: ``batch`` of ``x = batch["x"].to(device)`` or
+        ``x, y = batch.x.to(device), batch.y.to(device)`` (a part moved in passing, ``batch["x"].to(d) == 0``, is
+        as often a defensive move: no claim)."""
+        calls = [e.value for e in v.elements] if type(v) in (cst.Tuple, cst.List) else [v]
+        out = []
+        for c in calls:
+            if type(c) is cst.Call and self._uploads_value(c) and type(c.func.value) is not cst.Name:
+                root = _root_name(c.func.value)
+                if root is not None and root not in self.module_imports:  # not `torch` of `torch.zeros(...).to(d)`
+                    out.append(root)
+        return out
+
+    def _container_upload(self, v) -> bool:
+        """``{k: t.to(device) for k, t in batch.items()}``, ``[t.to(device) for t in batch]``, ``{"x":
+        x.to(device), ...}``: a container of uploads (not ``model(x.to(device))``, the model's output)."""
+        t = type(v)
+        if t is cst.DictComp:
+            return type(v.value) is cst.Call and self._uploads_value(v.value)
+        if t in (cst.ListComp, cst.GeneratorExp):
+            return type(v.elt) is cst.Call and self._uploads_value(v.elt)
+        if t is cst.Dict:
+            return bool(v.elements) and all(type(e) is cst.DictElement and type(e.value) is cst.Call
+                                            and self._uploads_value(e.value) for e in v.elements)
+        return False
+
+    def _uploads_value(self, call: cst.Call) -> bool:
+        """``x.to(device)`` / ``x.to(config["device"])`` of a value, not of a model."""
+        func = call.func
+        if type(func) is not cst.Attribute or func.attr.value != "to":
+            return False
+        target = device_pins.to_target(call)
+        if target is None or device_pins.is_cpu_device(target) or self.kind(func.value) is K.MODULE:
+            return False
+        if type(target) is cst.Subscript and len(target.slice) == 1 and type(target.slice[0].slice) is cst.Index:
+            return string_value(target.slice[0].slice.value) == "device"  # `config["device"]`
+        if type(target) is cst.Name:  # `device`, `dev`, `xla_device`: not `x.to(dtype)`
+            return "device" in name_words(target.value) or target.value == "dev"
+        return device_pins.names_the_run_device(target)
+
+def _in_order(block):
+    """(node, in a loop of the block) for the nodes under ``block`` in source order (what runs when it runs:
+    nested functions, classes and lambdas left out)."""
+    stack = [(c, False) for c in reversed(list(child_nodes(block)))] if type(block) in NODE_TYPES else []
+    while stack:
+        n, in_loop = stack.pop()
+        if type(n) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        yield n, in_loop
+        inner = in_loop or type(n) in (cst.For, cst.While)
+        stack.extend((c, inner) for c in reversed(list(child_nodes(n))))
+
+
+def _root_name(expr):
+    """``batch`` of ``batch["x"]``, ``batch.x[0]``, ``batch["len"].max()``; None for anything else."""
+    while True:
+        t = type(expr)
+        if t is cst.Name:
+            return expr.value
+        if t in (cst.Subscript, cst.Attribute):
+            expr = expr.value
+        elif t is cst.Call and type(expr.func) is cst.Attribute:
+            expr = expr.func.value
+        else:
+            return None
+
+
+def _param_names(node) -> set:
+    if type(node) is not cst.FunctionDef:
+        return set()
+    p = node.params
+    return {a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)}

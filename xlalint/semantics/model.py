@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from xlalint.semantics import device_pins, dumps
+from xlalint.semantics import device_pins, dumps, import_time
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics.bindings import Bindings
 from xlalint.semantics.branches import Branches
@@ -99,12 +99,13 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # the plain names placements put tensors on (`x.to(device)`): a choice made at run time unless the
         # name is only ever given CUDA device indices (`device = torch.device("cuda", rank)`)
         self.device_names_used: set = set()
-        self.requires_cuda = device_pins.requires_cuda(module) is not None  # whatever it says of XLA
+        self.requires_cuda = import_time.requires_cuda(module) is not None  # whatever it says of XLA
         package = module_name if is_package else module_name.rpartition(".")[0]
         # what importing this module imports (a module of the project that needs a CUDA-only library makes
         # this one need it too: project.program)
-        self.hard_imports = device_pins.hard_imports(module, package)
-        self.registers = device_pins.registers(module)  # loaded through a registry: importers are not all
+        self.hard_imports = import_time.hard_imports(module, package)
+        self.main_imports = import_time.main_imports(module, package)  # what running it as a script imports
+        self.registers = import_time.registers(module)  # loaded through a registry: importers are not all
         # names given a CUDA device index (`rw_device = torch.device("cuda:{}".format(1))`) and names given
         # anything else: a name only ever in the first is a hard-wired CUDA device (``cuda_ordinal_names``)
         self.cuda_only = False  # pins CUDA or needs a CUDA-only library, never names XLA (step_marks._resolve)
@@ -124,6 +125,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         self.carried_seeds: dict = {}
         self._host_top: set = set()  # the module statements that run before any placement (walk_top)
         self._whole: Optional[bool] = None  # the module binds every name it uses (walk_top asks, once)
+        self._staged_nodes: dict = {}  # id of the function record -> ids of its nodes before its last upload
         self._uploaded: set = set()  # (id of the function record, name): holds a host tensor uploaded as it is
         # id of the value of a statement that moves a function's host batch to the run's device (host_params_if_moved)
         self._batch_moves: set = set()
