@@ -112,3 +112,41 @@ def test_a_module_imported_by_another_program_as_well_stays_xla_code(tmp_path):
                                   "def main(loader, device):\n    model = torch.nn.Linear(8, 8).to(device)\n"
                                   "    train_loop(model, loader, torch.optim.SGD(model.parameters(), 0.1), device)\n")})
     assert _lint(root) == {("src/trainer.py", 11, "XLA001")}
+
+
+ENGINE = '''import torch
+{top}
+
+class Synthesizer:
+    def __init__(self, model, device):
+        self.model = model.to(device)
+        self.device = device
+
+    def load_engine(self, path):
+        {inner}
+        self.engine = runtime.deserialize_cuda_engine(open(path, "rb").read())
+        print(self.model.weight.sum().item())
+
+    def synthesize(self, tokens):
+        out = []
+        for t in range(200):
+            logits = self.model(tokens.to(self.device))
+            out.append(int(logits.argmax()))
+        return out
+'''
+
+
+def test_a_module_that_imports_tensorrt_is_not_xla_code(tmp_path):
+    """TensorRT exists only for CUDA: a module importing it at its top cannot be imported on a TPU host (its
+    decode loop's per-token read is silent); imported inside one method, that method alone is not XLA code,
+    and the decode loop beside it stays a finding."""
+    top = _write_one(tmp_path / "top", ENGINE.format(top="import tensorrt as trt\n", inner="runtime = trt.Runtime(None)"))
+    assert top == set()
+    inner = _write_one(tmp_path / "inner", ENGINE.format(
+        top="", inner="import tensorrt as trt\n        runtime = trt.Runtime(None)"))
+    assert inner == {("tts.py", 19, "XLA001")}
+
+
+def _write_one(root: Path, source: str) -> set:
+    _write(root, {"pyproject.toml": "", "tts.py": source})
+    return _lint(root)

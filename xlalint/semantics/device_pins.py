@@ -56,6 +56,11 @@ CUDA_ONLY_LIBRARIES = frozenset({
     # flash-attn's extension modules
     "megablocks", "liger_kernel", "flashinfer", "fused_dense_lib", "dropout_layer_norm", "rotary_emb",
     "xentropy_cuda_lib",
+    # NVIDIA's inference engines and CUDA-only kernels: TensorRT (and Torch-TensorRT, TensorRT-LLM), the `nvidia`
+    # namespace (DALI, the CUDA libraries' wheels),
+    # tiny-cuda-nn, nvdiffrast, spconv, SageAttention
+    "tensorrt", "torch_tensorrt", "tensorrt_llm", "nvidia", "tinycudann", "nvdiffrast", "spconv",
+    "sageattention",
 })
 
 
