@@ -247,3 +247,49 @@ def test_a_cache_passed_by_position_and_taken_back_unless_none_grows_and_its_len
     fresh = src.replace("            past_len = past_key_values[0][0].shape[1] if past_key_values else 0\n",
                         "            past_key_values = None\n            past_len = 0\n")
     assert ("train.py", 20, "XLA009") not in _codes(tmp_path, fresh)
+
+
+SPECULATIVE = '''import copy
+import torch
+import torch_xla
+
+
+def update_inputs(model, input_ids, candidates, accept_length, new_token, finish_flag):
+    finish_flag = copy.deepcopy(finish_flag)
+    new_ids = candidates[:, : max(accept_length) + 1]
+    for b in range(len(accept_length)):
+        accepted = new_ids[b, : accept_length[b] + 1].{read}
+        if model.eos_token_id in accepted:
+            finish_flag[b] = True
+        new_token[b] += accept_length[b] + 1
+    input_ids = torch.cat((input_ids, new_ids), dim=1)
+    return input_ids, new_token, finish_flag
+
+
+def generate(model, input_ids, max_new_tokens):
+    bs = input_ids.shape[0]
+    new_token = [0] * bs
+    finish_flag = [False] * bs
+    for idx in range(max_new_tokens):
+        candidates = model(input_ids).argmax(-1)
+        accept_length = [2] * bs
+        input_ids, new_token, finish_flag = update_inputs(model, input_ids, candidates, accept_length, new_token,
+                                                          finish_flag)
+        if min(finish_flag):
+            break
+        if min(new_token) > max_new_tokens:
+            break
+    return input_ids
+'''
+
+
+def test_the_python_items_a_helper_of_the_module_hands_back_stay_python_values(tmp_path):
+    """Round 12, read (EAGLE's speculative decoding): `update_inputs` returns the grown ids, and the lists of
+    counts and flags it was given; unpacking its tuple binds each item as the returns show it, an item they
+    leave unknown stays unknown (as for a helper of another module): `min(finish_flag)` and `min(new_token)`
+    are Python values, not device tensors. The ids it grows by `torch.cat` are still reported: the helper
+    reads the accepted tokens to the host (`.tolist()`) on every iteration, which ends the loop's graph there,
+    and without that read the loop runs one growing graph (silent)."""
+    found = _codes(tmp_path, SPECULATIVE.format(read="tolist()"))
+    assert found == {("train.py", 10, "XLA001"), ("train.py", 25, "XLA009")}, found
+    assert _codes(tmp_path, SPECULATIVE.format(read="argmax(-1)")) == set()

@@ -358,13 +358,13 @@ class StepVaryingPythonInt(Rule):
         evaluation or a chunked forward over a fixed range repeats the same few values every step: a bounded
         set of graphs, compiled once, not reported."""
         sv = self._values()
-        return _decoding(self.model.steps, loop) and sv.cuts(loop.node) and not sv.chunks(loop.node)
+        return _decoding(self.model.steps, loop) and sv.cuts(loop) and not sv.chunks(loop.node)
 
     def _maybe_hot_elsewhere(self, loop) -> bool:
         """A decoding loop (by its words) cut every iteration that this module does not see run the model:
         it may, through a class of another module (``approx_model_cache.generate(prefix, gamma)``)."""
         sv = self._values()
-        return loop.hint == H.DECODE and sv.cuts(loop.node) and not sv.chunks(loop.node) \
+        return loop.hint == H.DECODE and sv.cuts(loop) and not sv.chunks(loop.node) \
             and not _decoding(self.model.steps, loop)
 
     # ------------------------------------------------------------------ across functions and modules
@@ -394,7 +394,7 @@ class StepVaryingPythonInt(Rule):
             pos = next((i for i, lp in enumerate(ctx.loops) if lp.node is v.loop), None) if v.param is None else None
             if v.param is None and pos is None:
                 continue
-            cut = pos is not None and self._values().cuts(ctx.loops[pos].node) and not self._values().chunks(
+            cut = pos is not None and self._values().cuts(ctx.loops[pos]) and not self._values().chunks(
                 ctx.loops[pos].node)
             row = (ctx.func.key, ref(callee), where, pos, v.param, v.origin, arg, cut)
             if row in seen:

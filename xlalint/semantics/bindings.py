@@ -245,8 +245,8 @@ class Bindings:
                 ek = K.TENSOR
             parts = self.annotated_parts(held, len(elts)) or self.next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
-                for e, pk in zip(elts, parts):
-                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else ek)
+                for e, pk in zip(elts, parts):  # an item its returns leave unknown stays so (a flag list passed back)
+                    self._bind_target(e.value, None, pk)
                 return
             parts = self.project_parts(held.func, len(elts)) if type(held) is cst.Call else None
             if parts is not None:  # of another module's function, from its summary: an item its returns leave

@@ -69,6 +69,7 @@ class StepValues:
         self._data: dict = {}  # (func key, name) -> the loop whose iterations bind it (a batch, a sample)
         self._params: dict = {}  # func key -> its parameter names (seeded as varying by a caller)
         self._cut_loops: set = set()  # id() of loop nodes whose body reads a device value to the host
+        self._cut_funcs: set = set()  # keys of the functions that read a device value to the host
         self._chunk_loops: set = set()  # id() of `for start in range(0, n, chunk)` loop nodes
         self._reseed = False
         # (func key, name) -> (loop node, dim, call): a tensor the loop grows by concatenating to itself
@@ -257,10 +258,16 @@ class StepValues:
             return
         for lp in ctx.loops:
             self._cut_loops.add(id(lp.node))
+        self._cut_funcs.add(ctx.func.key)
 
-    def cuts(self, loop_node) -> bool:
-        """A host read inside the loop's body ends a graph on each iteration that reaches it."""
-        return id(loop_node) in self._cut_loops
+    def cuts(self, loop) -> bool:
+        """A host read inside the loop's body ends a graph on each iteration that reaches it, or inside a
+        function of this module that every iteration calls (EAGLE's ``update_inference_inputs`` reads the
+        accepted tokens with ``.tolist()``)."""
+        if id(loop.node) in self._cut_loops:
+            return True
+        steps = self.model.steps
+        return steps is not None and any(t in self._cut_funcs for c in loop.every_calls for t in steps.targets(c))
 
     def chunks(self, loop_node) -> bool:
         """``for start in range(0, n, chunk)``: the offsets of a few chunks, the same on every call (a
