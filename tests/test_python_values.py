@@ -628,6 +628,13 @@ def test_a_value_read_before_the_function_uploads_is_a_host_value():
                                              "batch.items()}").replace('model(x)', 'model(batch["x"])')
                .replace("{after}", "pass"))
     assert lint(rebound) == {(8, "XLA001")}
+    # the whole batch reshaped and moved, rebinding its own name (pytorch-tutorial's tensorboard example): no part
+    # of a container, and the name is the device copy after
+    whole = ("for step in range(1000):\n    images, labels = next(data_iter)\n"
+             "    images, labels = images.view(images.size(0), -1).to(device), labels.to(device)\n"
+             "    loss = model(images).sum()\n    loss.backward()\n"
+             "    print(images.view(-1, 28, 28)[:10].cpu().numpy())\n    torch_xla.sync()\n")
+    assert lint(device + whole) == {(8, "XLA001")}
 
 
 PLAIN_CLASS = """

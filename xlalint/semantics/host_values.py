@@ -111,8 +111,8 @@ class HostValues:
             seen.append(id(n))
             if type(n) is cst.Call and self._uploads_value(n):
                 receiver = n.func.value
-                whole = type(receiver) is cst.Name
-                if not in_loop and not (whole and receiver.value in params):
+                whole = _container_of(receiver) is None  # `x.to(d)`, `x.float().to(d)`: not a part of a container
+                if not in_loop and not (whole and _root_name(receiver) in params):
                     last = len(seen)  # a loop that uploads reads its next pass's values after its last upload
             elif type(n) in (cst.Assign, cst.AnnAssign) and n.value is not None:
                 targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
@@ -121,8 +121,13 @@ class HostValues:
                         if type(t) is cst.Name:
                             rebound.add(t.value)
                             roots[t.value] = len(seen) + sum(1 for _ in _in_order(n))  # after the whole statement
+                bound = {t.value for tg in targets for t in _bound_names(tg)}
                 for root in self._parts_bound(n.value):
-                    roots.setdefault(root, len(seen))
+                    if root in bound:  # `images, labels = images[0].to(device), ...`: the name is its upload after
+                        rebound.add(root)
+                        roots[root] = len(seen)
+                    else:
+                        roots.setdefault(root, len(seen))
         everywhere = frozenset(seen)
         return frozenset(seen[:last]), {r: (frozenset(seen[:at]) if r in rebound else everywhere)
                                         for r, at in roots.items()}
@@ -134,8 +139,8 @@ class HostValues:
         calls = [e.value for e in v.elements] if type(v) in (cst.Tuple, cst.List) else [v]
         out = []
         for c in calls:
-            if type(c) is cst.Call and self._uploads_value(c) and type(c.func.value) is not cst.Name:
-                root = _root_name(c.func.value)
+            if type(c) is cst.Call and self._uploads_value(c):
+                root = _container_of(c.func.value)
                 if root is not None and root not in self.module_imports:  # not `torch` of `torch.zeros(...).to(d)`
                     out.append(root)
         return out
@@ -199,3 +204,23 @@ def _param_names(node) -> set:
         return set()
     p = node.params
     return {a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)}
+
+
+def _container_of(part):
+    """``batch`` of a part of it: ``batch["x"]``, ``batch.x``, ``batch["x"][0]`` (not the whole of it reshaped,
+    ``images.view(n, -1)``, nor ``x.data``); None for anything else."""
+    if type(part) not in (cst.Subscript, cst.Attribute):
+        return None
+    while type(part) in (cst.Subscript, cst.Attribute):
+        if type(part) is cst.Attribute and part.attr.value == "data":
+            return None
+        part = part.value
+    return part.value if type(part) is cst.Name else None
+
+
+def _bound_names(target) -> list:
+    if type(target) is cst.Name:
+        return [target]
+    if type(target) in (cst.Tuple, cst.List):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    return []
