@@ -11,7 +11,9 @@ import libcst as cst
 
 from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import NODE_TYPES, child_nodes, keyword_arg, name_words, positional_args, string_value
+from xlalint.semantics.syntax import (
+    NODE_TYPES, bindings, child_nodes, dotted_name, keyword_arg, name_words, names_in, positional_args, string_value,
+)
 
 
 class HostValues:
@@ -84,16 +86,18 @@ class HostValues:
         (``new_inter = new_inter.to(config["device"])``): the function stages its inputs on the host and uploads
         them after, so a value of unknown kind it reads there is a host value, and so is any part of what it
         uploads later (``n = batch["len"].max().item()`` before ``x = batch["x"].to(device)``). A loop body that
-        uploads first and reads after keeps its reads."""
+        uploads first and reads after keeps its reads, and so does a function whose upload is not built from
+        what it read (a periodic block that logs ``trainer.loss.item()`` and then samples from a prompt it
+        uploads)."""
         f = self.func
         staged = self._staged_nodes.get(id(f))
         if staged is None:
             body = self.module if f is self.top else f.node  # a script's own statements, or the function's
             staged = self._staged_nodes[id(f)] = self._before_uploads(body)
-        before_any, by_root = staged
-        if kind is K.UNKNOWN and id(node) in before_any:
-            return True
+        before_any, sources, by_root = staged
         root = _root_name(receiver)
+        if kind is K.UNKNOWN and id(node) in before_any and root in sources and f is not self.top:
+            return True  # (not a script's or a notebook's own statements: one after another, they do many things)
         return root is not None and id(node) in by_root.get(root, ())
 
     def _before_uploads(self, body) -> tuple:
@@ -103,17 +107,31 @@ class HostValues:
         or everywhere when it never is. A name moved whole (``x = x.to(device)``) is as often a defensive no-op:
         it claims nothing of the name; nor does a parameter moved whole of what the function read before."""
         params = _param_names(body)
+        made_from: dict = {}  # name -> the names its assignments read
+        built: set = set()  # names bound to what the function builds on the host (`Interaction(test)`, `{...}`)
+        for target, value in bindings(body.body if type(body) is cst.FunctionDef else body):
+            if value is not None and type(target) is cst.Name:
+                made_from.setdefault(target.value, set()).update(names_in(value))
+                if _builds_on_host(value):
+                    built.add(target.value)
+        sources: set = set()  # the names what it stages is built from, through its assignments
         seen: list = []
         last = 0
         roots: dict = {}
         rebound: set = set()
+        stmt_value: dict = {}  # id of a node in a comprehension -> the comprehension (`{k: v.to(d) for k, v in ...}`)
         for n, in_loop in _in_order(body):
             seen.append(id(n))
+            if type(n) in (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp) and id(n) not in stmt_value:
+                stmt_value.update((id(c), n) for c, _ in _in_order(n))
             if type(n) is cst.Call and self._uploads_value(n):
                 receiver = n.func.value
                 whole = _container_of(receiver) is None  # `x.to(d)`, `x.float().to(d)`: not a part of a container
                 if not in_loop and not (whole and _root_name(receiver) in params):
                     last = len(seen)  # a loop that uploads reads its next pass's values after its last upload
+                    staged = _closure(names_in(stmt_value.get(id(n), receiver)), made_from)
+                    if staged & built:  # what it uploads is built here from what it read, not moved in passing
+                        sources |= staged
             elif type(n) in (cst.Assign, cst.AnnAssign) and n.value is not None:
                 targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
                 if self._container_upload(n.value):
@@ -129,8 +147,8 @@ class HostValues:
                     else:
                         roots.setdefault(root, len(seen))
         everywhere = frozenset(seen)
-        return frozenset(seen[:last]), {r: (frozenset(seen[:at]) if r in rebound else everywhere)
-                                        for r, at in roots.items()}
+        return frozenset(seen[:last]), sources, {r: (frozenset(seen[:at]) if r in rebound else everywhere)
+                                                 for r, at in roots.items()}
 
     def _parts_bound(self, v) -> list:
         """The containers whose parts ``v`` binds as uploaded: ``batch`` of ``x = batch["x"].to(device)`` or
@@ -224,3 +242,27 @@ def _bound_names(target) -> list:
     if type(target) in (cst.Tuple, cst.List):
         return [n for e in target.elements for n in _bound_names(e.value)]
     return []
+
+
+def _closure(names: set, made_from: dict) -> set:
+    """``names`` and every name their assignments read, transitively."""
+    out, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n not in out:
+            out.add(n)
+            todo.extend(made_from.get(n, ()))
+    return out
+
+
+def _builds_on_host(value) -> bool:
+    """A container literal, an object of a class (``Interaction(test)``), or a tensor made from Python values
+    (``torch.tensor([...])``): what a function assembles on the host before it uploads it."""
+    if type(value) in (cst.Dict, cst.List, cst.Tuple, cst.DictComp, cst.ListComp):
+        return True
+    if type(value) is not cst.Call:
+        return False
+    name = dotted_name(value.func) or ""
+    last = name.rpartition(".")[2]
+    return name in ("torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.LongTensor", "torch.FloatTensor") \
+        or (last[:1].isupper() and not name.startswith(("torch.", "nn.")))
