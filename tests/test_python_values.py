@@ -622,6 +622,16 @@ def test_a_value_read_before_the_function_uploads_is_a_host_value():
     values before and after; the batch rebound to its upload is a device value after."""
     assert lint(STAGING.replace("{after}", "pass")) == {(20, "XLA001")}
     assert lint(STAGING.replace("{after}", "best = scores.max().item()")) == {(14, "XLA001"), (20, "XLA001")}
+    # an upload not built from what was read (a callback that logs the loss, then samples from a prompt it
+    # uploads): the read stays a finding
+    callback = ("def batch_end_callback(trainer, model, stoi):\n"
+                "    if trainer.iter_num % 10 == 0:\n        print(trainer.loss.item())\n"
+                "    if trainer.iter_num % 500 == 0:\n"
+                "        x = torch.tensor([stoi[s] for s in 'O God'], dtype=torch.long)[None, ...].to(trainer.device)\n"
+                "        print(model(x).argmax(-1))\n\n\n"
+                "def fit(trainer, model, stoi, loader):\n    for batch in loader:\n        trainer.step(batch)\n"
+                "        batch_end_callback(trainer, model, stoi)\n")
+    assert (3, "XLA001") in lint(callback)
     device = "device = torch_xla.device()\nmodel = nn.Linear(4, 2).to(device)\n"
     assert lint(device + UPLOAD_AFTER.replace("{after}", "print(out.sum().item())")) == {(9, "XLA001")}
     rebound = (device + UPLOAD_AFTER.replace('x = batch["x"].to(device)', "batch = {k: v.to(device) for k, v in "
