@@ -1,8 +1,8 @@
 """What a module does when it is imported or run (issue 32 cause 8, round 24 read after scoring): a model module
 that builds its CUDA kernels from `.cu` sources at import (named by an f-string, or in every branch of an
 `if`/`else` at its top) cannot be imported on a TPU host, nor can the script whose `__main__` block imports it,
-nor the trainer only that script imports (a top-level `src/` with an `__init__.py` is a package: `from src.model
-import RWKV` names it). Each with its twin that stays XLA code."""
+nor the trainer only that script imports (`from src.model import RWKV` finds `src/model.py` at the root, whose
+module is named without `src`, as an installed package's). Each with its twin that stays XLA code."""
 
 from __future__ import annotations
 

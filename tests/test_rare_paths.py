@@ -73,3 +73,38 @@ def test_the_arm_that_fills_an_accumulator_on_the_first_pass_runs_once():
         "        if total_loss is None:\n            total_loss = loss.item()\n        else:\n"
         "            total_loss += loss.detach()\n")
     assert lint(as_block) == set()
+
+
+def test_an_accumulator_reset_every_step_and_filled_in_a_micro_batch_loop_is_filled_every_step():
+    """The twin of the first-pass fill: `total = None` in the step loop and `total = loss.item() if total is None
+    else ...` in a micro-batch loop inside it: the first arm runs on the first micro-batch of every step."""
+    source = """
+def train(model, loader, opt, device, chunks):
+    for x, y in loader:
+        total = None
+        for xc, yc in zip(x.chunk(chunks), y.chunk(chunks)):
+            loss = torch.nn.functional.mse_loss(model(xc.to(device)), yc.to(device))
+            loss.backward()
+            total = (loss.item() if total is None
+                     else total + loss.item())
+        opt.step()
+        torch_xla.sync()
+"""
+    assert lint(source) == {(8, "XLA001"), (9, "XLA001")}
+
+
+def test_a_value_the_step_binds_before_testing_it_for_none_is_filled_on_any_step():
+    """`extra = batch.get("extra")` then `if extra is None: extra = ...item()`: the name is bound on every pass,
+    so it may be None on any of them: not a first-pass fill."""
+    source = """
+def train(model, loader, opt, device):
+    for batch in loader:
+        out = model(batch["x"].to(device))
+        extra = batch.get("extra")
+        if extra is None:
+            extra = out.mean().item()
+        out.sum().backward()
+        opt.step()
+        torch_xla.sync()
+"""
+    assert lint(source) == {(7, "XLA001")}

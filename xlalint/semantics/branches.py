@@ -37,7 +37,9 @@ class Branches:
         period = period_of(node.test) or self.predicate_period(node.test)
         polarity = xla_polarity(node.test, self.func.polarities)
         loop = self.loop_stack[-1].node if self.loop_stack else None
-        once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop) or _breaks_the_loop(node.body, self.loop_stack))
+        outer = self.loop_stack[0].node if self.loop_stack else None
+        once = period is None and (runs_once(node.test, node.body, self.func.step_counters, loop, outer)
+                                   or _breaks_the_loop(node.body, self.loop_stack))
         # `merge = False` ... `if merge and n > 1:`: a test the source decides; its dead arm never runs
         decided = self.decided(node.test)
         conditional = not device_pins.is_main_guard(node.test)  # a script's `if __name__ == "__main__":` always runs
@@ -129,7 +131,8 @@ class Branches:
         polarity = xla_polarity(node.test, self.func.polarities)
         params = self.fixed_parameters(node)
         loop = self.loop_stack[-1].node if self.loop_stack else None
-        once = loop is not None and self.stmt is not None and runs_once(node.test, self.stmt, self.func.step_counters, loop)
+        once = loop is not None and self.stmt is not None and runs_once(
+            node.test, self.stmt, self.func.step_counters, loop, self.loop_stack[0].node)
         # `int(cache_position[0]) if cache_position is not None else ...`: an arm the callers' literals decide
         self.guards.append((None, polarity == "non-xla", once,
                             argument_tests.tests_of(node.test, params) if params else ()))

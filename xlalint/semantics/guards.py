@@ -19,13 +19,13 @@ _STEP_COUNTERS = frozenset({"step", "it", "itr", "iter_num", "iteration", "batch
                             "train_step", "cur_step", "step_idx", "batch_nb"})
 
 
-def runs_once(test, body, counters, loop=None) -> bool:
+def runs_once(test, body, counters, loop=None, outer=None) -> bool:
     """The body runs once, not every step: ``if step == 0:``, ``if step == last_step:``,
     ``if step >= max_steps: ...; break``, ``if is_last_step:``, ``if i in vis_ids:`` (a step counter is a name that counts
     steps, or the index of ``for i, batch in enumerate(loader)``)."""
     if type(test) is cst.BooleanOperation:
         return type(test.operator) is cst.And and (
-            runs_once(test.left, body, counters, loop) or runs_once(test.right, body, counters, loop)
+            runs_once(test.left, body, counters, loop, outer) or runs_once(test.right, body, counters, loop, outer)
         )
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op = test.comparisons[0].operator
@@ -34,7 +34,7 @@ def runs_once(test, body, counters, loop=None) -> bool:
             return False
         if type(op) is cst.Is and _lazy_init(sides, body):
             return True  # `if self.inv_freq is None: self.inv_freq = ...`: the object's first call only
-        if type(op) is cst.Is and _first_pass_fill(sides, body, loop):
+        if type(op) is cst.Is and _first_pass_fill(sides, body, outer if outer is not None else loop):
             return True  # `total = x.item() if total is None else total + x.item()`: the loop's first pass
         if type(op) is cst.Equal and any(_is_last_index(x) for x in sides) and any(type(x) is cst.Name for x in sides):
             return True  # `if i == len(loader) - 1:`: the last batch of the epoch, once per epoch
@@ -110,9 +110,10 @@ def _lazy_init(sides, body) -> bool:
 
 def _first_pass_fill(sides, body, loop) -> bool:
     """``name is None`` (either side) tested in a loop by a block, or the statement of a conditional expression,
-    that sets ``name``, which the loop never sets back to None: the name outlives the passes (bound before the
-    loop), so the block runs on the loop's first pass only (RecBole's ``total_loss = loss.item() if total_loss
-    is None else total_loss + loss.item()``)."""
+    that sets ``name``, which the loop (``loop``: the outermost around the test) never sets otherwise: the
+    name outlives the passes (bound before the loops), so the block runs on the first pass only (RecBole's
+    ``total_loss = loss.item() if total_loss is None else total_loss + loss.item()``). An accumulator reset in
+    the step loop and filled in a micro-batch loop inside it is filled on every step."""
     if loop is None:
         return False
     none = [x for x in sides if type(x) is cst.Name and x.value == "None"]
@@ -120,9 +121,37 @@ def _first_pass_fill(sides, body, loop) -> bool:
     if len(none) != 1 or len(named) != 1:
         return False
     name = named[0].value
-    return _binds(body, name) and not any(
-        type(target) is cst.Name and target.value == name and type(value) is cst.Name and value.value == "None"
-        for target, value in bindings(loop.body))
+    if not _binds(body, name):
+        return False
+    inside = {id(n) for n in own_nodes(body)}
+    # set by the block, and otherwise in the loops only by other fills (`total = a if total is None else ...` in
+    # each arm of an `isinstance` test) or accumulations (`total += x`): not `extra = batch.get("extra")` before
+    # the test, which may be None on any pass, nor `total = None` at the top of an outer step loop
+    for n in own_nodes(loop.body):
+        if type(n) in (cst.Assign, cst.AnnAssign) and id(n) not in inside and n.value is not None:
+            targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+            if name in {x.value for t in targets for x in _names_bound(t)} and not _fills(n.value, name):
+                return False
+        elif type(n) in (cst.For, cst.NamedExpr) and name in {x.value for x in _names_bound(n.target)}:
+            return False
+    return True
+
+
+def _names_bound(target) -> list:
+    if type(target) is cst.Name:
+        return [target]
+    if type(target) in (cst.Tuple, cst.List):
+        return [x for e in target.elements for x in _names_bound(e.value)]
+    return []
+
+
+def _fills(value, name: str) -> bool:
+    """``a if name is None else b`` (or ``is not None`` with the arms the other way)."""
+    if type(value) is not cst.IfExp or type(value.test) is not cst.Comparison or len(value.test.comparisons) != 1:
+        return False
+    sides = (value.test.left, value.test.comparisons[0].comparator)
+    return type(value.test.comparisons[0].operator) in (cst.Is, cst.IsNot) and \
+        {x.value for x in sides if type(x) is cst.Name} == {name, "None"}
 
 
 def _binds(body, name: str) -> bool:

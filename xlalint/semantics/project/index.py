@@ -7,7 +7,6 @@ module that defines it and the rest.
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Iterable, Optional
 
@@ -68,11 +67,11 @@ _RELATIVE: dict = {}
 
 def module_name(path: str, root: str) -> tuple[str, bool]:
     """(dotted module name, is a package ``__init__``) of a file under ``root``; ``src/`` layouts
-    drop the ``src`` part, as an installed package would, unless ``src`` is a package itself
-    (``src/__init__.py``: RWKV's ``train.py`` imports ``from src.model import RWKV``)."""
+    drop the ``src`` part, as an installed package would (``split`` still finds ``src.model`` of a script that
+    imports it so: ``from src.model import RWKV``)."""
     rel = relative(path, root)
     parts = rel.replace(os.sep, "/").split("/")
-    if len(parts) > 1 and parts[0] == "src" and not _src_is_package(root):
+    if len(parts) > 1 and parts[0] == "src":
         parts = parts[1:]
     last = parts[-1]
     for ext in (".pyi", ".py", ".ipynb"):  # a notebook is a module too (xlalint/sources/notebook.py)
@@ -82,11 +81,6 @@ def module_name(path: str, root: str) -> tuple[str, bool]:
     parts = parts[:-1] if is_pkg else parts[:-1] + [last]
     parts = [p for p in parts if p not in ("", ".")]
     return ".".join(parts) or "__main__", is_pkg
-
-
-@functools.lru_cache(maxsize=256)
-def _src_is_package(root: str) -> bool:
-    return os.path.isfile(os.path.join(root, "src", "__init__.py"))
 
 
 class ProjectIndex:
@@ -139,6 +133,8 @@ class ProjectIndex:
                     return mod, ".".join(parts[i:])
             if not base:
                 continue
+        if dotted.startswith("src."):  # a `src/` at the root, named without it (``module_name``)
+            return self.split(dotted[4:], importer)
         return None
 
     def knows(self, dotted: str, importer: str = "") -> bool:
@@ -146,6 +142,8 @@ class ProjectIndex:
         head = dotted.split(".")[0]
         if head in self.by_module or head in self.prefixes:
             return True
+        if head == "src" and "." in dotted and "src" not in self.prefixes:
+            return self.knows(dotted[4:], importer)  # a `src/` at the root, named without it (``module_name``)
         base = _package_dir(importer)
         return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
 
