@@ -261,16 +261,19 @@ def match(findings: list, verdicts: list) -> list:
         groups[(f.path, f.cell, f.code, f.fingerprint)].append(f)
     for key, vs in by_print.items():
         fs = groups.get(key, [])
-        vs = sorted(vs, key=lambda v: (int(v["line"]), int(v["column"] or 0)))
-        # Pair in line order; with more verdicts than findings, keep the nearest lines.
-        for v in vs:
-            best = min((f for f in fs if f.verdict is None),
-                       key=lambda f: abs(f.line - int(v["line"])) * 1000 + abs(f.column - int(v["column"] or 0)),
-                       default=None)
-            if best is None:
-                left.append(v)
-            else:
-                best.verdict = v
+        # Pair the nearest (line, then column) first, so that a finding that is gone from a line holding two of
+        # one text leaves its own verdict unmatched, not its neighbour's; with more verdicts than findings, the
+        # nearest lines keep theirs.
+        pairs = sorted((abs(f.line - int(v["line"])) * 1000 + abs(f.column - int(v["column"] or 0)), i, j)
+                       for i, v in enumerate(vs) for j, f in enumerate(fs))
+        taken_v, taken_f = set(), set()
+        for _d, i, j in pairs:
+            if i in taken_v or j in taken_f or fs[j].verdict is not None:
+                continue
+            fs[j].verdict = vs[i]
+            taken_v.add(i)
+            taken_f.add(j)
+        left.extend(v for i, v in enumerate(vs) if i not in taken_v)
     by_place = {(f.path, f.cell, f.line, f.code): f for f in findings if f.verdict is None}
     gone = []
     for v in left:

@@ -51,6 +51,18 @@ def test_repeated_line_text_pairs_by_nearest_line():
     assert a2.verdict is va and b2.verdict is vb
 
 
+def test_two_findings_on_one_line_keep_their_own_verdicts_when_one_is_gone():
+    """`total = x.item() if total is None else total + x.item()`: two findings of one text on one line, the first
+    judged false, the second true. A build that drops the first leaves the second with its own verdict (the
+    false one is gone), not with its neighbour's."""
+    text = "total = x.item() if total is None else total + x.item()"
+    first, second = finding("t.py", 9, "XLA001", text, column=21), finding("t.py", 9, "XLA001", text, column=75)
+    v1, v2 = verdict(first, "false", "4"), verdict(second, "true")
+    kept = finding("t.py", 9, "XLA001", text, column=75)
+    assert ledger.match([kept], [v1, v2]) == [v1]
+    assert kept.verdict is v2
+
+
 def test_falls_back_to_the_line_when_the_text_changed():
     old = finding("a.py", 7, "XLA002", "if mask.any():")
     edited = finding("a.py", 7, "XLA002", "if mask.any():  # reformatted")
