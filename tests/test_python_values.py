@@ -675,3 +675,33 @@ def test_the_forward_of_a_class_with_no_base_is_no_module_pass():
     assert lint(PLAIN_CLASS.replace("{base}", "")) == set()
     assert lint(PLAIN_CLASS.replace("{base}", "(object)")) == set()
     assert lint(PLAIN_CLASS.replace("{base}", "(nn.Module)")) == {(10, "XLA001")}
+
+
+CONCATENATED = """
+class PreferenceTrainer:
+    def concatenated_forward(self, model, batch, flags):
+        all_logits = model(batch["input_ids"]).logits
+        chosen_logps = all_logits[:2].log_softmax(-1).mean()
+        rejected_logps = all_logits[2:].log_softmax(-1).mean()
+        aux = self.aux_loss_fn(all_logits)
+        return chosen_logps, rejected_logps, aux, flags
+
+    def training_step(self, model, batch):
+        chosen, rejected, aux, flags = self.concatenated_forward(model, batch, [False, False])
+        loss = -(chosen - rejected) + aux
+        loss.backward()
+        print(f"chosen {chosen:.3f} aux {aux:.3f}")
+        if all(flags):
+            print("done")
+        return loss
+"""
+
+
+def test_an_unknown_item_of_a_helpers_tuple_is_what_the_call_returns_unless_handed_back():
+    """ledger round 12 (EAGLE) and the held-out audit (a preference trainer's `concatenated_forward`): the items a
+    helper of the module computes from a model's output (`.logits`) are what the call returns, tensors, and
+    reading them every step is reported; the list of flags it was handed and hands back is the caller's list,
+    a Python value (`all(flags)` is silent)."""
+    assert lint(CONCATENATED) == {(14, "XLA006")}
+    # the unknown item alone (`aux_loss_fn` is not known here): an item of what the call returns
+    assert lint(CONCATENATED.replace("chosen {chosen:.3f} aux ", "aux ")) == {(14, "XLA006")}

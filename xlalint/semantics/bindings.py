@@ -171,20 +171,6 @@ class Bindings:
             if type(a.value) is cst.Name and (mutating or (a.keyword is not None and a.keyword.value == "out")):
                 self._uploaded.discard((id(self.func), a.value.value))
 
-    def uploaded(self, expr) -> bool:
-        """``expr`` (``labels``, ``labels.data``, ``labels.detach()``) is what was uploaded to the device, not
-        computed since (``_uploads``): reading it back copies it, and runs no graph
-        (``classes = classes.to(device)`` ... ``classes.to('cpu').numpy()``)."""
-        while True:
-            if type(expr) is cst.Attribute and expr.attr.value == "data":
-                expr = expr.value
-            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "detach" \
-                    and not expr.args:
-                expr = expr.func.value
-            else:
-                break
-        return type(expr) is cst.Name and (id(self.func), expr.value) in self._uploaded
-
     def _bind_target(self, target, value, kind, iter_expr=None) -> None:
         """Bind an assignment/for target. ``iter_expr``: the target takes the elements of it."""
         if iter_expr is not None:
@@ -245,8 +231,11 @@ class Bindings:
                 ek = K.TENSOR
             parts = self.annotated_parts(held, len(elts)) or self.next_parts(value, len(elts))
             if parts is not None:  # `k, pad = _pad_to_block_size(...)` returning `Tuple[torch.Tensor, int]`
-                for e, pk in zip(elts, parts):  # an item its returns leave unknown stays so (a flag list passed back)
-                    self._bind_target(e.value, None, pk)
+                handed = self.handed_back_kinds(held, len(elts))
+                for i, (e, pk) in enumerate(zip(elts, parts)):
+                    # an item its returns leave unknown: the argument it hands back (a flag list), else an item
+                    # of what the call returns
+                    self._bind_target(e.value, None, pk if pk is not K.UNKNOWN else handed.get(i, ek))
                 return
             parts = self.project_parts(held.func, len(elts)) if type(held) is cst.Call else None
             if parts is not None:  # of another module's function, from its summary: an item its returns leave

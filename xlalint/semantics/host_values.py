@@ -81,6 +81,20 @@ class HostValues:
         ks = [self.kind(a.value) for a in e.args if keywords or a.keyword is None]
         return any(k in (K.CPU_TENSOR, K.CPU_TENSORS) for k in ks) and not any(k in K.HOLDS_DEVICE_TENSOR for k in ks)
 
+    def uploaded(self, expr) -> bool:
+        """``expr`` (``labels``, ``labels.data``, ``labels.detach()``) is what was uploaded to the device, not
+        computed since (``_uploads``): reading it back copies it, and runs no graph
+        (``classes = classes.to(device)`` ... ``classes.to('cpu').numpy()``)."""
+        while True:
+            if type(expr) is cst.Attribute and expr.attr.value == "data":
+                expr = expr.value
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "detach" \
+                    and not expr.args:
+                expr = expr.func.value
+            else:
+                break
+        return type(expr) is cst.Name and (id(self.func), expr.value) in self._uploaded
+
     def read_before_upload(self, node, receiver, kind) -> bool:
         """``node`` reads ``receiver`` before a call of its function that moves a value to the run's device
         (``new_inter = new_inter.to(config["device"])``): the function stages its inputs on the host and uploads

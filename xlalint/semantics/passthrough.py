@@ -137,3 +137,51 @@ def combine_parts(before, value, kind_of):
     if len(before) != len(parts):
         return False
     return tuple(a if a == b else None for a, b in zip(before, parts))
+
+
+# a copy of what it is given: `copy.deepcopy(flags)`, `flags.copy()`, `list(flags)`
+_COPIES = frozenset({"deepcopy", "copy", "list", "tuple", "dict"})
+
+
+def handed_back(before, value, func_node):
+    """A function's ``return_handed`` after one more ``return value``: per item of the returned tuple, the index
+    of the parameter it hands back as given (``return ids, new_token, finish_flag`` of a helper handed the
+    lists ``new_token`` and ``finish_flag``; also a copy bound once, ``finish_flag = copy.deepcopy(finish_flag)``),
+    else None; False once a return is not such a tuple."""
+    if before is False or type(value) is not cst.Tuple or type(func_node) is not cst.FunctionDef:
+        return False
+    ps = func_node.params
+    params = [p.name.value for p in (*ps.posonly_params, *ps.params)]
+    copies = _copied_params(func_node, set(params))
+    now = []
+    for e in value.elements:
+        v = e.value
+        name = v.value if type(v) is cst.Name else None
+        name = copies.get(name, name)
+        now.append(params.index(name) if name in params else None)
+    now = tuple(now)
+    if before is None:
+        return now
+    if len(before) != len(now):
+        return False
+    return tuple(a if a == b else None for a, b in zip(before, now))
+
+
+def _copied_params(func_node, params: set) -> dict:
+    """name -> the parameter it copies, for the names bound once, to a copy of a parameter (or the parameter
+    rebound to its own copy): ``finish_flag = copy.deepcopy(finish_flag)``."""
+    from xlalint.semantics.syntax import bindings, last_name
+    seen: dict = {}
+    for target, value in bindings(func_node.body):
+        if type(target) is not cst.Name:
+            continue
+        src = None
+        if type(value) is cst.Call and last_name(value.func) in _COPIES:
+            args = [a.value for a in value.args if a.keyword is None]
+            if len(args) == 1 and type(args[0]) is cst.Name and args[0].value in params:
+                src = args[0].value
+            elif not args and type(value.func) is cst.Attribute and type(value.func.value) is cst.Name \
+                    and value.func.value.value in params:
+                src = value.func.value.value  # `flags.copy()`
+        seen[target.value] = src if target.value not in seen else None
+    return {k: v for k, v in seen.items() if v is not None}

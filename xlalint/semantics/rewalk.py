@@ -188,6 +188,7 @@ class Rewalk:
         f.return_kind = K.UNKNOWN
         f.passes = None
         f.return_parts = None
+        f.return_handed = None
         f.yields = None
         self._kind_cache.clear()
         for c in self.classes.values():  # its attribute assignments are made again by the walk

@@ -74,6 +74,9 @@ class FuncInfo:
     # every `return` gives a tuple of this many items: the kind of each item where all returns agree, else
     # None there (`return hidden, n_img`); False once a return is not a tuple literal of that length
     return_parts: object = None
+    # per item of every returned tuple, the index of the parameter it hands back as given, else None
+    # (passthrough.handed_back); False once a return is not a tuple
+    return_handed: object = None
 
     def release(self) -> None:
         """Drop what it holds (its syntax, its parent, the contexts of its calls): ``SemanticModel.release``

@@ -41,6 +41,29 @@ class TupleItems:
             return from_returns
         return [self._annotation_kind(a) for a in items]
 
+    def handed_back_kinds(self, call, n: int) -> dict:
+        """position -> the kind of the argument that a call of a function of this module hands back at that
+        position of its ``n``-tuple (``passthrough.handed_back``): the caller's own list of flags stays a list."""
+        if type(call) is not cst.Call:
+            return {}
+        f = self._callee_of(call.func)
+        handed = f.return_handed if f is not None else None
+        if not handed or len(handed) != n or any(a.star for a in call.args) or type(f.node) is not cst.FunctionDef:
+            return {}
+        ps = f.node.params
+        names = [p.name.value for p in (*ps.posonly_params, *ps.params)]
+        offset = 1 if f.class_key is not None and names[:1] in (["self"], ["cls"]) else 0
+        positional = [a.value for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        out = {}
+        for i, pi in enumerate(handed):
+            if pi is None or pi < offset:
+                continue
+            arg = positional[pi - offset] if pi - offset < len(positional) else keywords.get(names[pi])
+            if arg is not None:
+                out[i] = self.kind(arg)
+        return out
+
     def project_parts(self, func, n: int):
         """The kinds of the ``n`` items of the tuple a function of another project module returns (its
         summary's ``return_parts``: ``windows, pad_hw = window_partition(x, 14)``), else None."""

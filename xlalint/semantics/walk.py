@@ -395,8 +395,10 @@ class StatementWalk:
             if f.return_kind is K.UNKNOWN or f.return_kind == k:
                 f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
             f.return_parts = passthrough.combine_parts(f.return_parts, node.value, self.kind)
+            f.return_handed = passthrough.handed_back(f.return_handed, node.value, f.node)
         else:
             self.func.return_parts = False
+            self.func.return_handed = False
 
     def _comp(self, node) -> None:
         """List/set/dict comprehensions and generators: bind the ``for`` targets before the element (kinds a
