@@ -10,7 +10,9 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.hot_loops import EPOCHS
-from xlalint.semantics.syntax import bindings, code_of, dotted_name, last_name, name_words, own_nodes, string_value
+from xlalint.semantics.syntax import (
+    bindings, code_of, dotted_name, last_name, name_words, own_nodes, string_value, target_names,
+)
 
 
 # Names that count steps: ``if step == 0:`` runs once, not every step.
@@ -130,19 +132,11 @@ def _first_pass_fill(sides, body, loop) -> bool:
     for n in own_nodes(loop.body):
         if type(n) in (cst.Assign, cst.AnnAssign) and id(n) not in inside and n.value is not None:
             targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
-            if name in {x.value for t in targets for x in _names_bound(t)} and not _fills(n.value, name):
+            if name in {x.value for t in targets for x in target_names(t)} and not _fills(n.value, name):
                 return False
-        elif type(n) in (cst.For, cst.NamedExpr) and name in {x.value for x in _names_bound(n.target)}:
+        elif type(n) in (cst.For, cst.NamedExpr) and name in {x.value for x in target_names(n.target)}:
             return False
     return True
-
-
-def _names_bound(target) -> list:
-    if type(target) is cst.Name:
-        return [target]
-    if type(target) in (cst.Tuple, cst.List):
-        return [x for e in target.elements for x in _names_bound(e.value)]
-    return []
 
 
 def _fills(value, name: str) -> bool:

@@ -13,6 +13,7 @@ from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import (
     NODE_TYPES, bindings, child_nodes, dotted_name, keyword_arg, name_words, names_in, positional_args, string_value,
+    target_names,
 )
 
 
@@ -153,7 +154,7 @@ class HostValues:
                         if type(t) is cst.Name:
                             rebound.add(t.value)
                             roots[t.value] = len(seen) + sum(1 for _ in _in_order(n))  # after the whole statement
-                bound = {t.value for tg in targets for t in _bound_names(tg)}
+                bound = {t.value for tg in targets for t in target_names(tg)}
                 for root in self._parts_bound(n.value):
                     if root in bound:  # `images, labels = images[0].to(device), ...`: the name is its upload after
                         rebound.add(root)
@@ -248,14 +249,6 @@ def _container_of(part):
             return None
         part = part.value
     return part.value if type(part) is cst.Name else None
-
-
-def _bound_names(target) -> list:
-    if type(target) is cst.Name:
-        return [target]
-    if type(target) in (cst.Tuple, cst.List):
-        return [n for e in target.elements for n in _bound_names(e.value)]
-    return []
 
 
 def _closure(names: set, made_from: dict) -> set:

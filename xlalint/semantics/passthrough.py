@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import kinds as K
+from xlalint.semantics.syntax import bindings, last_name
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
@@ -170,7 +171,6 @@ def handed_back(before, value, func_node):
 def _copied_params(func_node, params: set) -> dict:
     """name -> the parameter it copies, for the names bound once, to a copy of a parameter (or the parameter
     rebound to its own copy): ``finish_flag = copy.deepcopy(finish_flag)``."""
-    from xlalint.semantics.syntax import bindings, last_name
     seen: dict = {}
     for target, value in bindings(func_node.body):
         if type(target) is not cst.Name:
