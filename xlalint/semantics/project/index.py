@@ -91,8 +91,10 @@ class ProjectIndex:
         self.by_module: dict[str, str] = {}
         self.by_path: dict[str, str] = {}
         self.packages: set[str] = set()
+        self.src_layout = False  # a `src/` at the root, whose modules are named without it (``module_name``)
         for p in sorted(paths):
             name, is_pkg = module_name(p, root)
+            self.src_layout = self.src_layout or relative(p, root).replace(os.sep, "/").startswith("src/")
             if name in self.by_module:
                 # two files, one name (a root that is a package: its __init__.py and __main__.py; x.py
                 # and x.ipynb; pkg.py and pkg/__init__.py; src/x.py and x.py): one is the module (a
@@ -133,7 +135,7 @@ class ProjectIndex:
                     return mod, ".".join(parts[i:])
             if not base:
                 continue
-        if dotted.startswith("src."):  # a `src/` at the root, named without it (``module_name``)
+        if dotted.startswith("src.") and self.src_layout:  # a `src/` at the root, named without it
             return self.split(dotted[4:], importer)
         return None
 
@@ -142,7 +144,7 @@ class ProjectIndex:
         head = dotted.split(".")[0]
         if head in self.by_module or head in self.prefixes:
             return True
-        if head == "src" and "." in dotted and "src" not in self.prefixes:
+        if head == "src" and "." in dotted and self.src_layout:
             return self.knows(dotted[4:], importer)  # a `src/` at the root, named without it (``module_name``)
         base = _package_dir(importer)
         return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
