@@ -150,3 +150,22 @@ def test_a_module_that_imports_tensorrt_is_not_xla_code(tmp_path):
 def _write_one(root: Path, source: str) -> set:
     _write(root, {"pyproject.toml": "", "tts.py": source})
     return _lint(root)
+
+
+def test_an_import_of_src_resolves_beside_the_script_when_no_src_is_at_the_root(tmp_path):
+    """pytorch/examples' `language_translation/main.py` imports `from src.model import ...` of its own
+    `language_translation/src/`: without a `src/` at the project's root, `src.model` is looked up beside the
+    script, never as the root's `model` (which the project does not have: the name is still known)."""
+    root = tmp_path / "p"
+    _write(root, {
+        "pyproject.toml": "",
+        "app/src/__init__.py": "",
+        "app/src/model.py": "def accuracy(logits, y):\n    return (logits.argmax(-1) == y).float().mean()\n",
+        "app/main.py": ("import torch\nimport torch_xla\nfrom src.model import accuracy\n\n\n"
+                        "def train(model, loader, opt):\n    device = torch_xla.device()\n"
+                        "    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n"
+                        "        out = model(x)\n        loss = torch.nn.functional.cross_entropy(out, y)\n"
+                        "        loss.backward()\n        opt.step()\n        acc = accuracy(out, y)\n"
+                        "        print(f\"{acc:.3f}\")\n        torch_xla.sync()\n"),
+    })
+    assert ("app/main.py", 15, "XLA006") in _lint(root)

@@ -144,8 +144,8 @@ class ProjectIndex:
         head = dotted.split(".")[0]
         if head in self.by_module or head in self.prefixes:
             return True
-        if head == "src" and "." in dotted and self.src_layout:
-            return self.knows(dotted[4:], importer)  # a `src/` at the root, named without it (``module_name``)
+        if head == "src" and "." in dotted and self.src_layout and self.knows(dotted[4:], importer):
+            return True  # a `src/` at the root, named without it (``module_name``)
         base = _package_dir(importer)
         return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
 
