@@ -169,3 +169,39 @@ def test_an_import_of_src_resolves_beside_the_script_when_no_src_is_at_the_root(
                         "        print(f\"{acc:.3f}\")\n        torch_xla.sync()\n"),
     })
     assert ("app/main.py", 15, "XLA006") in _lint(root)
+
+
+QUANTIZER = '''import torch
+
+
+def find_params(x, maxq=15):
+    xmin, xmax = x.min(1)[0], x.max(1)[0]
+    tmp = xmin < 0
+    if torch.any(tmp):
+        xmin[tmp] = -xmax[tmp]
+    return (xmax - xmin) / maxq
+'''
+CALIBRATE = '''import torch
+from .quantizer import find_params
+
+
+def calibrate(model, loader, device):
+    scales = []
+    for x in loader:
+        out = model(x.to(device))
+        scales.append(find_params(out))
+    return scales
+'''
+
+
+def test_a_vendored_copy_of_a_cuda_only_library_is_not_xla_code(tmp_path):
+    """OLMo vendors AutoGPTQ (`inference/compression/dependencies/AutoGPTQ/auto_gptq/...`): the library's own
+    modules import each other relatively, so no import of `auto_gptq` shows they need CUDA; being inside its
+    package does (GPTQ runs on CUDA, Triton and ExLlama kernels). The same code in a package of the project's own
+    name is XLA code: its tensor-valued `if`, run for every calibration batch, is a finding."""
+    for package, expected in (("third_party/AutoGPTQ/auto_gptq", set()),
+                              ("mylib/quant", {("mylib/quant/quantizer.py", 7, "XLA002")})):
+        root = tmp_path / package.replace("/", "-")
+        _write(root, {"pyproject.toml": "", f"{package}/__init__.py": "", f"{package}/quantizer.py": QUANTIZER,
+                      f"{package}/calibrate.py": CALIBRATE})
+        assert {f for f in _lint(root) if f[2] == "XLA002"} == expected, package

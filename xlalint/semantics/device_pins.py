@@ -61,6 +61,8 @@ CUDA_ONLY_LIBRARIES = frozenset({
     # tiny-cuda-nn, nvdiffrast, spconv, SageAttention
     "tensorrt", "torch_tensorrt", "tensorrt_llm", "nvidia", "tinycudann", "nvdiffrast", "spconv",
     "sageattention",
+    # GPTQ's CUDA, Triton and ExLlama kernels (AutoGPTQ, ExLlama)
+    "auto_gptq", "exllama", "exllamav2", "exllama_kernels", "exllamav2_kernels",
 })
 
 

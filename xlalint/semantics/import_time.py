@@ -50,13 +50,18 @@ def _main_block(module: cst.Module) -> list:
             for line in stmt.body.body]
 
 
-def requires_cuda(module: cst.Module) -> Optional[str]:
+def requires_cuda(module: cst.Module, package: str = "") -> Optional[str]:
     """What makes the module unable to run without CUDA, else None: a CUDA-only library
     (``CUDA_ONLY_LIBRARIES``) imported at its top level, unconditionally, or CUDA made the default for every
     tensor built without a device (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``,
     ``torch.set_default_device("cuda")``) or a CUDA extension built (``_builds_cuda_extension``) at its top level
     or in its ``if __name__ == "__main__":`` block: that call raises where there is no CUDA, and the program's
-    device-less tensors rely on it."""
+    device-less tensors rely on it. ``package``: the module's package (dotted); a module of a CUDA-only library
+    itself (a vendored copy: ``third_party/AutoGPTQ/auto_gptq/quantization/gptq.py``) is that library's code,
+    whose own modules import each other relatively."""
+    for part in package.split(".") if package else ():
+        if part in CUDA_ONLY_LIBRARIES:
+            return part
     for n in hard_imports(module, ""):
         if n.partition(".")[0] in CUDA_ONLY_LIBRARIES:
             return n

@@ -99,8 +99,8 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         # the plain names placements put tensors on (`x.to(device)`): a choice made at run time unless the
         # name is only ever given CUDA device indices (`device = torch.device("cuda", rank)`)
         self.device_names_used: set = set()
-        self.requires_cuda = import_time.requires_cuda(module) is not None  # whatever it says of XLA
         package = module_name if is_package else module_name.rpartition(".")[0]
+        self.requires_cuda = import_time.requires_cuda(module, package) is not None  # whatever it says of XLA
         # what importing this module imports (a module of the project that needs a CUDA-only library makes
         # this one need it too: project.program)
         self.hard_imports = import_time.hard_imports(module, package)
