@@ -705,3 +705,37 @@ def test_an_unknown_item_of_a_helpers_tuple_is_what_the_call_returns_unless_hand
     assert lint(CONCATENATED) == {(14, "XLA006")}
     # the unknown item alone (`aux_loss_fn` is not known here): an item of what the call returns
     assert lint(CONCATENATED.replace("chosen {chosen:.3f} aux ", "aux ")) == {(14, "XLA006")}
+
+
+RUNTIMES = """
+import onnxruntime
+
+
+class Frontend:
+    def __init__(self, path, device):
+        self.device = device
+        self.session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        self.other = make_session(path)
+
+    def embed(self, feat):
+        emb = self.{session}.run(None, {{"x": feat.cpu().numpy()}})[0].flatten().tolist()
+        offset = request.get_input("offset").as_numpy().item()
+        return torch.tensor([emb]).to(self.device), offset
+
+
+def main(model, loader, device):
+    fe = Frontend("a.onnx", device)
+    for x in loader:
+        e, offset = fe.embed(x.to(device))
+        out = model(e)
+        out.sum().backward()
+"""
+
+
+def test_what_an_onnx_runtime_session_returns_is_numpy():
+    """Round 25, read after scoring (a speech generator's front end): `session.run(None, feeds)` of an ONNX
+    Runtime `InferenceSession` returns NumPy arrays, and a Triton backend's `.as_numpy()` is NumPy by its name:
+    their `.tolist()` and `.item()` read nothing from the device. Its twin, a session of unknown origin, is still
+    read as the tensor `.tolist()` says it is."""
+    assert {f for f in lint(RUNTIMES.format(session="session")) if f[1] == "XLA001"} == set()
+    assert {f for f in lint(RUNTIMES.format(session="other")) if f[1] == "XLA001"} == {(12, "XLA001")}

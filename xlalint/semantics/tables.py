@@ -188,6 +188,11 @@ LOADER_NAMES = frozenset({"dl", "loader", "dataloader", "train_dl", "val_dl", "e
 DEVICE_DISTRIBUTION = "torch.distributions:Distribution"
 # one built from host tensors (`Categorical(probs.cpu())`): those methods give host tensors
 HOST_DISTRIBUTION = "torch.distributions:HostDistribution"
+# A runtime that runs a model compiled for the host (ONNX Runtime's `InferenceSession`), as an instance kind:
+# `session.run(output_names, feeds)` returns a list of NumPy arrays, whatever device the program chose
+HOST_RUNTIME = "onnxruntime:InferenceSession"
+HOST_RUNTIME_CONSTRUCTORS = frozenset({"onnxruntime.InferenceSession", "onnxruntime.capi.onnxruntime_inference_collection.InferenceSession"})
+HOST_RUNTIME_RESULTS = frozenset({"run", "run_with_ort_values", "run_with_iobinding"})
 DISTRIBUTION_TENSOR_METHODS = frozenset({"sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf",
                                          "perplexity", "enumerate_support", "mode", "kl", "nll"})
 # the last word of a model output's field that holds a distribution, not a tensor (diffusers' VAE encode output's

@@ -176,6 +176,8 @@ class CallKinds:
             return K.NOT_TENSOR
         if q in T.HOST_TENSOR_READERS:  # torchaudio.load(path): decoded on the host
             return K.CPU_TENSORS if T.HOST_TENSOR_READERS[q] == "tuple" else K.CPU_TENSOR
+        if q in T.HOST_RUNTIME_CONSTRUCTORS:
+            return K.instance(T.HOST_RUNTIME)  # `ort.InferenceSession(path)`: its outputs are NumPy arrays
         if q in T.CPU_LOADER_CONSTRUCTORS or q.endswith(".DataLoader"):
             return K.CPU_LOADER
         if q in T.DEVICE_LOADER_CONSTRUCTORS:
@@ -232,10 +234,14 @@ class CallKinds:
             return K.TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN  # dist.sample()
         if cls_key == T.HOST_DISTRIBUTION:
             return K.CPU_TENSOR if meth in T.DISTRIBUTION_TENSOR_METHODS else K.UNKNOWN
+        if cls_key == T.HOST_RUNTIME:
+            return K.CPU_TENSORS if meth in T.HOST_RUNTIME_RESULTS else K.UNKNOWN
         if cls_key is not None:  # trainer.step(batch): what the method returns
             return self._method_return(cls_key, meth)
-        if meth in ("astype", "asnumpy"):
-            return K.NOT_TENSOR  # NumPy's and pandas' conversion, MXNet's to NumPy (a torch tensor has neither)
+        if meth in ("astype", "asnumpy", "as_numpy"):
+            # NumPy's and pandas' conversion, MXNet's and Triton's (`pb_utils` tensors) to NumPy: a torch tensor
+            # has none of them
+            return K.NOT_TENSOR
         if rk in K.ANY_TENSOR:
             cpu = rk == K.CPU_TENSOR
             if meth in _DICT_OUTPUT_METHODS and not cpu:
