@@ -105,6 +105,9 @@ def _analyse_module(data, path: str, enabled, module: str, is_package: bool, fac
             codes = frozenset(c for c in codes if not any(c.startswith(o) for o in off))
     if text.startswith("\ufeff"):
         text = text[1:]
+    databricks = nb.databricks_program(text)  # a Databricks notebook's source: its cells run under IPython
+    if databricks is not None:
+        text, top_level_await = databricks, True
     # too big or too deep for libcst (guard.py), or refused by CPython's compile: one finding
     problem = None if checked else guard.check(text, limits or guard.Limits(max_tokens=max_tokens))
     if problem is None and not checked:
@@ -171,6 +174,7 @@ def declare(data: bytes, path: str, module: str, is_package: bool, limits=None) 
         return None
     if FILE_DIRECTIVE_HINT.search(data) or text.startswith("\ufeff"):
         return None  # rare: the walk handles directives and BOMs as usual
+    text = nb.databricks_program(text) or text
     if guard.check(text, limits or guard.Limits()) is not None:
         return None
 

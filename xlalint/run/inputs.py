@@ -9,7 +9,7 @@ from typing import Optional
 from xlalint.config import DEFAULT_MAX_FILE_SIZE
 from xlalint.findings import Problem
 from xlalint.rules import all_rules
-from xlalint.sources.notebook import program_text
+from xlalint.sources.notebook import databricks_program, program_text
 from xlalint.sources.read import read_file
 
 
@@ -51,4 +51,7 @@ class Inputs:
         data, err = self.read(path)
         if err is None and path.lower().endswith(".ipynb"):
             return program_text(data)
-        return data.decode("utf-8", "replace") if err is None else None
+        if err is not None:
+            return None
+        text = data.decode("utf-8", "replace")
+        return databricks_program(text) or text

@@ -278,7 +278,11 @@ def _future_import(line: str) -> bool:
 
 def _cell_lines(src: str) -> tuple:
     """(program lines, replaced originals, skipped-magic name or "")."""
-    lines = src.splitlines()
+    return _program_lines(src.splitlines())
+
+
+def _program_lines(lines: list) -> tuple:
+    """``_cell_lines`` of a cell's lines."""
     if not lines:
         return [], [], ""
     first = lines[0].lstrip()
@@ -318,6 +322,41 @@ def _cell_lines(src: str) -> tuple:
             out.append(ln)
             open_code = _still_open(ln, open_code)
     return out, magics, ""
+
+
+DATABRICKS_HEADER = "# Databricks notebook source"
+DATABRICKS_CELL = "# COMMAND ----------"
+
+
+def databricks_program(text: str) -> Optional[str]:
+    """A Databricks notebook exported as Python source (its first line ``# Databricks notebook source``, its cells
+    between ``# COMMAND ----------`` lines) runs its cells under IPython, as a Jupyter notebook does: a shell
+    escape (``!deepspeed train.py \\`` and its continuation lines) or a line magic is valid there. The text with
+    each such line made a ``pass`` at its indent, line for line, so that every position is the file's (``--fix``
+    edits the file itself); None when the text is not such a notebook."""
+    if not text.startswith(DATABRICKS_HEADER):
+        return None
+    rows = text.split("\n")
+    out: list = []
+    cell: list = []
+
+    def flush() -> None:
+        ends = ["\r" if r.endswith("\r") else "" for r in cell]
+        bare = [r[:-1] if e else r for r, e in zip(cell, ends)]
+        lines, _magics, skipped = _program_lines(bare)
+        if skipped or len(lines) != len(bare):  # a cell magic (`%%sh`): the cell is not Python
+            lines = ["#" if r.strip() else r for r in bare]
+        out.extend(line + e for line, e in zip(lines, ends))
+        cell.clear()
+
+    for row in rows:
+        if row.rstrip() == DATABRICKS_CELL:
+            flush()
+            out.append(row)
+        else:
+            cell.append(row)
+    flush()
+    return "\n".join(out)
 
 
 def _still_open(line: str, state: tuple) -> tuple:
