@@ -80,6 +80,8 @@ class TrainEvalAlternation(Rule):
         "import torch\nfor x in loader:\n    student.train()\n    teacher.eval()\n    loss = (student(x) - teacher(x)).pow(2).mean()\n    loss.backward()\n    optimizer.step()\n",
         # eval mode only around a checkpoint write: no forward runs in it (baby-llama2's pretraining loop)
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 1000 == 0:\n        model.eval()\n        torch.save(model.state_dict(), 'ckpt_{}.pth'.format(step))\n        model.train()\n",
+        # an evaluation loop (called once per epoch) that switches back to train() after each batch: it trains nothing
+        "import torch\ndef evaluate_accuracy(data_iter, net, device):\n    acc = 0.0\n    with torch.no_grad():\n        for X, y in data_iter:\n            net.eval()\n            acc += (net(X.to(device)).argmax(dim=1) == y.to(device)).float().sum()\n            net.train()\n    return acc\n",
         # one evaluation at the last step
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step == total_steps - 1:\n        model.eval()\n",
     ]
@@ -161,7 +163,9 @@ class TrainEvalAlternation(Rule):
 
         found: dict = {}  # id(candidate) -> (candidate, period, via, call, recv, hook or None)
         for loop in program.loops:
-            if not steps.is_step_loop(loop):
+            if not steps.is_step_loop(loop) or not steps.loop_trains(loop):
+                # an evaluation loop that puts the model back in train mode after each batch (`net.eval()`, the
+                # forward, `net.train()`) runs no forward in train mode: one eval graph, compiled once
                 continue
             f = loop.func
             items = []
