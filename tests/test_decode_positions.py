@@ -187,6 +187,37 @@ def test_a_sampler_with_the_timestep_on_the_device_is_silent():
         """) == []
 
 
+DDIM = """
+    @torch.no_grad()
+    def ddim_sample(model, shape, total, steps):
+        alphas_cumprod = torch.cumprod(1 - torch.linspace(1e-4, 0.02, total, device=device), 0)
+        times = torch.linspace(-1, total - 1, steps=steps + 1)
+        times = list(reversed(times.int().tolist()))
+        time_pairs = {pairs}
+        img = torch.randn(shape, device=device)
+        for time, time_next in tqdm(time_pairs, desc="sampling loop time step"):
+            t = torch.full((shape[0],), time, device=device, dtype=torch.long)
+            pred_noise = model(img, t)
+            if time_next < 0:
+                continue
+            alpha, alpha_next = alphas_cumprod[time], alphas_cumprod[time_next]
+            img = (img - (1 - alpha).sqrt() * pred_noise) / alpha.sqrt() * alpha_next.sqrt()
+            torch_xla.sync()
+        return img
+    """
+
+
+def test_a_sampler_over_a_list_of_timesteps_made_from_a_grid():
+    """Audit (dev): a DDIM sampler goes over `list(zip(times[:-1], times[1:]))` of the Python ints a
+    `torch.linspace(...).int().tolist()` gave: each pair is a new int on every iteration, as `range`'s counter
+    is, and indexing the schedule with it bakes it into each step's graph. Its twin goes over a literal list of
+    a few timesteps: a bounded set of graphs, silent."""
+    found = lint("from tqdm import tqdm\n" + textwrap.dedent(DDIM.replace("{pairs}", "list(zip(times[:-1], times[1:]))")))
+    assert codes(found) == {(15, "XLA009")}, found
+    assert sum(1 for f in found if "an item of a sequence of ints the loop goes over" in f[2]) == 2, found
+    assert lint("from tqdm import tqdm\n" + textwrap.dedent(DDIM.replace("{pairs}", "[(3, 2), (2, 1), (1, 0), (0, -1)]"))) == []
+
+
 def test_a_size_from_the_counter_still_counts_in_torch_full():
     found = lint("""
         for step in range(100):

@@ -66,6 +66,11 @@ class StepValues:
         self.model = model
         self._names: dict = {}  # (func key, name) -> Varying
         self._int_lists: dict = {}  # (func key, name) -> number of literal ints
+        # (func key, name): a sequence of distinct Python ints, one per position (`times = list(reversed(
+        # torch.linspace(-1, T - 1, steps=n + 1).int().tolist()))`, `list(range(T))`): a loop over it binds a new
+        # int on every iteration, as a loop over `range` does
+        self._int_seqs: dict = {}  # and how many ints each item holds (a `zip` of such: its width)
+        self._grids: set = set()  # (func key, name): last bound to a `torch.linspace`/`torch.arange` (``_grid``)
         self._data: dict = {}  # (func key, name) -> the loop whose iterations bind it (a batch, a sample)
         self._params: dict = {}  # func key -> its parameter names (seeded as varying by a caller)
         self._cut_loops: set = set()  # id() of loop nodes whose body reads a device value to the host
@@ -87,6 +92,14 @@ class StepValues:
         self._forget(target, key)
         self._bind_data(node, target, it, key)
         it = self._unwrapped(it)
+        items = self._sequence_items(it, key)
+        if items is not None and type(target) in (cst.Name, cst.Tuple, cst.List):
+            # `for time, time_next in tqdm(time_pairs)` over `list(zip(times[:-1], times[1:]))` of such ints
+            names = [target] if type(target) is cst.Name else [e.value for e in target.elements]
+            if type(target) is cst.Name or len(names) == items:
+                for n in names:
+                    if type(n) is cst.Name:
+                        self._names[(key, n.value)] = Varying(node, n.value, "an item of a sequence of ints the loop goes over")
         if type(it) is cst.Call and type(it.func) is cst.Name:
             fn = it.func.value
             if fn == "range" and type(target) is cst.Name and _is_builtin(self.model, fn):
@@ -235,6 +248,45 @@ class StepValues:
             it = it.args[0].value
         return it
 
+    def _sequence_items(self, e, key) -> Optional[int]:
+        """How many ints each item of ``e`` holds (1, or the width of a ``zip``) when ``e`` is a sequence of
+        distinct Python ints taken position by position (``_int_seqs``): a name bound to one, ``list()``,
+        ``reversed()`` or a slice of one, ``zip()`` of such, ``range(...)`` inside them, the ``.tolist()`` of a
+        ``torch.linspace``/``torch.arange`` (cast with ``.int()``/``.long()``/``.round()``); else None. Not a
+        literal list (a few values: a bucket set), nor any other list."""
+        t = type(e)
+        if t is cst.Name:
+            return self._int_seqs.get((key, e.value))
+        if t is cst.Subscript and len(e.slice) == 1 and type(e.slice[0].slice) is cst.Slice:
+            return self._sequence_items(e.value, key)  # `times[:-1]`
+        if t is not cst.Call:
+            return None
+        args = [a.value for a in e.args if a.keyword is None and not a.star]
+        if type(e.func) is cst.Name and _is_builtin(self.model, e.func.value):
+            fn = e.func.value
+            if fn == "range":
+                return 1
+            if fn in ("list", "tuple", "reversed", "sorted") and len(args) == 1:
+                return self._sequence_items(args[0], key)
+            if fn == "zip" and args:
+                widths = [self._sequence_items(a, key) for a in args]
+                return len(args) if all(w == 1 for w in widths) else None
+            return None
+        if type(e.func) is cst.Attribute and e.func.attr.value == "tolist" and not args:
+            if self._grid(e.func.value, key):
+                return 1
+        return None
+
+    def _grid(self, e, key) -> bool:
+        """``torch.linspace(...)``/``torch.arange(...)`` (cast or not), or a name last bound to one: a 1-D grid of
+        distinct values."""
+        while (type(e) is cst.Call and type(e.func) is cst.Attribute and not e.args
+               and e.func.attr.value in ("int", "long", "round", "flip", "cpu")):
+            e = e.func.value
+        if type(e) is cst.Name:
+            return (key, e.value) in self._grids
+        return type(e) is cst.Call and self.model.qualname(e.func) in ("torch.linspace", "torch.arange")
+
     def _carried(self, node: cst.For, key: str, counter: str) -> None:
         """``prev = cur`` at the end of the body of ``for cur in range(...)``: ``prev`` holds the previous
         iteration's counter wherever the body reads it (``model(tokens[:, prev:cur], prev)``)."""
@@ -312,6 +364,16 @@ class StepValues:
                 self._int_lists[(key, name)] = n
             else:
                 self._int_lists.pop((key, name), None)
+            grid = self._grid(value, key)
+            items = self._sequence_items(value, key)
+            if items is not None:
+                self._int_seqs[(key, name)] = items
+            else:
+                self._int_seqs.pop((key, name), None)
+            if grid:
+                self._grids.add((key, name))
+            else:
+                self._grids.discard((key, name))
             v = self.varying(value)
             if v is not None:
                 origin = v.origin if v.origin != "the loop counter" else f"derived from the loop counter `{v.name}`"
