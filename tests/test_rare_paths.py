@@ -108,3 +108,58 @@ def train(model, loader, opt, device):
         torch_xla.sync()
 """
     assert lint(source) == {(7, "XLA001")}
+
+
+VOCODER = '''import torch
+import torch.nn as nn
+
+
+class Vocoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(80, 480)
+
+    def inference(self, mel, finalize=True):
+        return self.proj(mel.transpose(1, 2)).flatten(1)
+
+
+if __name__ == "__main__":
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Vocoder().to(device)
+    mel = torch.rand(1, 80, 300).to(device)
+    full = model.inference(mel)
+    for i in range(0, 300, 30):
+        chunk = model.inference(mel[:, :, : i + 38], finalize=False)[:, i * 480:]
+        print((full[:, i * 480: i * 480 + chunk.shape[1]] - chunk).abs().max().item())
+'''
+
+
+def _lint_project(root, files: dict) -> set:
+    from pathlib import Path
+
+    from xlalint.config import build_settings
+    from xlalint.run.project import lint_files
+
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    paths = sorted(str(p) for p in root.rglob("*.py"))
+    found = lint_files(paths, build_settings(None), jobs=1, cache=None)
+    for p in paths:  # one file at a time (its importers seen under the root) gives the same findings
+        assert lint_files([p], build_settings(None), jobs=1, cache=None) == [f for f in found if f.path == p], p
+    return {(Path(f.path).relative_to(root).as_posix(), f.line, f.code) for f in found}
+
+
+def test_the_main_block_of_a_library_module_is_a_check_run_by_hand(tmp_path):
+    """Round 25, read after scoring (a speech generator's vocoder and flow modules): a module of a package that
+    the project's other modules import ends with `if __name__ == "__main__":` comparing its streaming output
+    chunk by chunk with its whole output: a check run by hand, once, not a generation loop. The same block in a
+    script at the root, which another script imports for a helper, is the program's own loop: still a finding."""
+    lib = {"pyproject.toml": "", "tts/__init__.py": "", "tts/vocoder.py": VOCODER,
+           "tts/api.py": "from tts.vocoder import Vocoder\n\n\ndef load():\n    return Vocoder()\n"}
+    assert _lint_project(tmp_path / "lib", lib) == set()
+    script = {"pyproject.toml": "", "vocoder.py": VOCODER, "api.py": "from vocoder import Vocoder\n\nv = Vocoder()\n"}
+    assert ("vocoder.py", 21, "XLA001") in _lint_project(tmp_path / "script", script)
+    alone = {"pyproject.toml": "", "tts/__init__.py": "", "tts/vocoder.py": VOCODER}  # nothing imports it
+    assert ("tts/vocoder.py", 21, "XLA001") in _lint_project(tmp_path / "alone", alone)

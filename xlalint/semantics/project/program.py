@@ -26,7 +26,9 @@ class Program:
         self._funcs_of: dict = {}  # module -> its FuncInfos, <module> included
         for mod, s in facts.summaries.items():
             self._load(mod, s, paths.get(mod, s.get("path", mod)))
+        self._importers = self._importers_of()
         self.excluded_by_importers = self._runs_only_off_xla()
+        self._exclude_library_mains()
         self._exclude_test_helpers()
         self._mark_hooks()
         self._mark_applied_functions()
@@ -67,23 +69,7 @@ class Program:
         ``decode_heads/__init__.py``): then whoever imports the package loads it. Their functions are marked ``excluded`` (never an XLA
         step); the modules are returned."""
         summaries = self.facts.summaries
-        importers: dict = {}
-        for mod, s in summaries.items():
-            # what it binds (`from a import b`), star-imports (`from .heads import *`), imports whole
-            # (`import a.b.c` binds only `a`) and imports in its functions
-            for target in {*s["imports"].values(), *s.get("stars", ()), *s.get("hard_imports", ()),
-                           *s.get("nested_imports", ())}:
-                hit = self.facts.index.split(target, mod)
-                if hit is None:
-                    continue
-                # importing `a.b.c` runs the packages `a` and `a.b` first; a package's own modules importing
-                # it (`from ..builder import HEADS` in `models/heads/dpt.py`) are loaded through it: they say
-                # nothing of where it runs
-                target = hit[0]
-                while target and target != mod and not mod.startswith(target + "."):
-                    if target in summaries:
-                        importers.setdefault(target, set()).add(mod)
-                    target = target.rpartition(".")[0]
+        importers = self._importers
         needs_cuda = {mod for mod, s in summaries.items() if s.get("requires_cuda")}
         hard = {mod: self._project_modules(mod, s.get("hard_imports", ())) for mod, s in summaries.items()}
         runs = {mod: self._project_modules(mod, s.get("main_imports", ())) for mod, s in summaries.items()}
@@ -117,6 +103,42 @@ class Program:
             for f in self._funcs_of.get(mod, ()):
                 f.excluded = True
         return found
+
+    def _importers_of(self) -> dict:
+        """module -> the project's modules that import it: what they bind (`from a import b`), star-import
+        (`from .heads import *`), import whole (`import a.b.c` binds only `a`) or import in their functions."""
+        summaries = self.facts.summaries
+        importers: dict = {}
+        for mod, s in summaries.items():
+            for target in {*s["imports"].values(), *s.get("stars", ()), *s.get("hard_imports", ()),
+                           *s.get("nested_imports", ())}:
+                hit = self.facts.index.split(target, mod)
+                if hit is None:
+                    continue
+                # importing `a.b.c` runs the packages `a` and `a.b` first; a package's own modules importing
+                # it (`from ..builder import HEADS` in `models/heads/dpt.py`) are loaded through it: they say
+                # nothing of where it runs
+                target = hit[0]
+                while target and target != mod and not mod.startswith(target + "."):
+                    if target in summaries:
+                        importers.setdefault(target, set()).add(mod)
+                    target = target.rpartition(".")[0]
+        return importers
+
+    def _exclude_library_mains(self) -> None:
+        """The module-level code of a library module, a module of a package (its folder has an ``__init__.py``)
+        that other modules of the project import (unit tests aside): what runs when it is imported runs once,
+        and its ``if __name__ == "__main__":`` block is a check run by hand (a streaming vocoder compared chunk by
+        chunk with its whole output, a debug loop over the data loader), not a training or generation step.
+        Its functions keep their own frequencies: a loop in a function is what it is, whoever calls it."""
+        summaries = self.facts.summaries
+        by_module = self.facts.index.by_module
+        for top in self.tops:
+            mod = top.module
+            parent = mod.rpartition(".")[0]
+            if (parent and parent in by_module and not is_test_module(mod)
+                    and {m for m in self._importers.get(mod, ()) if not is_test_module(m)} and mod in summaries):
+                top.excluded = True
 
     def _project_modules(self, mod: str, names) -> set:
         """The project's modules among what ``mod`` imports by ``names``, itself aside."""
