@@ -739,3 +739,30 @@ def test_what_an_onnx_runtime_session_returns_is_numpy():
     read as the tensor `.tolist()` says it is."""
     assert {f for f in lint(RUNTIMES.format(session="session")) if f[1] == "XLA001"} == set()
     assert {f for f in lint(RUNTIMES.format(session="other")) if f[1] == "XLA001"} == {(12, "XLA001")}
+
+
+def test_an_image_size_attribute_is_a_python_value():
+    """Round 23, read after scoring (a detector's detectron2 wrapper): `h, w = targets_per_image.image_size` of
+    an `Instances` is a tuple of Python ints; `torch.as_tensor([w, h, w, h], device=...)` of them reads nothing.
+    Its twin takes the sizes from another attribute of the moved structure (taken for a tensor), and building a
+    tensor from its elements reads them."""
+    body = """
+    class Detr(nn.Module):
+        def __init__(self, backbone, device):
+            super().__init__()
+            self.backbone = backbone
+            self.device = device
+
+        def forward(self, batched_inputs):
+            targets = [x["instances"].to(self.device) for x in batched_inputs]
+            return self.backbone(self.prepare_targets(targets))
+
+        def prepare_targets(self, targets):
+            new_targets = []
+            for targets_per_image in targets:
+                h, w = targets_per_image.{attr}
+                new_targets.append(torch.as_tensor([w, h, w, h], dtype=torch.float, device=self.device))
+            return new_targets
+    """
+    assert lint(body.replace("{attr}", "image_size")) == set()
+    assert lint(body.replace("{attr}", "gt_size")) == {(16, "XLA001")}

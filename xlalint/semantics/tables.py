@@ -117,6 +117,8 @@ NON_TENSOR_ATTRIBUTES = frozenset(
         "placements", "device_mesh",
         # a batch object's counts (torchtext's `batch.batch_size`, PyG's `batch.num_graphs`): Python ints
         "batch_size", "num_graphs", "num_nodes", "num_edges",
+        # an image's size as a structure holds it (detectron2's `Instances.image_size`, a config's): Python ints
+        "image_size",
     }
 )
 
