@@ -1491,3 +1491,42 @@ def test_a_while_loop_over_generated_batches_calling_a_whole_sampler_is_no_decod
     found = lint(body)
     assert not [f for f in found if f[0] == 12], found
     assert at(found, 18, "XLA001"), found
+
+
+PERCEPTRON = """
+class Perceptron():
+    def __init__(self, num_features):
+        self.num_features = num_features
+        self.weights = torch.zeros(num_features, 1, device=device)
+        self.bias = torch.zeros(1, device=device)
+
+    def forward(self, x):
+        return torch.where(torch.mm(x, self.weights) + self.bias > 0., 1.0, 0.0)
+
+    def backward(self, x, y):
+        return y - self.forward(x)
+
+    def train(self, x, y, epochs):
+        for e in range(epochs):
+            for i in range(y.shape[0]):
+                errors = self.{update}(x[i].reshape(1, self.num_features), y[i]).reshape(-1)
+                self.weights += (errors * x[i]).reshape(self.num_features, 1)
+                self.bias += errors
+
+
+ppn = Perceptron(num_features=2)
+ppn.train(torch.randn(70, 2, device=device), torch.randint(0, 2, (70,), device=device).float(), epochs=5)
+"""
+
+
+def test_a_method_of_the_project_named_backward_is_not_autograds_pass():
+    """Round 24, read after scoring (course notebooks training a perceptron by hand): `self.backward(x, y)` of a
+    class that defines `backward` computes the errors; the per-sample loop calling it does not train with
+    autograd, runs no step and ends no graph: its `x[i]` is one traced graph repeated, not a step-varying index.
+    Its twin calls autograd's `backward()` on a loss in the same loop: a training step, and `x[i]` changes the
+    graph every step."""
+    assert lint(PERCEPTRON.replace("{update}", "backward")) == []
+    twin = PERCEPTRON.replace("errors = self.{update}(x[i].reshape(1, self.num_features), y[i]).reshape(-1)",
+                              "errors = self.backward(x[i].reshape(1, self.num_features), y[i]).reshape(-1)\n"
+                              "                errors.sum().backward()")
+    assert {(ln, c) for ln, c, _ in lint(twin)} >= {(17, "XLA009")}
