@@ -81,9 +81,7 @@ class CallSites:
         elif type(func) is cst.Attribute:
             meth = func.attr.value
             recv = last_name(func.value) or ""
-            if meth in T.STEP_METHODS_ANY_RECEIVER and self._project_method(func):
-                pass  # a perceptron's own `self.backward(x, y)`: what its body does, not autograd's pass
-            elif meth in T.STEP_METHODS_ANY_RECEIVER:
+            if meth in T.STEP_METHODS_ANY_RECEIVER:
                 step = trains = True
                 if type(func.value) is cst.Name and self.kind(func.value) is K.UNKNOWN and not node.args:
                     # `loss = model.get_loss(x); loss.backward()`: what is backpropagated is a device tensor
@@ -179,12 +177,6 @@ class CallSites:
         if cls is None:
             return K.MODULE
         return K.module_of(cls[1:] if cls[0] == "@" else f"{self.module_name}:{cls}")
-
-    def _project_method(self, func: cst.Attribute) -> bool:
-        """``func`` is a method of a project class (``self.backward(x, y)`` of a class that defines it), not a
-        method of a tensor or of a library's object."""
-        key = self.callee_key(func)
-        return key is not None and not key.startswith(H.CALLABLE_PREFIX) and (key in self.funcs or key.startswith("@"))
 
     def callee_key(self, func) -> Optional[str]:
         """The function a call runs: a key of this module (``helper``, ``Cls.meth``), or ``@`` and the
