@@ -159,7 +159,15 @@ def test_the_main_block_of_a_library_module_is_a_check_run_by_hand(tmp_path):
     lib = {"pyproject.toml": "", "tts/__init__.py": "", "tts/vocoder.py": VOCODER,
            "tts/api.py": "from tts.vocoder import Vocoder\n\n\ndef load():\n    return Vocoder()\n"}
     assert _lint_project(tmp_path / "lib", lib) == set()
+    # in a folder without an `__init__.py` of a package that has one (`cosyvoice/flow/flow.py`)
+    nested = {"pyproject.toml": "", "tts/__init__.py": "", "tts/hifigan/vocoder.py": VOCODER,
+              "tts/api.py": "from tts.hifigan.vocoder import Vocoder\n\n\ndef load():\n    return Vocoder()\n"}
+    assert _lint_project(tmp_path / "nested", nested) == set()
     script = {"pyproject.toml": "", "vocoder.py": VOCODER, "api.py": "from vocoder import Vocoder\n\nv = Vocoder()\n"}
     assert ("vocoder.py", 21, "XLA001") in _lint_project(tmp_path / "script", script)
+    # a folder of scripts with no `__init__.py` anywhere
+    scripts = {"pyproject.toml": "", "tools/vocoder.py": VOCODER,
+               "tools/api.py": "from tools.vocoder import Vocoder\n\nv = Vocoder()\n"}
+    assert ("tools/vocoder.py", 21, "XLA001") in _lint_project(tmp_path / "scripts", scripts)
     alone = {"pyproject.toml": "", "tts/__init__.py": "", "tts/vocoder.py": VOCODER}  # nothing imports it
     assert ("tts/vocoder.py", 21, "XLA001") in _lint_project(tmp_path / "alone", alone)

@@ -126,7 +126,8 @@ class Program:
         return importers
 
     def _exclude_library_mains(self) -> None:
-        """The module-level code of a library module, a module of a package (its folder has an ``__init__.py``)
+        """The module-level code of a library module, a module of a package (its folder, or one above it up to the
+        project's root, has an ``__init__.py``: CosyVoice's ``cosyvoice/flow/`` has none, ``cosyvoice/`` has one)
         that other modules of the project import (unit tests aside): what runs when it is imported runs once,
         and its ``if __name__ == "__main__":`` block is a check run by hand (a streaming vocoder compared chunk by
         chunk with its whole output, a debug loop over the data loader), not a training or generation step.
@@ -135,8 +136,9 @@ class Program:
         by_module = self.facts.index.by_module
         for top in self.tops:
             mod = top.module
-            parent = mod.rpartition(".")[0]
-            if (parent and parent in by_module and not is_test_module(mod)
+            parents = mod.split(".")[:-1]
+            packaged = any(".".join(parents[:i]) in by_module for i in range(1, len(parents) + 1))
+            if (packaged and not is_test_module(mod)
                     and {m for m in self._importers.get(mod, ()) if not is_test_module(m)} and mod in summaries):
                 top.excluded = True
 
