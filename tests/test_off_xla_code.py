@@ -1200,3 +1200,46 @@ def test_a_module_that_compiles_cuda_sources_when_imported_needs_cuda(tmp_path):
         })
         assert _where(_lint(root)) == expected, (sources, _where(_lint(root)))
 
+
+
+TWO_CLASSES = '''import torch
+
+
+class EngineWrapper:
+    def __init__(self, engine, device="cuda:0"):
+        self.engine = engine
+        self.device = device
+
+    def run(self, x):
+        {wrapper_body}
+
+
+class Token2Wav:
+    def __init__(self, model, device_id=0):
+        self.device = f"cuda:{device_id}"
+        self.model = model.to(self.device).eval()
+        self.window = torch.ones(16).cuda()
+        self.engine = EngineWrapper(None, device=self.device)
+
+    def synthesize(self, token_batches):
+        out = []
+        for tokens in token_batches:
+            mel = self.model(tokens.to(self.device))
+            out.append(mel.sum().item())
+        return out
+'''
+
+
+def test_two_classes_self_device_attributes_are_two_names():
+    """Round 25, read after scoring (a speech generator's Triton runtime): `self.device = f"cuda:{device_id}"` in
+    one class, only ever a CUDA device, and `self.device = device` in another class of the same module that places
+    nothing with it: the module places on CUDA only (with `.cuda()` beside), so it is not XLA code. Its twin's
+    other class places on its own `self.device`, a device its caller chooses: the module is XLA code."""
+    import textwrap
+
+    from xlalint.analysis.source import lint_source
+
+    silent = TWO_CLASSES.replace("{wrapper_body}", "return self.engine(x)")
+    assert [f.code for f in lint_source(silent, "token2wav.py")] == []
+    chosen = TWO_CLASSES.replace("{wrapper_body}", "return self.engine(x.to(self.device))")
+    assert [(f.line, f.code) for f in lint_source(chosen, "token2wav.py")] == [(24, "XLA001")]

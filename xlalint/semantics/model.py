@@ -246,6 +246,12 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         scope = self.func.node.body if self.func is not self.top and self.func.node is not None else self.module
         return loop if dumps.written_out(loop.node, self.stmt, call, scope) else None
 
+    def attribute_name(self, attr: str) -> str:
+        """The name of ``self.<attr>`` in the class being walked (``Token2Wav.self.device``): two classes' ``self.device``
+        are two names (one set to ``f"cuda:{device_id}"``, another to whatever its caller passes)."""
+        cls = self.current_class()
+        return f"{cls}.self.{attr}" if cls is not None else f"self.{attr}"
+
     def note_cuda_indices(self, names: set) -> None:
         """``names`` hold a CUDA device index (``device_pins.params_given_cuda``); not one also bound otherwise."""
         self._cuda_index_names |= names
@@ -302,6 +308,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
                 self.chooses_device = True
                 f.places_elsewhere = True
             else:
+                names = {self.attribute_name(n[5:]) if n.startswith("self.") else n for n in names}
                 self.device_names_used.update(names)
                 if f is not self.top and type(f.node) is cst.FunctionDef:
                     p = f.node.params

@@ -109,7 +109,7 @@ class StatementWalk:
         for t in node.targets:
             self._bind_target(t.target, node.value, value_kind)
             if _is_self_attribute(t.target):  # `self.device = "cuda:{}".format(rank)`
-                self.note_name_value(f"self.{t.target.attr.value}", node.value)
+                self.note_name_value(self.attribute_name(t.target.attr.value), node.value)
             if type(t.target) is cst.Name:  # `should_log = step % log_freq == 0`, `mps = "mps" in device.type`
                 name = t.target.value
                 self.note_name_value(name, node.value)
