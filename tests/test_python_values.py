@@ -766,3 +766,40 @@ def test_an_image_size_attribute_is_a_python_value():
     """
     assert lint(body.replace("{attr}", "image_size")) == set()
     assert lint(body.replace("{attr}", "gt_size")) == {(16, "XLA001")}
+
+
+NARROWED_SESSION = """
+import onnxruntime
+
+
+class SpeakerEmbedding:
+    def __init__(self, path, device, use_trt):
+        self.device = device
+        if use_trt:
+            self.spk_model = load_engine(path)
+        else:
+            self.spk_model = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+    def embed(self, feat):
+        if {test}:
+            emb = self.spk_model.run(None, {{"x": feat.cpu().numpy()}})[0].flatten().tolist()
+            return torch.tensor([emb]).to(self.device)
+        return self.spk_model(feat.to(self.device))
+
+
+def main(model, loader, device):
+    spk = SpeakerEmbedding("campplus.onnx", device, False)
+    for x in loader:
+        out = model(spk.embed(x.to(device)))
+        out.sum().backward()
+"""
+
+
+def test_a_session_an_isinstance_test_shows_is_onnx_runtimes():
+    """Round 25, read after scoring (a speech generator's Triton model): `self.spk_model` is a TensorRT engine or
+    an ONNX Runtime session, and the branch under `isinstance(self.spk_model, onnxruntime.InferenceSession)` runs
+    the session, whose outputs are NumPy arrays. Under another test the attribute stays of unknown kind, and
+    `.tolist()` is still read as the tensor method it looks like."""
+    assert {f for f in lint(NARROWED_SESSION.format(test="isinstance(self.spk_model, onnxruntime.InferenceSession)"))
+            if f[1] == "XLA001"} == set()
+    assert {f for f in lint(NARROWED_SESSION.format(test="feat.dim() == 2")) if f[1] == "XLA001"} == {(15, "XLA001")}

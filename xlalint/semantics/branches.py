@@ -58,7 +58,7 @@ class Branches:
         if tested:
             self._type_tested.append(tested)
         # `if isinstance(im, (str, Path)):`: not a tensor in this branch
-        narrowed = self.narrow(*narrowing.narrowed(node.test, lambda name: self._env_lookup(name)[1]))
+        narrowed = self.narrow(*narrowing.narrowed(node.test, lambda name: self._env_lookup(name)[1], self.qualname))
         loops = self.loop_stack
         first = None if once else first_pass_of(node.test, loops)
         if first is not None:

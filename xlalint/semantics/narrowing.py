@@ -9,14 +9,21 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import kinds as K
+from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import code_of, dotted_name, last_name, positional_args
 
 
-def narrowed(test, kind_of):
+def narrowed(test, kind_of, qualname=None):
     """The name the test narrows and its kind in the branch the test enters, else (None, None):
     ``isinstance(im, (str, Path))`` a Python value, ``not torch.is_tensor(n)`` not a tensor, and
     ``isinstance(images, list)`` of a value taken for one tensor (``kind_of(name)``): a container (of
-    tensors, as far as is known), whose truth is its length, not a read of the device."""
+    tensors, as far as is known), whose truth is its length, not a read of the device;
+    ``isinstance(self.spk_model, onnxruntime.InferenceSession)`` (``qualname`` resolves the class) an ONNX Runtime
+    session, whose outputs are NumPy arrays."""
+    if qualname is not None:
+        found = runtime_type_test(test, qualname)
+        if found is not None:
+            return found, K.instance(T.HOST_RUNTIME)
     name = python_type_test(test)
     if name is not None:
         return name, K.NOT_TENSOR
@@ -71,6 +78,22 @@ def python_type_test(test) -> Optional[str]:
     types = [e.value for e in args[1].elements] if type(args[1]) is cst.Tuple else [args[1]]
     names = [last_name(t) for t in types]
     return args[0].value if names and all(n in PYTHON_TYPES for n in names) else None
+
+
+def runtime_type_test(test, qualname) -> Optional[str]:
+    """``isinstance(v, onnxruntime.InferenceSession)`` / ``isinstance(self.session, ort.InferenceSession)``: the name
+    (``v``, ``self.session``) tested to be a host runtime's session (``tables.HOST_RUNTIME_CONSTRUCTORS``)."""
+    if type(test) is not cst.Call or dotted_name(test.func) != "isinstance":
+        return None
+    args = positional_args(test)
+    if len(args) != 2 or qualname(args[1]) not in T.HOST_RUNTIME_CONSTRUCTORS:
+        return None
+    v = args[0]
+    if type(v) is cst.Name:
+        return v.value
+    if type(v) is cst.Attribute and type(v.value) is cst.Name and v.value.value == "self":
+        return f"self.{v.attr.value}"
+    return None
 
 
 CONTAINER_TYPES = frozenset({"list", "tuple", "List", "Tuple", "Sequence"})

@@ -262,8 +262,10 @@ class TensorInference:
         base = e.value
         if type(base) is cst.Name and base.value == "self":
             own = self.func.env.get("self." + attr)
-            if own in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR):
-                return own  # `self.sigmas = sigmas.to("cpu")` then `self.sigmas[-1].item()`: the host copy it stored
+            if own in (K.CPU_TENSOR, K.CPU_TENSORS, K.NOT_TENSOR) or K.instance_class(own) == T.HOST_RUNTIME:
+                # `self.sigmas = sigmas.to("cpu")` then `self.sigmas[-1].item()`: the host copy it stored; a session
+                # `isinstance(self.spk_model, onnxruntime.InferenceSession)` showed
+                return own
             cls = self.current_class()
             if cls is not None and cls in self.classes:
                 attrs = self.classes[cls]["attrs"]
