@@ -205,3 +205,14 @@ def test_a_vendored_copy_of_a_cuda_only_library_is_not_xla_code(tmp_path):
         _write(root, {"pyproject.toml": "", f"{package}/__init__.py": "", f"{package}/quantizer.py": QUANTIZER,
                       f"{package}/calibrate.py": CALIBRATE})
         assert {f for f in _lint(root) if f[2] == "XLA002"} == expected, package
+
+
+def test_cuda_only_rasterizers_and_engines_are_not_xla_code(tmp_path):
+    """3-D vision trainers import Gaussian splatting's CUDA rasterizer and k-NN (`diff_gaussian_rasterization`,
+    `simple_knn`), gsplat, PointNet++'s ops or KNN-CUDA at their top, and an LLM server LMDeploy's engine: none
+    imports on a TPU host. The same module without the import is XLA code (its decode loop's read is a finding)."""
+    for lib in ("diff_gaussian_rasterization", "simple_knn._C", "gsplat", "pointnet2_ops.pointnet2_utils",
+                "knn_cuda", "lmdeploy"):
+        found = _write_one(tmp_path / lib, ENGINE.format(top=f"import {lib} as trt\n", inner="runtime = trt.Runtime(None)"))
+        assert found == set(), lib
+    assert _write_one(tmp_path / "none", ENGINE.format(top="", inner="runtime = None")) == {("tts.py", 18, "XLA001")}

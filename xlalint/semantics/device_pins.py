@@ -63,6 +63,9 @@ CUDA_ONLY_LIBRARIES = frozenset({
     "sageattention",
     # GPTQ's CUDA, Triton and ExLlama kernels (AutoGPTQ, ExLlama)
     "auto_gptq", "exllama", "exllamav2", "exllama_kernels", "exllamav2_kernels",
+    # CUDA rasterizers and point-cloud kernels of 3-D vision code (Gaussian splatting's rasterizer and k-NN, gsplat,
+    # PointNet++'s ops, KNN-CUDA), and LMDeploy's TurboMind engine
+    "diff_gaussian_rasterization", "simple_knn", "gsplat", "pointnet2_ops", "knn_cuda", "lmdeploy",
 })
 
 
