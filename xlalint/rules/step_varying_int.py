@@ -8,7 +8,7 @@ from xlalint.rules import Rule
 from xlalint.semantics import hot_loops as H
 from xlalint.semantics import kinds as K
 from xlalint.semantics import rule_tables as RT
-from xlalint.semantics.syntax import keyword_arg, positional_args
+from xlalint.semantics.syntax import keyword_arg, positional_args, positional_params
 from xlalint.semantics.growth import feeds_a_graph
 from xlalint.semantics.step_values import StepValues
 
@@ -404,8 +404,7 @@ class StepVaryingPythonInt(Rule):
         params = {}
         for f in m.funcs.values():
             if type(f.node) is cst.FunctionDef:
-                ps = f.node.params
-                params[f.key] = [[p.name.value for p in (*ps.posonly_params, *ps.params)], f.class_key is not None]
+                params[f.key] = [positional_params(f.node), f.class_key is not None]
         return {"uses": uses, "calls": calls, "params": params, "local": local}
 
     @staticmethod

@@ -19,7 +19,7 @@ from xlalint.semantics import kinds as K
 from xlalint.semantics import seeds as S
 from xlalint.semantics import tables as T
 from xlalint.semantics.steps import FuncInfo
-from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, positional_args
+from xlalint.semantics.syntax import dotted_name, keyword_arg, last_name, positional_args, positional_params
 
 UNRESOLVED = object()  # the model's _callee_memo: the callee of the call being heard is not resolved yet
 
@@ -280,7 +280,7 @@ class CallSites:
         """``f``'s side of its seeds (``seeds.Shape``): its parameters, and with ``full`` what this
         module's callers pass it."""
         p = node.params
-        names = tuple(x.name.value for x in list(p.posonly_params) + list(p.params))
+        names = tuple(positional_params(node))
         # `Cls.apply(x, t)` of an autograd.Function passes x to forward(ctx, x, t)
         autograd = f.class_key is not None and self.classes.get(f.class_key, {}).get("autograd")
         offset = 1 if f.class_key is not None and names and (names[0] in ("self", "cls") or autograd) else 0

@@ -19,7 +19,8 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics.syntax import (
-    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, own_nodes, positional_args, string_value,
+    NODE_TYPES, child_nodes, code_of, dotted_name, keyword_arg, last_name, own_nodes, positional_args, positional_params,
+    string_value,
 )
 
 PIN = "pin"  # places on CUDA by name
@@ -553,7 +554,7 @@ def params_given(module: cst.Module, names: set, passed) -> set:
         t = type(n)
         if t is cst.FunctionDef:
             ps = n.params
-            defs.setdefault(n.name.value, []).append([p.name.value for p in (*ps.posonly_params, *ps.params)]
+            defs.setdefault(n.name.value, []).append(positional_params(n)
                                                      + [p.name.value for p in ps.kwonly_params])
         elif t is cst.Call and type(n.func) is cst.Name:
             calls.setdefault(n.func.value, []).append(n)
@@ -584,7 +585,7 @@ def device_params(node: cst.FunctionDef, names: set, method: bool) -> list:
     """Where callers pass ``names`` (the function's own parameters it places on: ``v.to(device)``): [[position
     in a call, or -1 for keyword-only, name]]; ``method``: a call through the object does not pass ``self``."""
     p = node.params
-    positional = [x.name.value for x in (*p.posonly_params, *p.params)]
+    positional = positional_params(node)
     offset = 1 if method and positional and positional[0] in ("self", "cls") else 0
     out = [[i - offset, n] for i, n in enumerate(positional) if n in names and i >= offset]
     out.extend([-1, x.name.value] for x in p.kwonly_params if x.name.value in names)

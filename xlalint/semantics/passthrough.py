@@ -17,7 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import bindings, last_name
+from xlalint.semantics.syntax import argument_for, bindings, last_name, positional_params
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
@@ -27,17 +27,12 @@ AS_IS, CALLED, ARITH = 0, 1, 2
 
 
 
-def _params(node) -> list:
-    ps = node.params
-    return [p.name.value for p in list(ps.posonly_params) + list(ps.params)]
-
-
 def spec_of_return(value, node) -> Optional[tuple]:
     """The parts a ``return value`` gives back when it is made of the function's parameters only, else
     None. ``node``: the function (a plain function, not a method)."""
     if value is None or type(node) is not cst.FunctionDef:
         return None
-    params = _params(node)
+    params = positional_params(node)
     parts: list = []
     return tuple(parts) if _visit(value, params, parts) and any(how != CALLED for _, _, how in parts) else None
 
@@ -101,12 +96,10 @@ def at_call(kind, call: cst.Call, kind_of):
         return kind
     if any(a.star for a in call.args):
         return K.UNKNOWN
-    positional = [a.value for a in call.args if a.keyword is None]
-    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
     result, seen = K.UNKNOWN, False
     computed, arith = K.UNKNOWN, False  # the kind of the arithmetic of the ARITH parts, and whether there is one
     for position, name, how in spec:
-        arg = positional[position] if position < len(positional) else keywords.get(name)
+        arg = argument_for(call, position, name)
         if arg is None:
             continue  # its default: the function's own value, not a tensor passed here
         k = kind_of(arg)
@@ -151,8 +144,7 @@ def handed_back(before, value, func_node):
     else None; False once a return is not such a tuple."""
     if before is False or type(value) is not cst.Tuple or type(func_node) is not cst.FunctionDef:
         return False
-    ps = func_node.params
-    params = [p.name.value for p in (*ps.posonly_params, *ps.params)]
+    params = positional_params(func_node)
     copies = _copied_params(func_node, set(params))
     now = []
     for e in value.elements:

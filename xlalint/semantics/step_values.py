@@ -34,7 +34,9 @@ import libcst as cst
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
 from xlalint.semantics.growth import Scan, grown_dim, grown_in, int_literal, returns_grown
-from xlalint.semantics.syntax import assigned_names, child_nodes, measured_lengths, names_in, target_names
+from xlalint.semantics.syntax import (
+    assigned_names, child_nodes, measured_lengths, names_in, positional_params, target_names,
+)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class StepValues:
         f = self.model.funcs.get(key) if key is not None else None
         if f is None or type(f.node) is not cst.FunctionDef:
             return {}
-        ps = [p.name.value for p in (*f.node.params.posonly_params, *f.node.params.params)]
+        ps = positional_params(f.node)
         offset = 1 if ps and ps[0] in ("self", "cls") and type(call.func) is cst.Attribute else 0
         grown = returns_grown(f.node)
         out = {}

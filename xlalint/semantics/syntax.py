@@ -205,6 +205,22 @@ def positional_args(call: cst.Call) -> list:
     return [a.value for a in call.args if a.keyword is None and not a.star]
 
 
+def positional_params(func: cst.FunctionDef) -> list:
+    """The names of a function's parameters a call can pass by position, in order (``self`` included)."""
+    ps = func.params
+    return [p.name.value for p in (*ps.posonly_params, *ps.params)]
+
+
+def argument_for(call: cst.Call, position: int, name: str):
+    """What ``call`` passes for the parameter at ``position`` (counted among the call's positional arguments)
+    named ``name``: its positional argument there, else its ``name=`` keyword, else None (its default). Not
+    for a call with ``*args``/``**kwargs``: where they land is not known."""
+    positional = [a.value for a in call.args if a.keyword is None]
+    if 0 <= position < len(positional):
+        return positional[position]
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
 _WORD_SPLIT = re.compile(r"[_\W]+")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.semantics import kinds as K
-from xlalint.semantics.syntax import dotted_name
+from xlalint.semantics.syntax import argument_for, dotted_name, positional_params
 
 _ITEMS = "<items>"  # env key suffix: the kinds of a local list's appended tuples, position by position
 
@@ -50,16 +50,13 @@ class TupleItems:
         handed = f.return_handed if f is not None else None
         if not handed or len(handed) != n or any(a.star for a in call.args) or type(f.node) is not cst.FunctionDef:
             return {}
-        ps = f.node.params
-        names = [p.name.value for p in (*ps.posonly_params, *ps.params)]
+        names = positional_params(f.node)
         offset = 1 if f.class_key is not None and names[:1] in (["self"], ["cls"]) else 0
-        positional = [a.value for a in call.args if a.keyword is None]
-        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         out = {}
         for i, pi in enumerate(handed):
             if pi is None or pi < offset:
                 continue
-            arg = positional[pi - offset] if pi - offset < len(positional) else keywords.get(names[pi])
+            arg = argument_for(call, pi - offset, names[pi])
             if arg is not None:
                 out[i] = self.kind(arg)
         return out
