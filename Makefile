@@ -20,7 +20,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	@echo "== installing the test and verify extras into $(VENV) (torch and torch_xla: about 7 GB)"
-	@$(BIN)/python -m pip install --quiet -e '.[test,verify]'
+	@# pip unpacks in TMPDIR and installs in the clone: say how much room there is before it starts,
+	@# so that a full disk reads as one (no wheel cache: it would hold a second copy of torch)
+	@free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); \
+	if [ "$$free" -lt 9 ]; then echo "warning: $$free GB free on $$(df -P . | awk 'NR==2 {print $$6}'); torch and torch_xla need about 8 GB"; fi
+	@$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[test,verify]'
 	@touch $@
 
 run: $(VENV)/.installed
