@@ -1258,3 +1258,37 @@ def test_a_loss_of_a_host_copy_is_a_host_tensor(tmp_path):
     )
     findings = [f for f in _lint(tmp_path) if Path(f.path).name == "t.py"]
     assert [(f.line, f.code) for f in findings] == [(12, "XLA001")], [(f.line, f.code, f.message) for f in findings]
+
+
+SOPHIA = '''import torch
+import torch_xla
+
+
+def train(model, optimizer, get_batch, hess_interval, max_iters):
+    device = torch_xla.device()
+    for iter_num in range(max_iters):
+        x, y = get_batch()
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if iter_num % hess_interval {test}:
+            norm = loss.detach()
+        else:
+            optimizer.update_hessian()
+            norm = optimizer.hessian_norm().item()
+        torch_xla.sync()
+'''
+
+
+def test_the_else_branch_of_a_negated_periodic_test_runs_every_period(tmp_path):
+    """Round 26, read after scoring (Sophia's trainer: `if iter_num % hess_interval != hess_interval - 1:` a plain
+    step, `else:` the Hessian update and its norm read): the `else` branch runs every `hess_interval` steps, and
+    the read's message says so. Twin: the `else` of `== 0` runs on the other steps: "every step"."""
+    for test, when in (("!= hess_interval - 1", "every `hess_interval` steps"),
+                       ("== 0", "every step")):
+        path = tmp_path / f"sophia{len(when)}.py"
+        path.write_text(SOPHIA.replace("{test}", test))
+        msgs = _messages(_lint(path), path.name)
+        assert set(msgs) == {17}, msgs
+        assert when in msgs[17], msgs[17]

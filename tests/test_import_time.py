@@ -216,3 +216,51 @@ def test_cuda_only_rasterizers_and_engines_are_not_xla_code(tmp_path):
         found = _write_one(tmp_path / lib, ENGINE.format(top=f"import {lib} as trt\n", inner="runtime = trt.Runtime(None)"))
         assert found == set(), lib
     assert _write_one(tmp_path / "none", ENGINE.format(top="", inner="runtime = None")) == {("tts.py", 18, "XLA001")}
+
+
+STYLEGAN_TRAIN = '''import torch
+from gans.models.stylegan.model import Generator
+
+
+def train(loader, device, steps):
+    g = Generator().to(device)
+    opt = torch.optim.Adam(g.parameters())
+    for step, real in zip(range(steps), loader):
+        loss = g(real.to(device)).mean()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+'''
+STYLEGAN_MODEL = '''import torch.nn as nn
+from gans.models.stylegan.op import fused_leaky_relu
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return fused_leaky_relu(self.fc(x))
+'''
+
+
+def test_an_absolute_import_from_a_folder_above_the_script_finds_its_cuda_kernels(tmp_path):
+    """A course repository holds `week08/gans/models/stylegan/train.py`, run from `week08/` (a notebook there,
+    `python -m gans.models.stylegan.train`), which imports `gans.models.stylegan.model`: the import is resolved
+    from the folder above the script that holds `gans/`, so the model's `op` package, which builds its CUDA
+    kernels from `.cu` sources at import, makes the trainer CUDA-only code. With a C++ (CPU) extension instead,
+    the trainer is XLA code and its per-step `loss.item()` a finding."""
+    for ext, expected in ((".cu", set()), (".cpp", {("week08/gans/models/stylegan/train.py", 12, "XLA001")})):
+        root = tmp_path / ext.strip(".")
+        _write(root, {
+            "pyproject.toml": "",
+            "week08/gans/models/stylegan/train.py": STYLEGAN_TRAIN,
+            "week08/gans/models/stylegan/model.py": STYLEGAN_MODEL,
+            "week08/gans/models/stylegan/op/__init__.py": "from .fused_act import fused_leaky_relu\n",
+            "week08/gans/models/stylegan/op/fused_act.py": (
+                "import os\nfrom torch.utils.cpp_extension import load\n\nhere = os.path.dirname(__file__)\n"
+                f"fused = load('fused', sources=[os.path.join(here, 'fused_bias_act{ext}')])\n\n\n"
+                "def fused_leaky_relu(x):\n    return fused.fused_bias_act(x)\n"),
+        })
+        assert {f for f in _lint(root) if f[2] == "XLA001"} == expected, ext

@@ -803,3 +803,85 @@ def test_a_session_an_isinstance_test_shows_is_onnx_runtimes():
     assert {f for f in lint(NARROWED_SESSION.format(test="isinstance(self.spk_model, onnxruntime.InferenceSession)"))
             if f[1] == "XLA001"} == set()
     assert {f for f in lint(NARROWED_SESSION.format(test="feat.dim() == 2")) if f[1] == "XLA001"} == {(15, "XLA001")}
+
+
+SOLVER_ORDERS = """
+class Solver:
+    def __init__(self, model):
+        self.model = model
+
+    def time_steps(self, steps, device):
+        K = steps // 3 + 1
+        if steps % 3 == 0:
+            orders = {orders}
+        else:
+            orders = [3] * (K - 1) + [1]
+        return orders, torch.linspace(1.0, 0.0, K + 1).to(device)
+
+    def update(self, x, t, order):
+        if order == 1:
+            return self.model(x, t)
+        return self.model(x, t) * 2
+
+    @torch.no_grad()
+    def sample(self, x, steps, device):
+        orders, timesteps = self.time_steps(steps, device)
+        i = 0
+        for order in orders:
+            x = self.update(x, timesteps[i], order)
+            i += order
+        return x
+
+
+def main(model, device):
+    s = Solver(model.to(device))
+    for batch in range(10):
+        x = torch.randn(4, 3, device=device)
+        print(s.sample(x, 10, device).sum())
+"""
+
+
+def test_a_list_repeated_by_a_count_is_a_list_of_python_values():
+    """Round 26, read after scoring (U-ViT's DPM-Solver): `orders = [3,] * (K - 2) + [2, 1]` is a list of Python
+    ints whatever `K` is, so the solver order a loop over it binds is an int and `if order == 1:` a Python test.
+    Twin: the same helper returning the timesteps tensor in that place: its items are device tensors."""
+    assert lint(SOLVER_ORDERS.replace("{orders}", "[3] * (K - 2) + [2, 1]")) == set()
+    assert lint(SOLVER_ORDERS.replace("{orders}", "[3] * (K - 2) + [2, 1]").replace(
+        "return orders, torch", "return torch.linspace(1.0, 0.0, K + 1).to(device), torch")) == {(15, "XLA002")}
+
+
+OPTIONAL_STEP = """
+class Generator:
+    def __init__(self, model):
+        self.model = model
+
+    def step(self, codes: torch.Tensor) -> torch.Tensor | None:
+        out = self._step(codes)
+        {none_first}
+        return out[0]
+
+    def _step(self, codes):
+        logits = self.model(codes)
+        return logits.argmax(-1), logits
+
+
+def run(model, chunks, device):
+    gen = Generator(model.to(device))
+    while chunks:
+        tokens = gen.step(chunks.pop().to(device))
+        if tokens is None:
+            continue
+        for one in tokens[:, 0].cpu():
+            if one.item() == 3:
+                break
+        print(tokens.sum().item())
+"""
+
+
+def test_a_method_that_returns_none_first_returns_what_its_other_returns_give():
+    """Round 26, read after scoring (moshi's `LMGen.step`, `if out is None: return None` before `return out[0]`):
+    an optional tensor is a tensor when it is not None, so the streaming loop's `tokens.sum().item()` is a read
+    every iteration, and the items of its host copy `tokens[:, 0].cpu()` are host values (their `.item()` is
+    silent). The same with no `return None` first."""
+    assert lint(OPTIONAL_STEP.replace("{none_first}", "if out is None:\n            return None")) == {(26, "XLA001")}
+    assert lint(OPTIONAL_STEP.replace("{none_first}", "")) == {(25, "XLA001")}

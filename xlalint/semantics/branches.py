@@ -83,7 +83,8 @@ class Branches:
         self.eval_depth -= mode == "eval"
         self.guards.pop()
         if node.orelse is not None:
-            self.guards.append((None, polarity == "xla" or decided is True, False,
+            # `if step % hess_interval != hess_interval - 1: ... else: (the Hessian update)`: every N steps
+            self.guards.append((negated_period(node.test, self.predicate_period), polarity == "xla" or decided is True, False,
                                 argument_tests.tests_of(node.test, params, negate=True) if params else ()))
             self.eval_depth += other_mode == "eval"
             # `if torch.is_tensor(seq_len): ... else: int(seq_len)`: not a tensor on the other branch

@@ -186,6 +186,7 @@ class Rewalk:
         f.step_call_outside_loops = f.barrier_outside_loops = f.trains_outside_loops = False
         f.runs_model = False
         f.return_kind = K.UNKNOWN
+        f.returns_none_only = False
         f.passes = None
         f.return_parts = None
         f.return_handed = None

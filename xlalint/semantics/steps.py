@@ -48,6 +48,7 @@ class FuncInfo:
     sync_points: list = field(default_factory=list)  # (seq, callee key or None, end of its block) outside loops
     sets_up: bool = False  # makes an optimizer, a loader or an accelerator itself: a whole run, not a step
     return_kind: object = K.UNKNOWN
+    returns_none_only: bool = False  # every `return` walked so far returns None (`return_kind` NOT_TENSOR)
     top_index: int = 0
     seeds: dict = field(default_factory=dict)  # parameter kinds from its callers, as walked
     module: str = ""  # the module it is defined in (project view)

@@ -19,6 +19,10 @@ from xlalint.semantics import tables as T
 from xlalint.semantics.syntax import NODE_TYPES, child_nodes, dotted_name, is_shape, last_name, name_words, string_value
 
 
+# a list, tuple or comprehension written out: what `*` repeats is that list
+_DISPLAYS = (cst.List, cst.Tuple, cst.ListComp)
+
+
 class TensorInference:
     """``kind(expr)``: names, attributes, subscripts, operators and annotations."""
 
@@ -184,6 +188,9 @@ class TensorInference:
                 return K.BOOL_TENSOR
             if type(e.operator) is cst.Add and (left in (K.TENSORS,) or right in (K.TENSORS,)):
                 return K.UNKNOWN
+            if type(e.operator) is cst.Multiply and (type(e.left) in _DISPLAYS or type(e.right) in _DISPLAYS):
+                # `[3] * (K - 1)`, `(None,) * dims`: the list repeated, whatever counts it
+                return left if type(e.left) in _DISPLAYS else right
             return K.arithmetic(left, right)
         if type(e) is cst.UnaryOperation:
             if type(e.operator) is cst.Not:

@@ -392,8 +392,12 @@ class StatementWalk:
             f = self.func
             if f.class_key is None and f.parent is None:  # a plain function: what it returns may be an argument
                 f.passes = passthrough.combine(f.passes, passthrough.spec_of_return(node.value, f.node))
-            if f.return_kind is K.UNKNOWN or f.return_kind == k:
-                f.return_kind = k if f.return_kind is K.UNKNOWN else f.return_kind
+            none = type(node.value) is cst.Name and node.value.value == "None"
+            if f.return_kind is K.UNKNOWN or (f.returns_none_only and not none):
+                # `if out is None: return None` then `return out[0]`: an optional value is what it is when it is
+                # not None (the first other return decides, as when no None came first)
+                f.return_kind = k
+                f.returns_none_only = none
             f.return_parts = passthrough.combine_parts(f.return_parts, node.value, self.kind)
             f.return_handed = passthrough.handed_back(f.return_handed, node.value, f.node)
         else:

@@ -124,17 +124,17 @@ class ProjectIndex:
         return name, name in self.packages
 
     def split(self, dotted: str, importer: str = "") -> Optional[tuple[str, str]]:
-        """(module, the rest) for the longest module prefix of ``dotted``; a module beside the
-        importer (a script's own directory is on ``sys.path``) when no top-level one matches."""
-        for base in ("", _package_dir(importer)):
+        """(module, the rest) for the longest module prefix of ``dotted``: a top-level one, else one under the
+        importer's own directory (a script's directory is on ``sys.path``) or, nearest first, under a folder above
+        it (a course's ``week08/gans/models/StyleGAN2/train.py`` imports ``gans.models.StyleGAN2.model``: it is run
+        from ``week08/``, with ``python -m`` or from a notebook there)."""
+        for base in _search_bases(importer):
             full = f"{base}.{dotted}" if base else dotted
             parts = full.split(".")
-            for i in range(len(parts), 0, -1):
+            for i in range(len(parts), len(base.split(".")) if base else 0, -1):
                 mod = ".".join(parts[:i])
                 if mod in self.by_module:
                     return mod, ".".join(parts[i:])
-            if not base:
-                continue
         if dotted.startswith("src.") and self.src_layout:  # a `src/` at the root, named without it
             return self.split(dotted[4:], importer)
         return None
@@ -146,8 +146,18 @@ class ProjectIndex:
             return True
         if head == "src" and "." in dotted and self.src_layout and self.knows(dotted[4:], importer):
             return True  # a `src/` at the root, named without it (``module_name``)
-        base = _package_dir(importer)
-        return bool(base) and (f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes)
+        return any(f"{base}.{head}" in self.by_module or f"{base}.{head}" in self.prefixes
+                   for base in _search_bases(importer) if base)
+
+
+def _search_bases(importer: str):
+    """Where an absolute import of ``importer`` may start: the root (""), then the importer's directory and
+    each directory above it, nearest first."""
+    yield ""
+    base = _package_dir(importer)
+    while base:
+        yield base
+        base = _package_dir(base)
 
 
 def _package_dir(module: str) -> str:
