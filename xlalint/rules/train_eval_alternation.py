@@ -9,6 +9,7 @@ import libcst as cst
 from xlalint.rules import Rule, set_parts
 from xlalint.semantics import kinds as K
 from xlalint.semantics import tables as T
+from xlalint.semantics.mode_use import NO_FORWARD_CALLS, eval_mode_unused
 from xlalint.semantics.steps import EVERY, PERIODIC, Frequency
 from xlalint.semantics.syntax import child_nodes, last_name, name_words, own_nodes, positional_args
 
@@ -30,8 +31,10 @@ class TrainEvalAlternation(Rule):
         helper when that is where it is) and says how often it runs ("every N steps" under
         `if step % N == 0:`). Not flagged: evaluation after the training loop, or between epochs
         outside the step loop (an epoch loop that calls `train_one_epoch()` and then `evaluate()` is
-        not a step loop), an evaluation loop that never switches back to `train()`, and a one-off
-        evaluation under `if step == last_step:`.
+        not a step loop), an evaluation loop that never switches back to `train()`, a one-off
+        evaluation under `if step == last_step:`, and an `eval()` that nothing runs the model after
+        before the next step's `train()` (U-ViT ends each step with `nnet.eval()` and samples with
+        its EMA copy: no eval graph of `nnet` is ever built; a model handed in by a caller counts).
     """
     why_slow = """
         In eval mode dropout and batch norm lower to different ops and there is no backward pass, so
@@ -82,10 +85,15 @@ class TrainEvalAlternation(Rule):
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 1000 == 0:\n        model.eval()\n        torch.save(model.state_dict(), 'ckpt_{}.pth'.format(step))\n        model.train()\n",
         # an evaluation loop (called once per epoch) that switches back to train() after each batch: it trains nothing
         "import torch\ndef evaluate_accuracy(data_iter, net, device):\n    acc = 0.0\n    with torch.no_grad():\n        for X, y in data_iter:\n            net.eval()\n            acc += (net(X.to(device)).argmax(dim=1) == y.to(device)).float().sum()\n            net.train()\n    return acc\n",
+        # the step ends in eval mode and the next starts with train(): in between only the EMA copy samples (U-ViT)
+        "import torch\ndef train(loader):\n    nnet, ema = Net(), Net()\n    score = Wrapper(nnet)\n    opt = torch.optim.Adam(nnet.parameters())\n    for step, x in enumerate(loader):\n        nnet.train()\n        score(x).sum().backward()\n        opt.step()\n        nnet.eval()\n        if step % 100 == 0:\n            sample(Wrapper(ema), x)\n",
         # one evaluation at the last step
         "import torch\nfor step, x in enumerate(loader):\n    model.train()\n    model(x).sum().backward()\n    optimizer.step()\n    if step == total_steps - 1:\n        model.eval()\n",
     ]
     INVALID = [
+        # the same, sampling with a wrapper of the trained model itself; and the model handed in by the caller
+        "import torch\ndef train(loader):\n    nnet, ema = Net(), Net()\n    score = Wrapper(nnet)\n    opt = torch.optim.Adam(nnet.parameters())\n    for step, x in enumerate(loader):\n        nnet.train()\n        score(x).sum().backward()\n        opt.step()\n        nnet.eval()\n        if step % 100 == 0:\n            sample(score, x)\n",
+        "import torch\ndef train(nnet, ema, loader, opt):\n    for step, x in enumerate(loader):\n        nnet.train()\n        nnet(x).sum().backward()\n        opt.step()\n        nnet.eval()\n        if step % 100 == 0:\n            sample(ema, x)\n",
         "import torch\nfor step, (x, y) in enumerate(loader):\n    model.train()\n    loss = model(x).sum()\n    loss.backward()\n    optimizer.step()\n    if step % 100 == 0:\n        model.eval()\n        val = model(y)\n",
         "import torch\ndef validate(model):\n    model.train(False)\n    out = model(val_x)\n    model.train()\n    return out\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n    optimizer.step()\n    if step % 50 == 0:\n        validate(model)\n",
     ]
@@ -109,6 +117,10 @@ class TrainEvalAlternation(Rule):
             return
         cand = None
         if is_eval:
+            if m.loop_stack and eval_mode_unused(
+                    m.func.node if m.func is not m.top else m.module, m.loop_stack[-1].node, node,
+                    lambda name: _may_be_module(m, name)):
+                return  # `nnet.eval()` ends the step and `nnet.train()` starts the next: it never runs in eval mode
             self.report(node, "", when="custom")
             cand = m.candidates[-1]
         self._modes.append((is_eval, m.step_context(), cand, _code(node), _code_name(func.value)))
@@ -220,12 +232,6 @@ def _switches(items: list, found: dict, hook) -> None:
                 found[id(r[2])] = (r[2], period, via, r[3], r[4], hook)
 
 
-# what a statement between `model.eval()` and `model.train()` may call without running the model in eval mode:
-# writing a checkpoint, formatting its path, logging
-_NO_FORWARD_CALLS = T.SAVE_METHODS | {"state_dict", "format", "join", "makedirs", "mkdir", "exists", "print", "info",
-                                      "warning", "debug", "get_rank", "barrier", "int", "str", "len"}
-
-
 def _brackets_only(roots) -> set:
     """ids of the ``X.eval()`` calls under ``roots`` that only bracket a checkpoint write: the statements after it
     in its block up to ``X.train()`` call nothing but saving, formatting and logging (baby-llama2's `model.eval();
@@ -252,7 +258,7 @@ def _bracketing_evals(stmts, out: set) -> None:
             if c is not None and _mode(c) is False and _code_name(c.func.value) == recv:
                 out.add(id(call))
                 break
-            if any(type(x) is cst.Call and last_name(x.func) not in _NO_FORWARD_CALLS for x in (later, *own_nodes(later))):
+            if any(type(x) is cst.Call and last_name(x.func) not in NO_FORWARD_CALLS for x in (later, *own_nodes(later))):
                 break
 
 
@@ -301,6 +307,12 @@ def _is_model(m, recv) -> bool:
         return bool(cls and m.classes.get(cls, {}).get("module"))
     words = name_words(name)
     return bool(words) and (words[-1] in T.MODEL_NAME_WORDS or name.lower().endswith(("model", "net")))
+
+
+def _may_be_module(m, name: str) -> bool:
+    """What ``name`` holds at the walk's point may be a module (not a tensor, a Python value or a loader)."""
+    k = m.kind(cst.Name(name))
+    return not (k in K.ANY_TENSOR or k in (K.NOT_TENSOR, K.TENSORS, K.CPU_TENSORS, K.LOADER, K.CPU_LOADER))
 
 
 def _model_key(name: str) -> str:
