@@ -174,6 +174,20 @@ def test_other_languages_are_not_linted():
     assert lint_source(make(["x <- c(1, 2)\n" + LOOP], language="R"), "r.ipynb") == []
 
 
+def test_a_python_2_notebook_is_not_linted_and_a_python_3_one_is():
+    """Round 26, read after scoring (a 2016 course notebook with `print x` cells): its kernel is Python 2
+    (`language_info.version` 2.7.12, `pygments_lexer` ipython2), whose cells are valid there: no syntax error
+    is reported, nor anything else. The same cells under Python 3 are one syntax error."""
+    text = make(["print 'hello'\n", LOOP])
+    nb = json.loads(text)
+    assert [f.code for f in lint_source(text, "nb.ipynb")] == ["XLA900"]
+    nb["metadata"]["language_info"] = {"name": "python", "version": "2.7.12", "pygments_lexer": "ipython2"}
+    assert lint_source(json.dumps(nb), "nb.ipynb") == []
+    nb["metadata"]["language_info"] = {"name": "python"}
+    nb["metadata"]["kernelspec"]["name"] = "python2"
+    assert lint_source(json.dumps(nb), "nb.ipynb") == []
+
+
 def test_findings_sort_by_cell_then_line():
     a = Finding("n.ipynb", 9, 1, "XLA001", 9, 2, "host-read", "m", cell=2)
     b = Finding("n.ipynb", 1, 1, "XLA001", 1, 2, "host-read", "m", cell=5)

@@ -299,13 +299,15 @@ def _breaks_the_loop(block, loop_stack) -> bool:
 
 
 def _debug_flag(test) -> bool:
-    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...`` / ``if opts.save_val_results:``:
-    a branch taken only when a debug or dump flag is on (its host copies are what it is for)."""
+    """``if attn_debug:`` / ``if self.debug:`` / ``if args.debug_dump and ...`` / ``if opts.save_val_results:`` /
+    ``if self.check:``: a branch taken only when a debug, dump or self-check flag is on (its host copies are what
+    it is for)."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _debug_flag(test.left) or _debug_flag(test.right)
     if type(test) in (cst.Name, cst.Attribute):
         words = set(name_words(last_name(test) or ""))
-        return bool(words & _DUMP_FLAG_WORDS or "save" in words and words & _DUMPED_THINGS)
+        return bool(words & _DUMP_FLAG_WORDS or "save" in words and words & _DUMPED_THINGS
+                    or words in _CHECK_FLAGS)
     return False
 
 
@@ -326,6 +328,10 @@ def _failure_test(test) -> bool:
 # words of a flag that turns on an opt-in dump: `debug`, `dump_attn`, `visualize`; `save` only with what is
 # written out (`save_val_results`, `save_images`), not `save_best` (a checkpoint choice, decided per evaluation)
 _DUMP_FLAG_WORDS = frozenset({"debug", "dump", "visualize", "vis"})
+# a flag that turns on self-checks (moshi's `LMGen(check=False)`: `if self.check: assert ...`), not `check_val` or
+# `should_check` (what is checked, or when)
+_CHECK_FLAGS = (frozenset({"check"}), frozenset({"checks"}), frozenset({"sanity", "check"}),
+                frozenset({"sanity", "checks"}))
 _DUMPED_THINGS = frozenset({"results", "images", "outputs", "preds", "predictions", "samples", "masks", "plots",
                             "figures", "visualizations", "vis"})
 

@@ -242,12 +242,22 @@ def _cell_language(cell) -> str:
 
 
 def _language(nb) -> str:
+    """The kernel's language, lower case: "python" unless the notebook says otherwise; "python2" for a Python 2
+    kernel (``language_info.version`` 2.x, a ``python2`` kernel), whose cells are not Python 3 (``print x``)."""
     meta = nb.get("metadata") or {}
-    for where in (meta.get("kernelspec") or {}, meta.get("language_info") or {}):
-        lang = where.get("language") or (where.get("name") if where is meta.get("language_info") else None)
+    info = meta.get("language_info") or {}
+    for where in (meta.get("kernelspec") or {}, info):
+        lang = where.get("language") or (where.get("name") if where is info else None)
         if isinstance(lang, str) and lang:
-            return lang.lower()
-    return "python"
+            lang = lang.lower()
+            break
+    else:
+        lang = "python"
+    version = info.get("version") if isinstance(info, dict) else None
+    kernel = (meta.get("kernelspec") or {}).get("name") if isinstance(meta.get("kernelspec"), dict) else None
+    if lang == "python" and ((isinstance(version, str) and version.startswith("2.")) or kernel == "python2"):
+        return "python2"
+    return lang
 
 
 def _source(cell) -> str:
