@@ -343,6 +343,10 @@ class StepMarks:
         if kind in (H.DECODE, H.ROLLOUT) and ((not counts and not _counts_positions(head)) or (
                 target is not None and {"batch", "batches"} & set(name_words(code_of(target))))):
             kind = None  # `for sample in batch`: a loop over data, not over token positions or env steps
+        outer = self.loop_stack[-1].hint if self.loop_stack else None
+        if kind is None and outer in (H.DECODE, H.ROLLOUT):
+            # `for t in next_tokens[:n]: callback(t)` inside the decoding loop: it runs on every decoding step
+            return outer
         return kind if kind is not None else (H.EVAL if no_grad else None)
 
     def _note_hot(self, node: cst.Call, func) -> None:
