@@ -885,3 +885,26 @@ def test_a_method_that_returns_none_first_returns_what_its_other_returns_give():
     silent). The same with no `return None` first."""
     assert lint(OPTIONAL_STEP.replace("{none_first}", "if out is None:\n            return None")) == {(26, "XLA001")}
     assert lint(OPTIONAL_STEP.replace("{none_first}", "")) == {(25, "XLA001")}
+
+
+PROPAGATOR = """
+class Propagator(nn.Module):
+    def __init__(self, dim, n_edge_types):
+        super().__init__()
+        self.n_edge_types = n_edge_types
+        self.gate = nn.Linear(dim * 2, dim)
+
+    def forward(self, state, edges, nodes):
+        edges_in = edges[:, :, : {bound}]
+        return self.gate(torch.cat((torch.bmm(edges_in, state), state), 2))
+"""
+
+
+def test_a_forward_parameter_times_a_config_value_as_a_slice_bound_is_an_int():
+    """Round 20's OpenNMT-py, read after scoring (its GGNN propagator slices `edges[:, :, : nodes *
+    self.n_edge_types]` with `nodes` the encoder's `self.n_node`): a `forward` parameter is a tensor only by
+    assumption, and times a value not known to be a tensor it is a size, as alone. Twin: a bound computed from a
+    device tensor (`edges.sum()`) is the finding."""
+    assert lint(PROPAGATOR.replace("{bound}", "nodes * self.n_edge_types")) == set()
+    assert lint(PROPAGATOR.replace("{bound}", "nodes")) == set()
+    assert lint(PROPAGATOR.replace("{bound}", "edges.sum() * self.n_edge_types")) == {(9, "XLA003")}

@@ -229,7 +229,8 @@ class DynamicShapeIndex(Rule):
 
     def _assumed_param(self, bound) -> bool:
         """A bare parameter that is a tensor only by assumption (``forward(self, x, n=None)``): an int as often;
-        so is arithmetic on such parameters and literals only (``arange(j - i, j)`` in ``forward(self, i, j)``)."""
+        so is arithmetic on such parameters, literals and values not known to be device tensors (``arange(j - i, j)``
+        in ``forward(self, i, j)``, ``edges[:, :, : nodes * self.n_edge_types]``)."""
         t = type(bound)
         if t is cst.BinaryOperation:
             return self._assumed_or_literal(bound.left) and self._assumed_or_literal(bound.right) and (
@@ -249,7 +250,9 @@ class DynamicShapeIndex(Rule):
         return False
 
     def _assumed_or_literal(self, e) -> bool:
-        return type(e) in (cst.Integer, cst.Float) or self._assumed_param(e)
+        """A literal, an assumed parameter, or a value not known to be a device tensor (``nodes * self.n_edge_types``
+        in ``forward(self, ..., nodes)``: a config int beside the parameter)."""
+        return type(e) in (cst.Integer, cst.Float) or self._assumed_param(e) or self.model.kind(e) not in K.DEVICE_TENSORS
 
     # --------------------------------------------------------------- calls
     def on_Call(self, node: cst.Call) -> None:
