@@ -6,6 +6,7 @@ module is named without `src`, as an installed package's). Each with its twin th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from xlalint.config import build_settings
@@ -264,3 +265,58 @@ def test_an_absolute_import_from_a_folder_above_the_script_finds_its_cuda_kernel
                 "def fused_leaky_relu(x):\n    return fused.fused_bias_act(x)\n"),
         })
         assert {f for f in _lint(root) if f[2] == "XLA001"} == expected, ext
+
+
+SCRIPT_TRAIN = '''import os
+
+import torch
+from olmo_like.trainer import fit
+
+
+def main(model, loader):
+    fit(model, loader, torch.device(os.environ["DEVICE"]))
+
+
+if __name__ == "__main__":
+    main(None, None)
+'''
+TRAINER_LIB = '''import torch
+
+
+def fit(model, loader, device):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+        loss.backward()
+        opt.step()
+        print(loss.item())
+'''
+LADDER = '''import torch
+
+
+def run(rank):
+    torch.cuda.set_device(rank)
+    model = torch.nn.Linear(4, 4).cuda()
+    from train import main
+    main(model, None)
+'''
+
+
+def test_a_script_another_cuda_script_imports_is_still_an_entry_point(tmp_path):
+    """Round 21 (OLMo's `scripts/ladder.py`, a CUDA launcher, imports `from train import main` of the training
+    script beside it, which has its own `__main__` block): the training script runs by itself too, so it and the
+    trainer it imports stay XLA code, and the launcher's import is resolved from its folder even beside a notebook of
+    its name (`ladder.py` next to `ladder.ipynb`). A helper module only the launcher imports is not XLA code."""
+    root = tmp_path / "p"
+    _write(root, {
+        "pyproject.toml": "",
+        "olmo_like/__init__.py": "",
+        "olmo_like/trainer.py": TRAINER_LIB,
+        "scripts/train.py": SCRIPT_TRAIN,
+        "scripts/ladder.py": LADDER,
+        "scripts/ladder.ipynb": json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}),
+    })
+    assert ("olmo_like/trainer.py", 10, "XLA001") in _lint(root)
+    no_main = SCRIPT_TRAIN.replace('\n\nif __name__ == "__main__":\n    main(None, None)\n', "\n")
+    _write(root, {"scripts/train.py": no_main})
+    assert ("olmo_like/trainer.py", 10, "XLA001") not in _lint(root)

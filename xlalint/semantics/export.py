@@ -108,7 +108,7 @@ class Export:
                    "hooks": sorted(k for k in self.hook_keys if k[0] == "@"),  # hooks defined elsewhere
                    "periodic": self.periodic, "excluded": self.top.excluded,
                    "names_xla": self.names_xla, "requires_cuda": self.requires_cuda, "cuda_only": self.cuda_only,
-                   "hard_imports": self.hard_imports, "main_imports": self.main_imports, "registers": self.registers,
+                   "hard_imports": self.hard_imports, "main_imports": self.main_imports, "script": self.is_script, "registers": self.registers,
                    "places": self.places_on_device, "host": self.host_module,
                    "device_params": {k: device_pins.device_params(f.node, f.device_params, f.class_key is not None)
                                      for k, f in self.funcs.items()

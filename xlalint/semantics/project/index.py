@@ -154,7 +154,7 @@ def _search_bases(importer: str):
     """Where an absolute import of ``importer`` may start: the root (""), then the importer's directory and
     each directory above it, nearest first."""
     yield ""
-    base = _package_dir(importer)
+    base = _package_dir(importer.partition("@")[0])  # `scripts.ladder@scripts/ladder.py`: beside a notebook of its name
     while base:
         yield base
         base = _package_dir(base)

@@ -63,7 +63,8 @@ class Program:
         such a module itself: a reward model trained only through DeepSpeed and scored only on ``cuda:1``,
         mmcv heads built only by notebooks that call ``.cuda()`` (a device the module takes as an argument is
         its importers' device). A package's ``__init__`` is the library's face to code outside
-        the project, a module nobody imports (a ``__main__``) is an entry point, and a module that registers
+        the project, a module nobody imports (a ``__main__``) or one with an ``if __name__ == "__main__":`` block (a
+        script another script also imports: OLMo's ``scripts/train.py``) is an entry point, and a module that registers
         what it defines (``@register_criterion``) is loaded through a registry: none is decided by its
         importers, unless its own package imports it (mmcv's ``from .dpt_head import DPTHead`` in
         ``decode_heads/__init__.py``): then whoever imports the package loads it. Their functions are marked ``excluded`` (never an XLA
@@ -92,7 +93,7 @@ class Program:
                     # a script whose `__main__` block imports such a module (RWKV's `train.py` imports its model
                     # there): it runs nowhere but there, nor does what only it imports
                     pass
-                elif (s.get("names_xla") or mod.endswith("__main__")
+                elif (s.get("names_xla") or mod.endswith("__main__") or s.get("script")
                       or (s.get("registers") and not self._statically_loaded(mod, hard))
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
