@@ -135,7 +135,7 @@ def _reach(scope, name: str, may_be_module) -> Optional[tuple]:
     return aliases, holders - aliases
 
 
-def variables(node) -> set:
+def _variables(node) -> set:
     """The names ``node`` reads or writes as variables: not an attribute's name (``state.nnet``) or a keyword."""
     out, stack = set(), [node]
     while stack:
@@ -232,7 +232,7 @@ def _nodes_after(body: list, call: cst.Call) -> Optional[list]:
 def _quiet(node, aliases: set, holders: set) -> bool:
     """``node`` (whole) neither mentions a name that may run the module nor calls a holder of it (but to save or
     log)."""
-    if variables(node) & aliases:
+    if _variables(node) & aliases:
         return False
     stack = [node]
     while stack:
