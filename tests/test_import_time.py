@@ -306,7 +306,7 @@ def test_a_script_another_cuda_script_imports_is_still_an_entry_point(tmp_path):
     """Round 21 (OLMo's `scripts/ladder.py`, a CUDA launcher, imports `from train import main` of the training
     script beside it, which has its own `__main__` block): the training script runs by itself too, so it and the
     trainer it imports stay XLA code, and the launcher's import is resolved from its folder even beside a notebook of
-    its name (`ladder.py` next to `ladder.ipynb`). A helper module only the launcher imports is not XLA code."""
+    its name (`ladder.py` next to `ladder.ipynb`). Without that block, or in a package, it is the launcher's code."""
     root = tmp_path / "p"
     _write(root, {
         "pyproject.toml": "",
@@ -319,4 +319,8 @@ def test_a_script_another_cuda_script_imports_is_still_an_entry_point(tmp_path):
     assert ("olmo_like/trainer.py", 10, "XLA001") in _lint(root)
     no_main = SCRIPT_TRAIN.replace('\n\nif __name__ == "__main__":\n    main(None, None)\n', "\n")
     _write(root, {"scripts/train.py": no_main})
+    assert ("olmo_like/trainer.py", 10, "XLA001") not in _lint(root)
+    # a module of a package (EAGLE's `eagle/model/cnets.py` ends with a `__main__` block that prints the model): its
+    # `__main__` block is a check run by hand, not an entry point
+    _write(root, {"scripts/train.py": SCRIPT_TRAIN, "scripts/__init__.py": ""})
     assert ("olmo_like/trainer.py", 10, "XLA001") not in _lint(root)

@@ -174,18 +174,26 @@ def test_other_languages_are_not_linted():
     assert lint_source(make(["x <- c(1, 2)\n" + LOOP], language="R"), "r.ipynb") == []
 
 
-def test_a_python_2_notebook_is_not_linted_and_a_python_3_one_is():
-    """Round 26, read after scoring (a 2016 course notebook with `print x` cells): its kernel is Python 2
-    (`language_info.version` 2.7.12, `pygments_lexer` ipython2), whose cells are valid there: no syntax error
-    is reported, nor anything else. The same cells under Python 3 are one syntax error."""
+def test_a_python_2_notebooks_syntax_error_says_its_kernel_is_python_2():
+    """Round 26, read after scoring (2016 course notebooks with `print x` cells): a Python 2 kernel's cells are
+    valid there, so the syntax error a Python 3 reading finds says why (`language_info.version` 2.7.12, or a
+    `python2` kernel); under a Python 3 kernel it is a plain syntax error. Its other cells are linted as Python."""
     text = make(["print 'hello'\n", LOOP])
     nb = json.loads(text)
-    assert [f.code for f in lint_source(text, "nb.ipynb")] == ["XLA900"]
+    plain = lint_source(text, "nb.ipynb")
+    assert [f.code for f in plain] == ["XLA900"] and "Python 2" not in plain[0].message
     nb["metadata"]["language_info"] = {"name": "python", "version": "2.7.12", "pygments_lexer": "ipython2"}
-    assert lint_source(json.dumps(nb), "nb.ipynb") == []
+    # Colab saves a stale `language_info.version` "2.7.6" beside its `python3` kernel: the kernel decides
+    assert lint_source(json.dumps(nb), "nb.ipynb") == plain
+    del nb["metadata"]["kernelspec"]
+    (f,) = lint_source(json.dumps(nb), "nb.ipynb")
+    assert f.code == "XLA900" and f.message.endswith("(the notebook's kernel is Python 2; xlalint reads Python 3)")
+    nb["metadata"]["kernelspec"] = {"name": "python3", "language": "python", "display_name": "x"}
     nb["metadata"]["language_info"] = {"name": "python"}
     nb["metadata"]["kernelspec"]["name"] = "python2"
-    assert lint_source(json.dumps(nb), "nb.ipynb") == []
+    assert "Python 2" in lint_source(json.dumps(nb), "nb.ipynb")[0].message
+    nb["cells"] = nb["cells"][1:]  # valid Python 3 as well: linted
+    assert lint_source(json.dumps(nb), "nb.ipynb") == lint_source(make([LOOP]), "nb.ipynb")
 
 
 def test_findings_sort_by_cell_then_line():

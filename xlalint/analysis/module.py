@@ -129,11 +129,15 @@ def _analyse_notebook(data, path: str, enabled=None, **kwargs) -> dict:
         return {"file": [row(file_finding("XLA900", path, str(e)))]}  # XLA9xx always reported
     except Exception as e:  # noqa: BLE001 - a bug of xlalint's: one XLA902
         return {"file": [row(internal_error(path, "reading the notebook's cells", e))]}
-    if program.language != "python" or not program.text:
+    if program.language not in ("python", "python2") or not program.text:
         return {"file": []}
     result = analyse_module(program.text, path, enabled, notebook=False, top_level_await=True, **kwargs)
     result["cells"] = cells
     _syntax_error_at_its_header(result, program.text, cells)
+    if program.language == "python2":
+        for r in result.get("file", ()):
+            if r[_CODE] == "XLA900":  # `print x` is valid there: say why the cell does not parse
+                r[_MESSAGE] += " (the notebook's kernel is Python 2; xlalint reads Python 3)"
     return result
 
 

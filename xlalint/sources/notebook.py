@@ -243,7 +243,8 @@ def _cell_language(cell) -> str:
 
 def _language(nb) -> str:
     """The kernel's language, lower case: "python" unless the notebook says otherwise; "python2" for a Python 2
-    kernel (``language_info.version`` 2.x, a ``python2`` kernel), whose cells are not Python 3 (``print x``)."""
+    kernel (a ``python2`` kernel, else ``language_info.version`` 2.x), whose cells may not be Python 3 (``print x``): linted
+    as Python, its syntax errors say so."""
     meta = nb.get("metadata") or {}
     info = meta.get("language_info") or {}
     for where in (meta.get("kernelspec") or {}, info):
@@ -254,8 +255,11 @@ def _language(nb) -> str:
     else:
         lang = "python"
     version = info.get("version") if isinstance(info, dict) else None
-    kernel = (meta.get("kernelspec") or {}).get("name") if isinstance(meta.get("kernelspec"), dict) else None
-    if lang == "python" and ((isinstance(version, str) and version.startswith("2.")) or kernel == "python2"):
+    spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+    kernel = spec.get("name")
+    if lang == "python" and (kernel == "python2" or (
+            not kernel and isinstance(version, str) and version.startswith("2."))):
+        # the kernel's name decides: Colab saves `language_info.version` "2.7.6" beside a `python3` kernel
         return "python2"
     return lang
 

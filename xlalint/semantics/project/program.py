@@ -63,8 +63,9 @@ class Program:
         such a module itself: a reward model trained only through DeepSpeed and scored only on ``cuda:1``,
         mmcv heads built only by notebooks that call ``.cuda()`` (a device the module takes as an argument is
         its importers' device). A package's ``__init__`` is the library's face to code outside
-        the project, a module nobody imports (a ``__main__``) or one with an ``if __name__ == "__main__":`` block (a
-        script another script also imports: OLMo's ``scripts/train.py``) is an entry point, and a module that registers
+        the project, a module nobody imports (a ``__main__``) or a script outside any package with an ``if __name__ ==
+        "__main__":`` block (another script also imports it: OLMo's ``scripts/train.py``) is an entry point (a
+        package's module's ``__main__`` block is a check run by hand: ``_exclude_library_mains``), and a module that registers
         what it defines (``@register_criterion``) is loaded through a registry: none is decided by its
         importers, unless its own package imports it (mmcv's ``from .dpt_head import DPTHead`` in
         ``decode_heads/__init__.py``): then whoever imports the package loads it. Their functions are marked ``excluded`` (never an XLA
@@ -93,7 +94,7 @@ class Program:
                     # a script whose `__main__` block imports such a module (RWKV's `train.py` imports its model
                     # there): it runs nowhere but there, nor does what only it imports
                     pass
-                elif (s.get("names_xla") or mod.endswith("__main__") or s.get("script")
+                elif (s.get("names_xla") or mod.endswith("__main__") or (s.get("script") and not self._packaged(mod))
                       or (s.get("registers") and not self._statically_loaded(mod, hard))
                       or not importers.get(mod, set()) - tests or not importers[mod] - tests <= off):
                     continue
@@ -134,14 +135,17 @@ class Program:
         chunk with its whole output, a debug loop over the data loader), not a training or generation step.
         Its functions keep their own frequencies: a loop in a function is what it is, whoever calls it."""
         summaries = self.facts.summaries
-        by_module = self.facts.index.by_module
         for top in self.tops:
             mod = top.module
-            parents = mod.split(".")[:-1]
-            packaged = any(".".join(parents[:i]) in by_module for i in range(1, len(parents) + 1))
-            if (packaged and not is_test_module(mod)
+            if (self._packaged(mod) and not is_test_module(mod)
                     and {m for m in self._importers.get(mod, ()) if not is_test_module(m)} and mod in summaries):
                 top.excluded = True
+
+    def _packaged(self, mod: str) -> bool:
+        """The module's folder, or one above it up to the project's root, has an ``__init__.py``."""
+        by_module = self.facts.index.by_module
+        parents = mod.partition("@")[0].split(".")[:-1]
+        return any(".".join(parents[:i]) in by_module for i in range(1, len(parents) + 1))
 
     def _project_modules(self, mod: str, names) -> set:
         """The project's modules among what ``mod`` imports by ``names``, itself aside."""
