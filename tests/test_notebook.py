@@ -185,9 +185,12 @@ def test_a_python_2_notebooks_syntax_error_says_its_kernel_is_python_2():
     nb["metadata"]["language_info"] = {"name": "python", "version": "2.7.12", "pygments_lexer": "ipython2"}
     # Colab saves a stale `language_info.version` "2.7.6" beside its `python3` kernel: the kernel decides
     assert lint_source(json.dumps(nb), "nb.ipynb") == plain
-    del nb["metadata"]["kernelspec"]
-    (f,) = lint_source(json.dumps(nb), "nb.ipynb")
-    assert f.code == "XLA900" and f.message.endswith("(the notebook's kernel is Python 2; xlalint reads Python 3)")
+    for spec in (None, {"name": "Python [Root]", "language": "python", "display_name": "Python [Root]"}):
+        nb["metadata"]["kernelspec"] = spec  # none, or a conda environment's: the version decides
+        if spec is None:
+            del nb["metadata"]["kernelspec"]
+        (f,) = lint_source(json.dumps(nb), "nb.ipynb")
+        assert f.code == "XLA900" and f.message.endswith("(the notebook's kernel is Python 2; xlalint reads Python 3)")
     nb["metadata"]["kernelspec"] = {"name": "python3", "language": "python", "display_name": "x"}
     nb["metadata"]["language_info"] = {"name": "python"}
     nb["metadata"]["kernelspec"]["name"] = "python2"

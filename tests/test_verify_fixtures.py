@@ -68,9 +68,9 @@ KNOWN_DIFFERENCES: dict = {
         ("miss", 34): "a copy on the few chosen visualisation batches of each evaluation (`if i in vis_ids:`, one "
                       "batch every `eval_every` steps here): a real cut on those batches that xlalint leaves "
                       "silent by design (issue 32: not per step, not per evaluation batch)",
-        ("miss", 50): "each sweep value's scores read once after its evaluation loop (every `eval_every` steps): "
+        ("miss", 52): "each sweep value's scores read once after its evaluation loop (every `eval_every` steps): "
                       "silent by design, as an evaluation's result read after its loop (issue 32)",
-        ("miss", 75): "the evaluation's result read once, right after it, in the periodic block: silent by design "
+        ("miss", 77): "the evaluation's result read once, right after it, in the periodic block: silent by design "
                       "(issue 32: the read the fix asks for, once per evaluation)",
     },
     "speculative_decode_while.py": {

@@ -258,8 +258,9 @@ def _language(nb) -> str:
     spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
     kernel = spec.get("name")
     if lang == "python" and (kernel == "python2" or (
-            not kernel and isinstance(version, str) and version.startswith("2."))):
-        # the kernel's name decides: Colab saves `language_info.version` "2.7.6" beside a `python3` kernel
+            kernel != "python3" and isinstance(version, str) and version.startswith("2."))):
+        # a `python2`/`python3` kernel's name decides (Colab saves `language_info.version` "2.7.6" beside a `python3`
+        # kernel); another name (`Python [Root]`, a conda environment's) leaves it to the version
         return "python2"
     return lang
 
