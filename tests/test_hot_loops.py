@@ -1519,8 +1519,25 @@ def main(model, draft, prompts):
 """
 
 
+BEAMS = """
+@torch.no_grad()
+def generate(model, prompt, max_new, beams):
+    pos = prompt.shape[-1]
+    tokens = prompt.to(device)
+    while pos < max_new:
+        for row in tokens[:beams]:
+            out = model(row)
+            print(out.sum().item())
+        pos += 1
+    return tokens
+"""
+
+
 def test_a_loop_inside_a_decoding_loop_runs_every_decoding_step():
     """Round 18's gpt-fast, read after scoring: its speculative decoding hands each accepted token to the
     streaming callback in `for i in next_tokens[:num_added]:` inside the decoding `while`: under `no_grad` the
-    inner loop alone reads as an evaluation, but it runs on every decoding step, and the callback's read says so."""
+    inner loop alone reads as an evaluation, but it runs on every decoding step, and the reads in it say so (a
+    loop over the rows inside the decoding `while`: the earlier build said "every evaluation batch"; the
+    callback's shape is the real one's, whose message needed the whole project to go wrong)."""
+    assert "every decoding step" in at(lint(BEAMS), 9, "XLA001")
     assert "every decoding step" in at(lint(SPECULATIVE), 22, "XLA001")

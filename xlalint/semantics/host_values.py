@@ -13,7 +13,7 @@ from xlalint.semantics import device_pins
 from xlalint.semantics import kinds as K
 from xlalint.semantics.syntax import (
     NODE_TYPES, bindings, child_nodes, dotted_name, keyword_arg, name_words, names_in, positional_args, string_value,
-    target_names,
+    root_name, target_names,
 )
 
 
@@ -110,7 +110,7 @@ class HostValues:
             body = self.module if f is self.top else f.node  # a script's own statements, or the function's
             staged = self._staged_nodes[id(f)] = self._before_uploads(body)
         before_any, sources, by_root = staged
-        root = _root_name(receiver)
+        root = root_name(receiver)
         if kind is K.UNKNOWN and id(node) in before_any and root in sources and f is not self.top:
             return True  # (not a script's or a notebook's own statements: one after another, they do many things)
         return root is not None and id(node) in by_root.get(root, ())
@@ -142,7 +142,7 @@ class HostValues:
             if type(n) is cst.Call and self._uploads_value(n):
                 receiver = n.func.value
                 whole = _container_of(receiver) is None  # `x.to(d)`, `x.float().to(d)`: not a part of a container
-                if not in_loop and not (whole and _root_name(receiver) in params):
+                if not in_loop and not (whole and root_name(receiver) in params):
                     last = len(seen)  # a loop that uploads reads its next pass's values after its last upload
                     staged = _closure(names_in(stmt_value.get(id(n), receiver)), made_from)
                     if staged & built:  # what it uploads is built here from what it read, not moved in passing
@@ -216,20 +216,6 @@ def _in_order(block):
         yield n, in_loop
         inner = in_loop or type(n) in (cst.For, cst.While)
         stack.extend((c, inner) for c in reversed(list(child_nodes(n))))
-
-
-def _root_name(expr):
-    """``batch`` of ``batch["x"]``, ``batch.x[0]``, ``batch["len"].max()``; None for anything else."""
-    while True:
-        t = type(expr)
-        if t is cst.Name:
-            return expr.value
-        if t in (cst.Subscript, cst.Attribute):
-            expr = expr.value
-        elif t is cst.Call and type(expr.func) is cst.Attribute:
-            expr = expr.func.value
-        else:
-            return None
 
 
 def _param_names(node) -> set:

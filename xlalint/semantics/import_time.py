@@ -45,6 +45,11 @@ def _every_branch(node: cst.If, find: Callable) -> Optional[str]:
     return first if _first(rest.body.body, find) is not None else None
 
 
+def has_main_block(module: cst.Module) -> bool:
+    """The module has an ``if __name__ == "__main__":`` block at its top: run as a script, it is an entry point."""
+    return bool(_main_block(module))
+
+
 def _main_block(module: cst.Module) -> list:
     return [line for stmt in module.body if type(stmt) is cst.If and is_main_guard(stmt.test)
             for line in stmt.body.body]

@@ -17,7 +17,7 @@ import libcst as cst
 
 from xlalint.semantics import tables as T
 
-from xlalint.semantics.syntax import child_nodes, last_name, positional_params
+from xlalint.semantics.syntax import child_nodes, last_name, positional_params, root_name
 
 # calls that run no module, whatever they are handed: writing a checkpoint, formatting its path, logging, a barrier
 NO_FORWARD_CALLS = T.SAVE_METHODS | {
@@ -115,7 +115,7 @@ def _reach(scope, name: str, may_be_module) -> Optional[tuple]:
                         aliases.add(t.value)  # `score_model = ScoreModel(nnet)`
                         changed = True
                 else:  # `ema.model = nnet`, `models[0] = nnet`: the object it is stored in holds it
-                    root = _root_name(t)
+                    root = root_name(t)
                     if root is not None and root not in holders:
                         holders.add(root)
                         changed = True
@@ -128,7 +128,7 @@ def _reach(scope, name: str, may_be_module) -> Optional[tuple]:
             # `ema.register(nnet)` as a statement: the object it is called on keeps it (a call whose result is bound
             # makes that result hold it instead: `score_model = sde.ScoreModel(nnet)`)
             if type(c.func) is cst.Attribute and any(_came_from(a.value)[0] & aliases for a in c.args):
-                root = _root_name(c.func)
+                root = root_name(c.func)
                 if root is not None and root not in aliases and root not in holders:
                     holders.add(root)
                     changed = True
@@ -173,7 +173,7 @@ def _came_from(value) -> tuple:
             if type(n.func) is cst.Attribute and (type(n.func.value) is not cst.Name or n.func.attr.value in _SELF_METHODS):
                 stack.append(n.func.value)  # `net.to(device)` is `net`; `Model(cfg).to(device)` came from `Model(cfg)`
         elif t in (cst.Attribute, cst.Subscript):
-            root = _root_name(n)
+            root = root_name(n)
             if root is not None:
                 holders.add(root)
         else:
@@ -206,12 +206,6 @@ def _binds_name(target, name: str) -> bool:
     return type(target) is cst.Name and target.value == name
 
 
-def _root_name(node) -> Optional[str]:
-    while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
-        node = node.func if type(node) is cst.Call else node.value
-    return node.value if type(node) is cst.Name else None
-
-
 def _nodes_after(body: list, call: cst.Call) -> Optional[list]:
     """The nodes that run after ``call`` in one pass of the loop body, in source order (pre-order of the body
     after the call), or None when the call is not in the body."""
@@ -238,7 +232,7 @@ def _quiet(node, aliases: set, holders: set) -> bool:
     while stack:
         n = stack.pop()
         if type(n) is cst.Call and (last_name(n.func) or "") not in NO_FORWARD_CALLS:
-            if _root_name(n.func) in holders or any(_came_from(a.value)[0] & holders for a in n.args):
+            if root_name(n.func) in holders or any(_came_from(a.value)[0] & holders for a in n.args):
                 return False
         stack.extend(child_nodes(n))
     return True

@@ -106,7 +106,7 @@ class SemanticModel(StatementWalk, Branches, Bindings, TupleItems, CallSites, Mo
         self.hard_imports = import_time.hard_imports(module, package)
         self.main_imports = import_time.main_imports(module, package)  # what running it as a script imports
         # an `if __name__ == "__main__":` block at its top: an entry point, whoever else imports it
-        self.is_script = any(type(st) is cst.If and device_pins.is_main_guard(st.test) for st in module.body)
+        self.is_script = import_time.has_main_block(module)
         self.registers = import_time.registers(module)  # loaded through a registry: importers are not all
         # names given a CUDA device index (`rw_device = torch.device("cuda:{}".format(1))`) and names given
         # anything else: a name only ever in the first is a hard-wired CUDA device (``cuda_ordinal_names``)

@@ -153,6 +153,21 @@ def assigned_names(block) -> set:
     return {x.value for target, _ in bindings(block) for x in target_names(target)}
 
 
+def root_name(expr) -> Optional[str]:
+    """The name an expression reaches through subscripts, attributes and method calls: ``batch`` of
+    ``batch["x"]``, ``batch.x[0]``, ``batch["len"].max()``, ``ema.model``; None for anything else."""
+    while True:
+        t = type(expr)
+        if t is cst.Name:
+            return expr.value
+        if t in (cst.Subscript, cst.Attribute):
+            expr = expr.value
+        elif t is cst.Call and type(expr.func) is cst.Attribute:
+            expr = expr.func.value
+        else:
+            return None
+
+
 def dotted_name(node) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts = []
